@@ -1,0 +1,251 @@
+"""``StackedLSTM``: the Flax (linen) counterpart of ``torch.nn.LSTM(batch_first=True)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from .kernels.lstm import LSTMState, check_seq_lengths, lstm_layer
+
+Array = jax.Array
+Dtype = Any
+Initializer = Callable[..., Array]
+
+
+def lstm_bias_init(forget_bias: float = 1.0) -> Initializer:
+    """Bias initialiser: zeros, with the forget gate (second quarter) at ``forget_bias``.
+
+    This is Keras' ``unit_forget_bias=True``; it helps a freshly initialised LSTM remember.
+    """
+
+    def init(key, shape, dtype=jnp.float32):
+        del key
+        if len(shape) != 1 or shape[0] % 4:
+            raise ValueError(f"an LSTM bias must be (4*hidden,); got {shape}")
+        hidden = shape[0] // 4
+        return jnp.zeros(shape, dtype).at[hidden : 2 * hidden].set(forget_bias)
+
+    return init
+
+
+def check_input(x: Array, name: str = "x") -> Array:
+    """Checks ``x`` is a real floating ``(batch, time, features)`` array with ``time >= 1``."""
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(
+            f"{name} must be a real floating-point array (e.g. float32); got dtype {x.dtype}. "
+            f"Hint: x.astype(jnp.float32)"
+        )
+    if x.ndim != 3:
+        raise ValueError(f"{name} must be (batch, time, features); got shape {x.shape}")
+    if x.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one time step; got shape {x.shape}")
+    return x
+
+
+class LSTMLayer(nn.Module):
+    """One LSTM layer in one direction; owns ``kernel_ih``, ``kernel_hh`` and ``bias``.
+
+    Attributes:
+        hidden_size: size of ``h`` and ``c``.
+        reverse: run each row from its last valid step to its first.
+        dtype: matmul dtype (``None``: from inputs and params); state math stays >= float32.
+        param_dtype: dtype of the stored parameters.
+        kernel_init, recurrent_kernel_init, bias_init: initialisers (see ``StackedLSTM``).
+    """
+
+    hidden_size: int
+    reverse: bool = False
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    kernel_init: Initializer = nn.initializers.lecun_normal()
+    recurrent_kernel_init: Initializer = nn.initializers.orthogonal()
+    bias_init: Initializer = lstm_bias_init(1.0)
+
+    @nn.compact
+    def __call__(
+        self, x: Array, state: LSTMState, seq_lengths: Array | None = None
+    ) -> tuple[Array, LSTMState]:
+        """``x (batch, time, features)``, ``state`` of ``(batch, hidden)`` arrays ->
+        ``(outputs (batch, time, hidden), final LSTMState)``."""
+        h4 = 4 * self.hidden_size
+        params = {
+            "kernel_ih": self.param(
+                "kernel_ih", self.kernel_init, (x.shape[-1], h4), self.param_dtype
+            ),
+            "kernel_hh": self.param(
+                "kernel_hh", self.recurrent_kernel_init, (self.hidden_size, h4), self.param_dtype
+            ),
+            "bias": self.param("bias", self.bias_init, (h4,), self.param_dtype),
+        }
+        return lstm_layer(params, x, state, seq_lengths, self.reverse, dtype=self.dtype)
+
+
+def zero_state(
+    batch_size: int, hidden_size: int, num_states: int, dtype: Dtype = jnp.float32
+) -> tuple[LSTMState, ...]:
+    """``num_states`` zero ``LSTMState``s with ``h`` and ``c`` of shape ``(batch, hidden)``."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
+    zeros = jnp.zeros((batch_size, hidden_size), dtype)
+    return tuple(LSTMState(zeros, zeros) for _ in range(num_states))
+
+
+def check_state(
+    state: Sequence[LSTMState], num_states: int, batch: int, hidden: int, what: str
+) -> tuple[LSTMState, ...]:
+    """Checks a stack's state: ``num_states`` ``(h, c)`` pairs of ``(batch, hidden)`` arrays."""
+    if not isinstance(state, (tuple, list)):
+        raise TypeError(
+            f"{what} must be a tuple of LSTMState(h, c), one per layer and direction; "
+            f"got {type(state).__name__}"
+        )
+    if len(state) != num_states:
+        raise ValueError(
+            f"{what} must hold {num_states} LSTMState(h, c) (one per layer and direction); "
+            f"got {len(state)}"
+        )
+    out = []
+    for k, s in enumerate(state):
+        if not isinstance(s, (tuple, list)) or len(s) != 2:
+            raise TypeError(f"{what}[{k}] must be an LSTMState(h, c); got {type(s).__name__}")
+        h, c = s
+        for name, a in (("h", h), ("c", c)):
+            if jnp.shape(a) != (batch, hidden):
+                raise ValueError(
+                    f"{what}[{k}].{name} must be (batch, hidden) = ({batch}, {hidden}); "
+                    f"got {jnp.shape(a)}"
+                )
+        out.append(LSTMState(jnp.asarray(h), jnp.asarray(c)))
+    return tuple(out)
+
+
+class StackedLSTM(nn.Module):
+    """A multi-layer (optionally bidirectional) LSTM, the JAX twin of ``torch.nn.LSTM``.
+
+    Same numbers as ``torch.nn.LSTM(input_size, hidden_size, num_layers, batch_first=True,
+    bidirectional=...)`` once its weights are copied with ``stacklstm.interop.from_torch``.
+
+    Parameters (public layout): ``layer_{l}`` (and ``layer_{l}_reverse`` when bidirectional),
+    each holding ``kernel_ih (in_features, 4*hidden)``, ``kernel_hh (hidden, 4*hidden)`` and
+    ``bias (4*hidden,)``, gates in PyTorch's order i, f, g, o along the last axis.
+
+    Initialisation (override with the fields below): ``kernel_ih`` lecun-normal (flax's Dense
+    default), ``kernel_hh`` orthogonal, ``bias`` zero with the forget gate at 1.0 (Keras'
+    ``unit_forget_bias``).
+
+    Attributes:
+        hidden_size: features of ``h`` and ``c``.
+        num_layers: stacked layers (>= 1).
+        bidirectional: add a reverse direction per layer; outputs concatenate (forward, reverse).
+        dropout_rate: dropout on each layer's output except the last's, only when
+            ``deterministic=False`` (RNG stream ``"dropout"``), as in PyTorch.
+        dtype: matmul dtype (``None``: from inputs and params); state math stays >= float32.
+        param_dtype: dtype of the stored parameters.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> lstm = StackedLSTM(hidden_size=16, num_layers=2)
+        >>> x = jnp.ones((4, 10, 3))                       # (batch, time, features)
+        >>> params = lstm.init(jax.random.key(0), x)
+        >>> y, state = lstm.apply(params, x)
+        >>> y.shape, len(state), state[0].h.shape
+        ((4, 10, 16), 2, (4, 16))
+    """
+
+    hidden_size: int
+    num_layers: int = 1
+    bidirectional: bool = False
+    dropout_rate: float = 0.0
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    kernel_init: Initializer = nn.initializers.lecun_normal()
+    recurrent_kernel_init: Initializer = nn.initializers.orthogonal()
+    bias_init: Initializer = lstm_bias_init(1.0)
+
+    def __post_init__(self) -> None:
+        _check_positive_int("hidden_size", self.hidden_size)
+        _check_positive_int("num_layers", self.num_layers)
+        _check_dropout(self.dropout_rate)
+        super().__post_init__()
+
+    @property
+    def num_directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def initialize_carry(self, batch_size: int, dtype: Dtype = jnp.float32):
+        """Zero state: a tuple of ``num_layers * D`` ``LSTMState``s, ``(batch, hidden)`` each."""
+        return zero_state(
+            batch_size, self.hidden_size, self.num_layers * self.num_directions, dtype
+        )
+
+    @nn.compact
+    def __call__(
+        self,
+        x: Array,
+        initial_state: Sequence[LSTMState] | None = None,
+        *,
+        seq_lengths: Array | None = None,
+        deterministic: bool = True,
+    ) -> tuple[Array, tuple[LSTMState, ...]]:
+        """Runs the stack.
+
+        Args:
+            x: ``(batch, time, features)`` floating-point inputs.
+            initial_state: ``num_layers * D`` ``LSTMState``s in PyTorch's order (layer 0
+                forward, layer 0 reverse, layer 1 forward, ...); ``None`` means zeros.
+            seq_lengths: optional ``(batch,)`` valid lengths (right padding).
+            deterministic: when False, apply dropout between layers.
+
+        Returns:
+            ``(outputs, final_state)``: ``(batch, time, D*hidden)`` (zeros at padded steps) and
+            a tuple of ``LSTMState``s in the same order as ``initial_state``, each taken at the
+            row's own last valid step.
+        """
+        x = check_input(x)
+        batch, time, _ = x.shape
+        n_states = self.num_layers * self.num_directions
+        if initial_state is None:
+            initial_state = zero_state(batch, self.hidden_size, n_states, jnp.float32)
+        else:
+            initial_state = check_state(
+                initial_state, n_states, batch, self.hidden_size, "initial_state"
+            )
+        if seq_lengths is not None:
+            seq_lengths = check_seq_lengths(seq_lengths, batch, time)
+
+        finals = []
+        for layer in range(self.num_layers):
+            outs = []
+            for rev in (False, True)[: self.num_directions]:
+                cell = LSTMLayer(
+                    self.hidden_size,
+                    reverse=rev,
+                    dtype=self.dtype,
+                    param_dtype=self.param_dtype,
+                    kernel_init=self.kernel_init,
+                    recurrent_kernel_init=self.recurrent_kernel_init,
+                    bias_init=self.bias_init,
+                    name=f"layer_{layer}" + ("_reverse" if rev else ""),
+                )
+                out, final = cell(x, initial_state[len(finals)], seq_lengths)
+                outs.append(out)
+                finals.append(final)
+            x = outs[0] if len(outs) == 1 else jnp.concatenate(outs, axis=-1)
+            if self.dropout_rate > 0 and layer < self.num_layers - 1:
+                x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
+        return x, tuple(finals)
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+
+
+def _check_dropout(rate: Any) -> None:
+    if not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout_rate must be a number in [0, 1); got {rate!r}")

@@ -1,0 +1,145 @@
+"""StackedLSTM against torch.nn.LSTM with weights copied by from_torch: values and gradients."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from stacklstm import LSTMState, StackedLSTM
+from stacklstm.interop import from_torch, to_torch
+
+torch = pytest.importorskip("torch")
+
+
+def _configs(n, seed=0):
+    rng = np.random.default_rng(seed)
+    for k in range(n):
+        yield dict(
+            num_layers=int(rng.integers(1, 4)),
+            hidden=int(rng.choice([1, 2, 5, 16, 33, 64])),
+            features=int(rng.integers(1, 9)),
+            batch=int(rng.integers(1, 6)),
+            time=int(rng.integers(1, 21)),
+            bidirectional=bool(k % 2),
+            masked=bool((k // 2) % 2),
+            with_state=bool(k % 3 == 0),
+            seed=k,
+        )
+
+
+def _run_both(cfg):
+    torch.manual_seed(cfg["seed"])
+    rng = np.random.default_rng(cfg["seed"])
+    L, H, D = cfg["num_layers"], cfg["hidden"], 2 if cfg["bidirectional"] else 1
+    B, T, F = cfg["batch"], cfg["time"], cfg["features"]
+    t_lstm = torch.nn.LSTM(F, H, L, batch_first=True, bidirectional=cfg["bidirectional"])
+    x = rng.normal(size=(B, T, F)).astype(np.float32)
+    lengths = rng.integers(1, T + 1, size=B) if cfg["masked"] else None
+    if cfg["with_state"]:
+        h0 = rng.normal(size=(L * D, B, H)).astype(np.float32)
+        c0 = rng.normal(size=(L * D, B, H)).astype(np.float32)
+    else:
+        h0 = c0 = np.zeros((L * D, B, H), np.float32)
+    w_out = rng.normal(size=(B, T, D * H)).astype(np.float32)
+    w_h = rng.normal(size=(L * D, B, H)).astype(np.float32)
+    w_c = rng.normal(size=(L * D, B, H)).astype(np.float32)
+
+    # torch
+    tx = torch.tensor(x, requires_grad=True)
+    inp = tx
+    if lengths is not None:
+        inp = torch.nn.utils.rnn.pack_padded_sequence(
+            tx, torch.tensor(lengths), batch_first=True, enforce_sorted=False
+        )
+    out, (hn, cn) = t_lstm(inp, (torch.tensor(h0), torch.tensor(c0)))
+    if lengths is not None:
+        out, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
+    loss = (
+        (out * torch.tensor(w_out)).sum()
+        + (hn * torch.tensor(w_h)).sum()
+        + (cn * torch.tensor(w_c)).sum()
+    )
+    loss.backward()
+    t_grads = {k: v.grad.numpy() for k, v in t_lstm.named_parameters()}
+
+    # stacklstm
+    model = StackedLSTM(H, L, bidirectional=cfg["bidirectional"])
+    params = from_torch(t_lstm)
+    state = tuple(LSTMState(h0[k], c0[k]) for k in range(L * D))
+
+    def loss_fn(params, x):
+        y, final = model.apply({"params": params}, x, state, seq_lengths=lengths)
+        hs = jnp.stack([s.h for s in final])
+        cs = jnp.stack([s.c for s in final])
+        return jnp.sum(y * w_out) + jnp.sum(hs * w_h) + jnp.sum(cs * w_c), (y, hs, cs)
+
+    grad_fn = jax.jit(jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True))
+    (_, (y, hs, cs)), (g_params, g_x) = grad_fn(params, x)
+    return dict(
+        torch=(out.detach().numpy(), hn.detach().numpy(), cn.detach().numpy(), tx.grad.numpy()),
+        ours=(np.asarray(y), np.asarray(hs), np.asarray(cs), np.asarray(g_x)),
+        t_grads=t_grads,
+        g_params=g_params,
+        suffixes=("", "_reverse")[:D],
+        L=L,
+    )
+
+
+@pytest.mark.parametrize("cfg", list(_configs(16)), ids=lambda c: str(c["seed"]))
+def test_stacked_lstm_matches_torch(cfg):
+    r = _run_both(cfg)
+    (t_out, t_h, t_c, t_gx), (y, h, c, gx) = r["torch"], r["ours"]
+    np.testing.assert_allclose(y, t_out, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(h, t_h, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(c, t_c, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(gx, t_gx, atol=1e-4, rtol=0)
+    for layer in range(r["L"]):
+        for s in r["suffixes"]:
+            g = r["g_params"][f"layer_{layer}{s}"]
+            tg = r["t_grads"]
+            np.testing.assert_allclose(g["kernel_ih"], tg[f"weight_ih_l{layer}{s}"].T, atol=1e-4)
+            np.testing.assert_allclose(g["kernel_hh"], tg[f"weight_hh_l{layer}{s}"].T, atol=1e-4)
+            np.testing.assert_allclose(g["bias"], tg[f"bias_ih_l{layer}{s}"], atol=1e-4)
+            np.testing.assert_allclose(g["bias"], tg[f"bias_hh_l{layer}{s}"], atol=1e-4)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_to_torch_round_trip_gives_same_outputs(bidirectional):
+    model = StackedLSTM(7, 2, bidirectional=bidirectional)
+    x = np.random.default_rng(0).normal(size=(3, 9, 4)).astype(np.float32)
+    params = model.init(jax.random.key(1), x)["params"]
+    y, _ = model.apply({"params": params}, x)
+    t_lstm = torch.nn.LSTM(4, 7, 2, batch_first=True, bidirectional=bidirectional)
+    t_lstm.load_state_dict(to_torch(params))  # strict: every key must match
+    with torch.no_grad():
+        t_out, _ = t_lstm(torch.tensor(x))
+    np.testing.assert_allclose(y, t_out.numpy(), atol=1e-5)
+    back = from_torch(t_lstm.state_dict())
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-7), back, params)
+
+
+def test_from_torch_rejects_unknown_and_missing_keys():
+    sd = torch.nn.LSTM(2, 3, 2, batch_first=True).state_dict()
+    with pytest.raises(ValueError, match="unexpected key 'extra'"):
+        from_torch({**sd, "extra": torch.zeros(1)})
+    del sd["weight_hh_l1"]
+    with pytest.raises(ValueError, match="missing \\['weight_hh_l1'\\]"):
+        from_torch(sd)
+    bad = torch.nn.LSTM(2, 3, 2, batch_first=True).state_dict()
+    bad["bias_hh_l0"] = torch.zeros(5)
+    with pytest.raises(ValueError, match="bias_hh_l0 must have shape \\(12,\\)"):
+        from_torch(bad)
+    with pytest.raises(ValueError, match="proj_size"):
+        from_torch(torch.nn.LSTM(2, 3, proj_size=2))
+    with pytest.raises(TypeError, match="torch.nn.LSTM or its state_dict"):
+        from_torch([1, 2])
+
+
+def test_from_torch_without_bias_gives_zero_bias():
+    t_lstm = torch.nn.LSTM(2, 3, bias=False, batch_first=True)
+    params = from_torch(t_lstm)
+    np.testing.assert_array_equal(params["layer_0"]["bias"], np.zeros(12))
+    x = np.random.default_rng(0).normal(size=(2, 5, 2)).astype(np.float32)
+    y, _ = StackedLSTM(3).apply({"params": params}, x)
+    with torch.no_grad():
+        np.testing.assert_allclose(y, t_lstm(torch.tensor(x))[0].numpy(), atol=1e-5)
