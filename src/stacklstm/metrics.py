@@ -1,0 +1,106 @@
+"""Forecast error metrics in original units (numpy only).
+
+Every metric takes ``y_true`` and ``y_pred`` of exactly the same shape, e.g. ``(n, horizon,
+n_targets)`` from :meth:`stacklstm.data.WindowSet.to_original`, and averages over all entries.
+Shapes are never broadcast: ``(batch, 1)`` against ``(batch,)`` would silently compare every
+prediction with every target. NaN or Inf in either input is an error, not a NaN result.
+
+Example:
+    >>> forecast_metrics([1.0, 2.0, 4.0], [2.0, 2.0, 2.0])
+    {'mae': 1.0, 'rmse': 1.2909944487358056, 'mape': 50.0, 'smape': 44.44444444444444}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+
+def _pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Both inputs as float64 arrays of one shape; raises ValueError otherwise."""
+    true = np.asarray(y_true, dtype=np.float64)
+    pred = np.asarray(y_pred, dtype=np.float64)
+    if true.shape != pred.shape:
+        raise ValueError(
+            f"y_true and y_pred must have the same shape, got {true.shape} and {pred.shape}; "
+            "reshape one explicitly (broadcasting is refused)"
+        )
+    if true.size == 0:
+        raise ValueError("y_true and y_pred are empty; expected at least one forecast")
+    for name, values in (("y_true", true), ("y_pred", pred)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise ValueError(
+                f"{name} holds {int(bad.sum())} NaN/Inf entries of {values.size}; expected "
+                "finite values (drop forecasts whose targets lie past the data)"
+            )
+    return true, pred
+
+
+def mae(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Mean absolute error.
+
+    Example:
+        >>> mae([1.0, 2.0], [2.0, 4.0])
+        1.5
+    """
+    true, pred = _pair(y_true, y_pred)
+    return float(np.mean(np.abs(pred - true)))
+
+
+def rmse(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Root mean squared error.
+
+    Example:
+        >>> rmse([1.0, 1.0], [4.0, -2.0])
+        3.0
+    """
+    true, pred = _pair(y_true, y_pred)
+    return float(np.sqrt(np.mean(np.square(pred - true))))
+
+
+def mape(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Mean absolute percentage error, in percent: ``100 * mean(|pred - true| / |true|)``.
+
+    Entries whose target is exactly 0 are skipped (their ratio is undefined); if every
+    target is 0 the result is NaN. Use :func:`smape` or :func:`mae` for series near zero.
+
+    Example:
+        >>> mape([0.0, 2.0, 4.0], [5.0, 1.0, 5.0])
+        37.5
+    """
+    true, pred = _pair(y_true, y_pred)
+    scored = true != 0
+    if not scored.any():
+        return float("nan")
+    return float(100.0 * np.mean(np.abs(pred[scored] - true[scored]) / np.abs(true[scored])))
+
+
+def smape(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Symmetric MAPE in percent, in [0, 200]: ``100 * mean(2|pred - true| / (|true| + |pred|))``.
+
+    An entry where both target and prediction are 0 is a perfect forecast and counts as 0.
+
+    Example:
+        >>> smape([0.0, 1.0], [0.0, 3.0])
+        50.0
+    """
+    true, pred = _pair(y_true, y_pred)
+    denominator = np.abs(true) + np.abs(pred)
+    ratio = np.divide(
+        2.0 * np.abs(pred - true),
+        denominator,
+        out=np.zeros_like(denominator),
+        where=denominator > 0,
+    )
+    return float(100.0 * np.mean(ratio))
+
+
+def forecast_metrics(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, float]:
+    """All metrics as a JSON-able dict with keys ``mae``, ``rmse``, ``mape``, ``smape``."""
+    return {
+        "mae": mae(y_true, y_pred),
+        "rmse": rmse(y_true, y_pred),
+        "mape": mape(y_true, y_pred),
+        "smape": smape(y_true, y_pred),
+    }
