@@ -99,7 +99,7 @@ def test_lstm_layer_bfloat16_error_bounded():
     p = _params(rng, 8, 32, scale=0.2)
     x = rng.normal(size=(8, 50, 8)).astype(np.float32)
     s0 = LSTMState(jnp.zeros((8, 32)), jnp.zeros((8, 32)))
-    y32, s32 = lstm_layer(p, x, s0)
+    y32, _ = lstm_layer(p, x, s0)
     y16, s16 = lstm_layer(p, x, s0, dtype=jnp.bfloat16)
     assert y16.dtype == jnp.bfloat16
     assert s16.c.dtype == jnp.float32  # the cell state stays float32

@@ -131,7 +131,7 @@ def test_from_torch_rejects_unknown_and_missing_keys():
         from_torch(bad)
     with pytest.raises(ValueError, match="proj_size"):
         from_torch(torch.nn.LSTM(2, 3, proj_size=2))
-    with pytest.raises(TypeError, match="torch.nn.LSTM or its state_dict"):
+    with pytest.raises(TypeError, match=r"torch\.nn\.LSTM or its state_dict"):
         from_torch([1, 2])
 
 

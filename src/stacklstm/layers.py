@@ -73,6 +73,13 @@ class LSTMLayer(nn.Module):
         """``x (batch, time, features)``, ``state`` of ``(batch, hidden)`` arrays ->
         ``(outputs (batch, time, hidden), final LSTMState)``."""
         h4 = 4 * self.hidden_size
+        if self.has_variable("params", "kernel_ih"):
+            expected = self.get_variable("params", "kernel_ih").shape[0]
+            if x.shape[-1] != expected:
+                raise ValueError(
+                    f"{self.name}: the params expect inputs with {expected} features "
+                    f"(kernel_ih {(expected, h4)}); got x with {x.shape[-1]} features"
+                )
         params = {
             "kernel_ih": self.param(
                 "kernel_ih", self.kernel_init, (x.shape[-1], h4), self.param_dtype

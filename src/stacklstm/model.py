@@ -44,7 +44,7 @@ def aggregate(outputs: Array, seq_lengths: Array | None, mean: bool) -> Array:
     ``mean=True``: the mean over each row's valid steps. ``mean=False``: each row's last valid
     step. Returns ``(batch, features)``.
     """
-    batch, time, _ = outputs.shape
+    time = outputs.shape[1]
     if seq_lengths is None:
         return jnp.mean(outputs, axis=1) if mean else outputs[:, -1]
     if mean:

@@ -33,7 +33,10 @@ def from_flax_cell(cell_params: Mapping[str, Any]) -> dict[str, np.ndarray]:
             f"from_flax_cell: expected keys {sorted(expected)}; got {sorted(cell_params)}"
         )
     for g in _GATES:
-        if set(cell_params[f"i{g}"]) != {"kernel"} or set(cell_params[f"h{g}"]) != {"kernel", "bias"}:
+        if set(cell_params[f"i{g}"]) != {"kernel"} or set(cell_params[f"h{g}"]) != {
+            "kernel",
+            "bias",
+        }:
             raise ValueError(
                 f"from_flax_cell: i{g} must hold 'kernel' and h{g} 'kernel' and 'bias'; got "
                 f"{sorted(cell_params[f'i{g}'])} and {sorted(cell_params[f'h{g}'])}"

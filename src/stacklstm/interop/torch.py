@@ -110,10 +110,7 @@ def from_torch(module_or_state_dict: Any) -> dict[str, dict[str, np.ndarray]]:
             for key, (got, want) in shapes.items():
                 if got != want:
                     raise ValueError(f"from_torch: {key} must have shape {want}; got {got}")
-            if has_bias:
-                bias = b_ih + b_hh
-            else:
-                bias = np.zeros(4 * hidden, w_hh.dtype)
+            bias = b_ih + b_hh if has_bias else np.zeros(4 * hidden, w_hh.dtype)
             params[f"layer_{layer}{s}"] = {
                 "kernel_ih": np.ascontiguousarray(w_ih.T),
                 "kernel_hh": np.ascontiguousarray(w_hh.T),
@@ -155,7 +152,8 @@ def to_torch(params: Mapping[str, Any]) -> dict[str, Any]:
             p = params[f"layer_{layer}{s}"]
             if set(p) != {"kernel_ih", "kernel_hh", "bias"}:
                 raise ValueError(
-                    f"to_torch: layer_{layer}{s} must hold kernel_ih, kernel_hh, bias; got {sorted(p)}"
+                    f"to_torch: layer_{layer}{s} must hold kernel_ih, kernel_hh, bias; "
+                    f"got {sorted(p)}"
                 )
             bias = torch.from_numpy(np.array(p["bias"], np.float32))
             state[f"weight_ih_l{layer}{s}"] = torch.from_numpy(np.array(p["kernel_ih"]).T.copy())

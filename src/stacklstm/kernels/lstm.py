@@ -167,8 +167,8 @@ def lstm_layer(
 
     Returns:
         ``(outputs, final_state)``: outputs ``(batch, time, hidden)`` in ``dtype`` (zeros at
-        padded steps, in input order also when ``reverse``), and the state after each row's last valid step
-        (after its first step when ``reverse``).
+        padded steps, in input order also when ``reverse``), and the state after each row's
+        last valid step (after its first step when ``reverse``).
 
     Example:
         >>> import jax, jax.numpy as jnp
