@@ -105,3 +105,24 @@ def test_lstm_layer_bfloat16_error_bounded():
     assert s16.c.dtype == jnp.float32  # the cell state stays float32
     err = float(jnp.max(jnp.abs(y16.astype(jnp.float32) - y32)))
     assert 0 < err < 0.05, err
+
+
+@pytest.mark.parametrize("masked, reverse, chunk", [(False, False, True), (True, True, 4)])
+def test_lstm_layer_remat_gives_same_values_and_grads(masked, reverse, chunk):
+    rng = np.random.default_rng(4)
+    p = _params(rng, 3, 5, scale=0.3)
+    x = rng.normal(size=(3, 23, 3)).astype(np.float32)  # 23 steps: chunks do not divide it
+    s0 = LSTMState(jnp.asarray(rng.normal(size=(3, 5)), jnp.float32), jnp.zeros((3, 5)))
+    lengths = np.array([23, 9, 1]) if masked else None
+
+    def loss(p, x, remat):
+        y, s = lstm_layer(p, x, s0, lengths, reverse, remat=remat)
+        return jnp.sum(jnp.sin(y)) + jnp.sum(s.h * s.c), (y, s)
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1), has_aux=True), static_argnums=2)
+    (gp, gx), (y, s) = grad(p, x, False)
+    (gp_r, gx_r), (y_r, s_r) = grad(p, x, chunk)
+    np.testing.assert_allclose(y_r, y, atol=1e-6)
+    np.testing.assert_allclose(s_r.c, s.c, atol=1e-6)
+    np.testing.assert_allclose(gx_r, gx, atol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5), gp_r, gp)

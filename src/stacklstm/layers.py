@@ -56,6 +56,7 @@ class LSTMLayer(nn.Module):
         dtype: matmul dtype (``None``: from inputs and params); state math stays >= float32.
         param_dtype: dtype of the stored parameters.
         kernel_init, recurrent_kernel_init, bias_init: initialisers (see ``StackedLSTM``).
+        remat: recompute activations in chunks in the backward pass (see ``lstm_layer``).
     """
 
     hidden_size: int
@@ -65,6 +66,7 @@ class LSTMLayer(nn.Module):
     kernel_init: Initializer = nn.initializers.lecun_normal()
     recurrent_kernel_init: Initializer = nn.initializers.orthogonal()
     bias_init: Initializer = lstm_bias_init(1.0)
+    remat: bool | int = False
 
     @nn.compact
     def __call__(
@@ -89,7 +91,9 @@ class LSTMLayer(nn.Module):
             ),
             "bias": self.param("bias", self.bias_init, (h4,), self.param_dtype),
         }
-        return lstm_layer(params, x, state, seq_lengths, self.reverse, dtype=self.dtype)
+        return lstm_layer(
+            params, x, state, seq_lengths, self.reverse, dtype=self.dtype, remat=self.remat
+        )
 
 
 def zero_state(
@@ -153,6 +157,9 @@ class StackedLSTM(nn.Module):
             ``deterministic=False`` (RNG stream ``"dropout"``), as in PyTorch.
         dtype: matmul dtype (``None``: from inputs and params); state math stays >= float32.
         param_dtype: dtype of the stored parameters.
+        remat: for long sequences: ``True`` keeps activations for one chunk of
+            ``ceil(sqrt(time))`` steps at a time and recomputes the rest in the backward pass
+            (memory about ``sqrt(time)``); an int sets the chunk length. Same numbers.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -173,6 +180,7 @@ class StackedLSTM(nn.Module):
     kernel_init: Initializer = nn.initializers.lecun_normal()
     recurrent_kernel_init: Initializer = nn.initializers.orthogonal()
     bias_init: Initializer = lstm_bias_init(1.0)
+    remat: bool | int = False
 
     def __post_init__(self) -> None:
         _check_positive_int("hidden_size", self.hidden_size)
@@ -237,6 +245,7 @@ class StackedLSTM(nn.Module):
                     kernel_init=self.kernel_init,
                     recurrent_kernel_init=self.recurrent_kernel_init,
                     bias_init=self.bias_init,
+                    remat=self.remat,
                     name=f"layer_{layer}" + ("_reverse" if rev else ""),
                 )
                 out, final = cell(x, initial_state[len(finals)], seq_lengths)

@@ -76,6 +76,8 @@ class LSTMModel(nn.Module):
         dropout_rate: dropout between LSTM layers when ``deterministic=False``.
         dtype: matmul dtype (``None``: from inputs and params); LSTM state math stays float32.
         param_dtype: dtype of the stored parameters.
+        remat: recompute LSTM activations in chunks in the backward pass, for long sequences
+            (see ``StackedLSTM``).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -97,6 +99,7 @@ class LSTMModel(nn.Module):
     dropout_rate: float = 0.0
     dtype: Dtype | None = None
     param_dtype: Dtype = jnp.float32
+    remat: bool | int = False
 
     def __post_init__(self) -> None:
         _check_positive_int("lstm_hidden_size", self.lstm_hidden_size)
@@ -165,6 +168,7 @@ class LSTMModel(nn.Module):
             dropout_rate=self.dropout_rate,
             dtype=self.dtype,
             param_dtype=self.param_dtype,
+            remat=self.remat,
             name="lstm",
         )(x, carry, seq_lengths=seq_lengths, deterministic=deterministic)
         z = aggregate(outputs, seq_lengths, self.mean_aggregation)  # (batch, D*hidden)

@@ -16,6 +16,8 @@ Speed notes (why the code looks the way it does):
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -109,14 +111,6 @@ def reverse_padded(x: Array, seq_lengths: Array | None) -> Array:
     return jnp.take_along_axis(x, index, axis=1)
 
 
-def _step_math(gates: Array, c: Array) -> tuple[Array, Array]:
-    """One LSTM step given the pre-activation ``gates`` ``(batch, 4*hidden)``."""
-    i, f, g, o = jnp.split(gates, 4, axis=-1)
-    c_new = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-    h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
-    return h_new, c_new
-
-
 def _matmul(spec: str, a: Array, b: Array, dtype, acc_dtype) -> Array:
     """``einsum`` with inputs rounded to ``dtype`` and accumulation in ``acc_dtype``.
 
@@ -139,6 +133,142 @@ def _choose_unroll(time: int) -> int:
     return 1 if time < 4 else 2
 
 
+# The recurrence has a hand-written VJP. Autodiff of the scan would accumulate the weight
+# gradient with one small matmul per step inside the reverse loop; here the reverse scan carries
+# only (dh, dc) and emits the gate gradients, and ``d kernel_hh`` is ONE matmul over all steps
+# afterwards (``d kernel_ih`` likewise, by autodiff of the projection outside). The saved
+# activations are the gates after their nonlinearity, the cell states and the carried h.
+
+
+def _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, save):
+    """The forward recurrence over time-major ``xw`` ``(time, batch, 4*hidden)``."""
+    masked = mask.ndim > 0
+
+    def step(carry, inputs):
+        h, c = carry
+        xw_t, m_t = inputs if masked else (inputs, None)
+        gates = xw_t + _matmul("bh,hg->bg", h, kernel_hh, dtype, acc_dtype)  # (batch, 4*hidden)
+        i, f, g, o = jnp.split(gates, 4, axis=-1)
+        i, f, g, o = jax.nn.sigmoid(i), jax.nn.sigmoid(f), jnp.tanh(g), jax.nn.sigmoid(o)
+        c_new = f * c + i * g
+        h_new = o * jnp.tanh(c_new)
+        if masked:  # padded steps keep the state and output zeros
+            keep = m_t > 0
+            h_out = jnp.where(keep, h_new, 0)
+            h_new, c_new = jnp.where(keep, h_new, h), jnp.where(keep, c_new, c)
+        else:
+            h_out = h_new
+        saved = (jnp.concatenate([i, f, g, o], axis=-1), c_new, h_new) if save else None
+        return (h_new, c_new), (h_out, saved)
+
+    (h, c), (hs, saved) = jax.lax.scan(step, (h0, c0), (xw, mask) if masked else xw, unroll=unroll)
+    return hs, h, c, saved
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+def _recurrence(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll):
+    """``(xw (time, batch, 4H), kernel_hh, h0, c0, mask) -> (hs (time, batch, H), h, c)``."""
+    hs, h, c, _ = _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, False)
+    return hs, h, c
+
+
+def _recurrence_fwd(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll):
+    hs, h, c, saved = _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, True)
+    return (hs, h, c), (saved, kernel_hh, h0, c0, mask)
+
+
+def _recurrence_bwd(dtype, acc_dtype, unroll, residuals, cotangents):
+    (acts, cs, hs_carried), kernel_hh, h0, c0, mask = residuals
+    d_hs, d_h, d_c = cotangents
+    masked = mask.ndim > 0
+    c_prev = jnp.concatenate([c0[None], cs[:-1]])  # (time, batch, hidden)
+    h_prev = jnp.concatenate([h0[None], hs_carried[:-1]])
+
+    def step(carry, inputs):
+        dh, dc = carry
+        dy_t, act_t, c_t, c_prev_t, m_t = inputs
+        i, f, g, o = jnp.split(act_t, 4, axis=-1)
+        tanh_c = jnp.tanh(c_t)
+        dh_t = dh + dy_t
+        dc_t = dc + dh_t * o * (1 - tanh_c * tanh_c)
+        d_gates = jnp.concatenate(
+            [
+                dc_t * g * i * (1 - i),
+                dc_t * c_prev_t * f * (1 - f),
+                dc_t * i * (1 - g * g),
+                dh_t * tanh_c * o * (1 - o),
+            ],
+            axis=-1,
+        )  # (batch, 4*hidden), w.r.t. the pre-activations
+        dh_prev = _matmul("bg,hg->bh", d_gates, kernel_hh, dtype, acc_dtype)
+        dc_prev = dc_t * f
+        if masked:  # a padded step passed the state through unchanged
+            keep = m_t > 0
+            d_gates = jnp.where(keep, d_gates, 0)
+            dh_prev, dc_prev = jnp.where(keep, dh_prev, dh), jnp.where(keep, dc_prev, dc)
+        return (dh_prev, dc_prev), d_gates
+
+    m = mask if masked else jnp.zeros(cs.shape[:1], acc_dtype)
+    (dh0, dc0), d_xw = jax.lax.scan(
+        step, (d_h, d_c), (d_hs, acts, cs, c_prev, m), reverse=True, unroll=unroll
+    )
+    d_kernel_hh = jnp.einsum("tbh,tbg->hg", h_prev, d_xw).astype(kernel_hh.dtype)
+    return d_xw, d_kernel_hh, dh0, dc0, jnp.zeros_like(mask)
+
+
+_recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+
+
+def _time_mask(seq_lengths, batch: int, time: int, padded_time: int, acc_dtype) -> Array:
+    """``(padded_time, batch, 1)`` 1.0 at valid steps, or a scalar placeholder for "all valid"."""
+    if seq_lengths is None and padded_time == time:
+        return jnp.zeros((), acc_dtype)
+    lengths = jnp.full((batch,), time) if seq_lengths is None else seq_lengths
+    return (jnp.arange(padded_time)[:, None] < lengths[None, :])[..., None].astype(acc_dtype)
+
+
+def _remat_chunk(remat: bool | int, time: int) -> int | None:
+    if remat is False or remat is None:
+        return None
+    if remat is True:
+        return max(1, math.ceil(math.sqrt(time)))
+    if not isinstance(remat, int) or remat < 1:
+        raise ValueError(f"remat must be a bool or a chunk length >= 1; got {remat!r}")
+    return remat
+
+
+def _chunked_recurrence(p, x, h0, c0, seq_lengths, chunk, dtype, acc_dtype, unroll):
+    """The recurrence over chunks of ``chunk`` steps, each rematerialised in the backward pass.
+
+    Only the chunk inputs and the state at chunk boundaries are kept for the backward pass; the
+    input projection is inside the chunk too, so no ``(time, batch, 4*hidden)`` array lives
+    across chunks.
+    """
+    batch, time, features = x.shape
+    n = -(-time // chunk)
+    padded = n * chunk
+    x_tm = jnp.swapaxes(x, 0, 1)  # (time, batch, features)
+    x_tm = jnp.pad(x_tm, ((0, padded - time), (0, 0), (0, 0)))
+    mask = _time_mask(seq_lengths, batch, time, padded, acc_dtype)
+    masked = mask.ndim > 0
+    xs = x_tm.reshape(n, chunk, batch, features)
+    if masked:
+        xs = (xs, mask.reshape(n, chunk, batch, 1))
+
+    @jax.checkpoint
+    def chunk_step(carry, inputs):
+        h, c = carry
+        x_c, m_c = inputs if masked else (inputs, mask)
+        xw = _matmul("tbf,fg->tbg", x_c, p.kernel_ih, dtype, acc_dtype) + p.bias.astype(acc_dtype)
+        hs, h, c = _recurrence(
+            xw, p.kernel_hh, h, c, m_c, dtype, acc_dtype, unroll or _choose_unroll(chunk)
+        )
+        return (h, c), hs
+
+    (h, c), hs = jax.lax.scan(chunk_step, (h0, c0), xs)
+    return hs.reshape(padded, batch, -1)[:time], h, c
+
+
 def lstm_layer(
     params,
     x: Array,
@@ -148,6 +278,7 @@ def lstm_layer(
     *,
     dtype=None,
     unroll: int | None = None,
+    remat: bool | int = False,
 ) -> tuple[Array, LSTMState]:
     """Runs one LSTM layer in one direction over a whole sequence.
 
@@ -164,6 +295,10 @@ def lstm_layer(
             accumulation stay in at least float32. ``None``: the promoted dtype of ``x`` and
             the params.
         unroll: scan unroll factor; ``None`` chooses from the sequence length.
+        remat: trade compute for memory on long sequences: ``True`` keeps the activations of
+            only one chunk of ``ceil(sqrt(time))`` steps at a time (an int sets the chunk
+            length) and recomputes the rest in the backward pass, so activation memory grows
+            about as ``sqrt(time)`` instead of ``time``. Same numbers either way.
 
     Returns:
         ``(outputs, final_state)``: outputs ``(batch, time, hidden)`` in ``dtype`` (zeros at
@@ -210,37 +345,18 @@ def lstm_layer(
     if reverse:
         x = reverse_padded(x, seq_lengths)
 
-    # All input projections at once, time-major: (time, batch, 4*hidden).
-    xw = _matmul("btf,fg->tbg", x, p.kernel_ih, dtype, acc_dtype) + p.bias.astype(acc_dtype)
-    kernel_hh = p.kernel_hh
     h0 = state.h.astype(acc_dtype)
     c0 = state.c.astype(acc_dtype)
-
-    if seq_lengths is None:
-
-        def step(carry, xw_t):
-            h, c = carry
-            gates = xw_t + _matmul("bh,hg->bg", h, kernel_hh, dtype, acc_dtype)
-            h, c = _step_math(gates, c)
-            return (h, c), h
-
-        (h, c), ys = jax.lax.scan(step, (h0, c0), xw, unroll=unroll or _choose_unroll(time))
-    else:
-        valid = (jnp.arange(time)[:, None] < seq_lengths[None, :])[..., None]  # (time, batch, 1)
-
-        def step(carry, inputs):
-            h, c = carry
-            xw_t, valid_t = inputs
-            gates = xw_t + _matmul("bh,hg->bg", h, kernel_hh, dtype, acc_dtype)
-            h_new, c_new = _step_math(gates, c)
-            h = jnp.where(valid_t, h_new, h)
-            c = jnp.where(valid_t, c_new, c)
-            return (h, c), jnp.where(valid_t, h_new, 0)
-
-        (h, c), ys = jax.lax.scan(
-            step, (h0, c0), (xw, valid), unroll=unroll or _choose_unroll(time)
+    chunk = _remat_chunk(remat, time)
+    if chunk is None:
+        # All input projections at once, time-major: (time, batch, 4*hidden).
+        xw = _matmul("btf,fg->tbg", x, p.kernel_ih, dtype, acc_dtype) + p.bias.astype(acc_dtype)
+        mask = _time_mask(seq_lengths, batch, time, time, acc_dtype)
+        ys, h, c = _recurrence(
+            xw, p.kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll or _choose_unroll(time)
         )
-
+    else:
+        ys, h, c = _chunked_recurrence(p, x, h0, c0, seq_lengths, chunk, dtype, acc_dtype, unroll)
     outputs = jnp.swapaxes(ys, 0, 1)  # (batch, time, hidden)
     if reverse:
         outputs = reverse_padded(outputs, seq_lengths)
