@@ -1,0 +1,31 @@
+"""Training: configs, the pure steps, the one loop, checkpoints and the report.
+
+Example:
+    >>> from stacklstm.train import RunConfig, TrainConfig
+    >>> RunConfig(train=TrainConfig(epochs=2)).train.epochs
+    2
+"""
+
+from .checkpoint import Progress as Progress
+from .checkpoint import RunCheckpoints as RunCheckpoints
+from .checkpoint import RunInfo as RunInfo
+from .checkpoint import read_run_info as read_run_info
+from .config import LAYOUT_VERSION as LAYOUT_VERSION
+from .config import ModelConfig as ModelConfig
+from .config import RunConfig as RunConfig
+from .config import TrainConfig as TrainConfig
+from .config import load_config as load_config
+from .loop import FitResult as FitResult
+from .loop import NonFiniteError as NonFiniteError
+from .loop import fit as fit
+from .report import Report as Report
+from .report import evaluate_run as evaluate_run
+from .report import format_table as format_table
+from .report import load_run as load_run
+from .report import predict as predict
+from .step import Batch as Batch
+from .step import StepMetrics as StepMetrics
+from .step import TrainState as TrainState
+from .step import make_eval_step as make_eval_step
+from .step import make_optimizer as make_optimizer
+from .step import make_train_step as make_train_step

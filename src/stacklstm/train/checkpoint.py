@@ -1,0 +1,328 @@
+"""The run folder: ``config.json`` and Orbax checkpoints of the training state.
+
+Layout::
+
+    out_dir/config.json         layout version, the full RunConfig, data path, fitted scaler
+    out_dir/checkpoints/<step>/       latest checkpoints (the newest two are kept)
+    out_dir/checkpoints_best/<step>/  the checkpoint with the best validation loss
+
+Each checkpoint holds two items: ``state`` (params, optimizer state, step and the dropout RNG
+key data, as arrays) and ``progress`` (JSON: the data cursor, best-validation bookkeeping and
+the running loss sums of the current log interval and epoch, so a resumed run writes the same
+metrics as an uninterrupted one). Saves are synchronous: when ``save`` returns, the step is on
+disk; Orbax writes into a temporary folder and renames it, so a crash never leaves a half
+checkpoint that looks complete.
+
+Example:
+    >>> import tempfile, jax, jax.numpy as jnp
+    >>> folder = tempfile.mkdtemp()
+    >>> state = {"w": jnp.ones(3)}
+    >>> with RunCheckpoints(folder) as ckpts:
+    ...     _ = ckpts.save("latest", 7, state, jax.random.key(0), Progress(epoch=1))
+    ...     restored, key, progress = ckpts.restore("latest", state)
+    >>> progress.epoch, ckpts.latest_step("latest"), restored["w"].tolist()
+    (1, 7, [1.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import jax
+import numpy as np
+
+from ..data import Scaler
+from .config import LAYOUT_VERSION, RunConfig
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+LATEST_DIR = "checkpoints"
+BEST_DIR = "checkpoints_best"
+KEEP_LATEST = 2
+
+Which = Literal["latest", "best"]
+
+
+# --------------------------------------------------------------------------- files
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """Write a file all at once: ``write(handle)`` fills a temporary file in the same folder,
+    which then replaces ``path`` (``os.replace`` is atomic on one file system)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What ``config.json`` holds: everything needed to rebuild the run's data and model.
+
+    Attributes:
+        config: The full run configuration.
+        data_path: The table the run was trained on, or None for the bundled CO2 data.
+        scaler: The scaler fitted on the training rows.
+    """
+
+    config: RunConfig
+    data_path: Path | None
+    scaler: Scaler
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layout_version": LAYOUT_VERSION,
+            "config": self.config.to_dict(),
+            "data_path": None if self.data_path is None else str(self.data_path),
+            "scaler": self.scaler.to_dict(),
+        }
+
+
+def write_run_info(out_dir: str | Path, info: RunInfo) -> None:
+    """Write ``out_dir/config.json`` atomically."""
+    atomic_write_text(Path(out_dir) / CONFIG_FILE, json.dumps(info.to_dict(), indent=2) + "\n")
+
+
+def read_run_info(run_dir: str | Path) -> RunInfo:
+    """Read ``run_dir/config.json``.
+
+    Raises:
+        ValueError: No run there, an unreadable file, or another layout version.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / CONFIG_FILE
+    if not run_dir.is_dir():
+        raise ValueError(f"run folder not found: {run_dir}")
+    if not path.is_file():
+        raise ValueError(f"{run_dir} is not a run folder: it has no {CONFIG_FILE}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
+    keys = {"layout_version", "config", "data_path", "scaler"}
+    if not isinstance(raw, dict) or set(raw) != keys:
+        got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+        raise ValueError(f"{path} must hold the keys {sorted(keys)}, got {got}")
+    if raw["layout_version"] != LAYOUT_VERSION:
+        raise ValueError(
+            f"{path} has layout version {raw['layout_version']!r} but this stacklstm reads "
+            f"version {LAYOUT_VERSION}; use the stacklstm version that wrote the run"
+        )
+    data_path = raw["data_path"]
+    return RunInfo(
+        config=RunConfig.from_dict(raw["config"]),
+        data_path=None if data_path is None else Path(data_path),
+        scaler=Scaler.from_dict(raw["scaler"]),
+    )
+
+
+def check_new_run_dir(out_dir: str | Path) -> None:
+    """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
+
+    ``out_dir`` must be absent or an empty folder, and its nearest existing ancestor writable.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise ValueError(f"output path {out_dir} is a file; expected a folder for the run")
+        if (out_dir / CONFIG_FILE).exists():
+            raise ValueError(
+                f"{out_dir} already holds a run; pass --resume to continue it or choose "
+                "another --out"
+            )
+        if any(out_dir.iterdir()):
+            raise ValueError(f"output folder {out_dir} is not empty; choose another --out")
+    ancestor = out_dir.absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot create the run folder {out_dir}: {ancestor} is not writable")
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+@dataclass
+class Progress:
+    """The JSON part of a checkpoint: where the data stream is and what the host has summed.
+
+    Attributes:
+        epoch: 0-based epoch of the next batch (the data cursor).
+        step_in_epoch: index of the next batch in that epoch.
+        best_val_loss: best validation loss so far (None: none yet).
+        best_step: step of that best checkpoint.
+        best_epoch: 1-based epoch of that best checkpoint.
+        bad_epochs: epochs since the validation loss last improved.
+        interval_loss_sum: sum of finite train losses since the last log line.
+        interval_steps: steps since the last log line.
+        interval_skipped: skipped (non-finite) updates since the last log line.
+        epoch_loss_sum: sum of finite train losses in the current epoch.
+        epoch_steps: steps done in the current epoch.
+        epoch_skipped: skipped updates in the current epoch.
+        total_skipped: skipped updates in the whole run.
+        finished: training ended (all epochs, or early stopping).
+        stop_reason: ``"epochs"`` or ``"early_stopping"`` once finished.
+    """
+
+    epoch: int = 0
+    step_in_epoch: int = 0
+    best_val_loss: float | None = None
+    best_step: int | None = None
+    best_epoch: int | None = None
+    bad_epochs: int = 0
+    interval_loss_sum: float = 0.0
+    interval_steps: int = 0
+    interval_skipped: int = 0
+    epoch_loss_sum: float = 0.0
+    epoch_steps: int = 0
+    epoch_skipped: int = 0
+    total_skipped: int = 0
+    finished: bool = False
+    stop_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Progress:
+        known = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(data, dict) or set(data) != known:
+            raise ValueError(f"checkpoint progress must hold the keys {sorted(known)}")
+        return cls(**data)
+
+
+def _all_finite(tree: Any) -> bool:
+    """On the host: the save copies the arrays there anyway, and no op compiles per shape."""
+    return all(
+        np.isfinite(np.asarray(leaf)).all() for leaf in jax.device_get(jax.tree.leaves(tree))
+    )
+
+
+class RunCheckpoints:
+    """The two Orbax ``CheckpointManager``s of a run folder: ``latest`` and ``best``.
+
+    Args:
+        run_dir: The run folder.
+        read_only: Open existing checkpoints for reading only (evaluate, predict).
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, run_dir: str | Path, *, read_only: bool = False) -> None:
+        import orbax.checkpoint as ocp
+
+        self._ocp = ocp
+        self.run_dir = Path(run_dir).absolute()
+        self._managers = {}
+        for which, name, keep in (("latest", LATEST_DIR, KEEP_LATEST), ("best", BEST_DIR, 1)):
+            options = ocp.CheckpointManagerOptions(
+                max_to_keep=keep,
+                create=not read_only,  # Orbax's read_only=True only adds warnings
+                enable_async_checkpointing=False,  # a finished save is durable
+            )
+            self._managers[which] = ocp.CheckpointManager(self.run_dir / name, options=options)
+
+    def directory(self, which: Which) -> Path:
+        return self.run_dir / (LATEST_DIR if which == "latest" else BEST_DIR)
+
+    def latest_step(self, which: Which) -> int | None:
+        """The newest saved step of ``which``, or None."""
+        return self._managers[which].latest_step()
+
+    def save(self, which: Which, step: int, state: Any, rng: jax.Array, progress: Progress) -> bool:
+        """Save ``state`` (any array pytree), the RNG key and ``progress`` as ``step``.
+
+        A step that is already saved is left as it is (a resumed run reaches the same step
+        with the same values). A best checkpoint is refused (with a warning) when the state
+        holds NaN/Inf. Returns whether a checkpoint was written.
+        """
+        ocp = self._ocp
+        manager = self._managers[which]
+        if step in manager.all_steps():
+            return False
+        if which == "best" and not _all_finite(state):
+            log.warning("not saving a best checkpoint at step %d: parameters hold NaN/Inf", step)
+            return False
+        manager.save(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardSave({"train": state, "rng": jax.random.key_data(rng)}),
+                progress=ocp.args.JsonSave(progress.to_dict()),
+            ),
+        )
+        manager.wait_until_finished()
+        return True
+
+    def restore(
+        self, which: Which, target: Any, step: int | None = None
+    ) -> tuple[Any, jax.Array, Progress]:
+        """Restore ``(state, rng, progress)`` of ``step`` (default: the newest).
+
+        Args:
+            target: A pytree with the structure of the saved state whose leaves are arrays or
+                ``jax.ShapeDtypeStruct``s (e.g. from ``jax.eval_shape``); their shardings,
+                when given, place the restored arrays.
+
+        Raises:
+            ValueError: No checkpoint, or one whose arrays do not fit ``target``.
+        """
+        ocp = self._ocp
+        manager = self._managers[which]
+        step = manager.latest_step() if step is None else step
+        if step is None:
+            raise ValueError(f"no checkpoint in {self.directory(which)}")
+        key_data = jax.random.key_data(jax.random.key(0))
+        abstract = jax.tree.map(
+            ocp.utils.to_shape_dtype_struct,
+            {"train": target, "rng": jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)},
+        )
+        try:
+            restored = manager.restore(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract), progress=ocp.args.JsonRestore()
+                ),
+            )
+        except (ValueError, KeyError, TypeError, FileNotFoundError) as err:
+            first = " ".join(str(err).split())[:300]
+            raise ValueError(
+                f"cannot restore step {step} from {self.directory(which)}: {first}"
+            ) from err
+        # The same tree type as `target` (NamedTuples included), whatever Orbax returns.
+        state = jax.tree.unflatten(
+            jax.tree.structure(target), jax.tree.leaves(restored["state"]["train"])
+        )
+        rng = jax.random.wrap_key_data(np.asarray(restored["state"]["rng"]))
+        return state, rng, Progress.from_dict(dict(restored["progress"]))
+
+    def close(self) -> None:
+        for manager in self._managers.values():
+            manager.close()
+
+    def __enter__(self) -> RunCheckpoints:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,265 @@
+"""Pure training and evaluation steps: state in NamedTuples, jitted once, buffers donated.
+
+The model maps windows ``x (batch, window, features)`` to ``(batch, horizon * n_targets)``;
+targets ``y (batch, horizon, n_targets)`` are flattened explicitly (horizon-major) before the
+loss, and any other shape is a ``ValueError`` at trace time, never a silent broadcast.
+
+Example:
+    >>> import jax, numpy as np
+    >>> from stacklstm.train.config import ModelConfig, TrainConfig
+    >>> model, cfg = ModelConfig(hidden_size=8).build(output_size=2), TrainConfig()
+    >>> optimizer = make_optimizer(cfg, total_steps=10)
+    >>> state = init_state(model, optimizer, jax.random.key(0), np.zeros((4, 5, 1), np.float32))
+    >>> step = make_train_step(model, optimizer, cfg)
+    >>> batch = Batch(np.ones((4, 5, 1), np.float32), np.ones((4, 2, 1), np.float32),
+    ...               np.ones(4, np.float32))
+    >>> state, metrics = step(state, batch, jax.random.key(1))
+    >>> int(state.step), metrics.loss.shape
+    (1, ())
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .config import TrainConfig
+
+Array = jax.Array
+PyTree = Any
+
+
+class TrainState(NamedTuple):
+    """Everything a train step changes.
+
+    Attributes:
+        step: ``()`` int32, updates done so far.
+        params: the model's ``params`` collection.
+        opt_state: the optimizer's state.
+    """
+
+    step: Array
+    params: PyTree
+    opt_state: PyTree
+
+
+class Batch(NamedTuple):
+    """One batch of windows, batch-major.
+
+    Attributes:
+        x: ``(batch, window, features)`` float32 inputs.
+        y: ``(batch, horizon, n_targets)`` float32 targets.
+        weight: ``(batch,)`` float32, 1 for real windows and 0 for padding.
+    """
+
+    x: Array | np.ndarray
+    y: Array | np.ndarray
+    weight: Array | np.ndarray
+
+
+class StepMetrics(NamedTuple):
+    """Device scalars from one train step (read on the host only every ``log_every`` steps).
+
+    Attributes:
+        loss: ``()`` mean loss of the batch before the update (NaN/Inf if it diverged).
+        grad_norm: ``()`` global norm of the gradients before clipping.
+        finite: ``()`` bool, loss and gradients finite (with ``skip_nonfinite`` the update
+            was applied only where this is True).
+    """
+
+    loss: Array
+    grad_norm: Array
+    finite: Array
+
+
+def make_schedule(cfg: TrainConfig, total_steps: int) -> optax.Schedule:
+    """Linear warm-up from 0 to ``cfg.lr`` over ``warmup_fraction * total_steps``, then cosine to 0.
+
+    Example:
+        >>> s = make_schedule(TrainConfig(lr=1.0, warmup_fraction=0.5), total_steps=4)
+        >>> [round(float(s(i)), 3) for i in range(5)]
+        [0.0, 0.5, 1.0, 0.5, 0.0]
+    """
+    if not isinstance(total_steps, int) or total_steps < 1:
+        raise ValueError(f"total_steps must be an integer >= 1, got {total_steps!r}")
+    warmup = round(cfg.warmup_fraction * total_steps)
+    if warmup == 0:  # (optax warns about a zero-length warm-up)
+        return optax.cosine_decay_schedule(cfg.lr, decay_steps=total_steps)
+    return optax.warmup_cosine_decay_schedule(
+        init_value=0.0,
+        peak_value=cfg.lr,
+        warmup_steps=warmup,
+        decay_steps=max(total_steps, warmup + 1),
+        end_value=0.0,
+    )
+
+
+def make_optimizer(cfg: TrainConfig, total_steps: int) -> optax.GradientTransformation:
+    """``clip_by_global_norm(clip_norm)`` then AdamW on the warm-up + cosine schedule."""
+    return optax.chain(
+        optax.clip_by_global_norm(cfg.clip_norm),
+        optax.adamw(make_schedule(cfg, total_steps), weight_decay=cfg.weight_decay),
+    )
+
+
+def init_state(
+    model: nn.Module,
+    optimizer: optax.GradientTransformation,
+    rng: Array,
+    x: Array | np.ndarray,
+) -> TrainState:
+    """Fresh parameters (from ``rng``) and optimizer state; ``x`` only gives the input shape.
+
+    Jitted: run eagerly, the initialisation would compile every small op on its own.
+    """
+
+    def init(rng: Array, x: Array) -> TrainState:
+        params = model.init(rng, x)["params"]
+        return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
+
+    return jax.jit(init)(rng, jnp.asarray(x))
+
+
+def forecast_loss(kind: str, pred: Array, y: Array) -> Array:
+    """Per-window loss ``(batch,)`` of ``pred (batch, horizon*n_targets)`` vs ``y (batch, horizon,
+    n_targets)``, averaged over the horizon and targets.
+
+    Raises:
+        ValueError: ``pred`` is not exactly ``(batch, horizon * n_targets)``.
+    """
+    if y.ndim != 3:
+        raise ValueError(f"targets must be (batch, horizon, n_targets), got shape {y.shape}")
+    batch, horizon, n_targets = y.shape
+    if pred.shape != (batch, horizon * n_targets):
+        raise ValueError(
+            f"predictions must be (batch, horizon * n_targets) = ({batch}, "
+            f"{horizon * n_targets}), got {pred.shape}; build the model with "
+            f"output_size = horizon * n_targets"
+        )
+    flat = y.reshape(batch, horizon * n_targets)  # horizon-major: index k * n_targets + j
+    error = pred.astype(jnp.float32) - flat.astype(jnp.float32)
+    if kind == "mse":
+        per_entry = jnp.square(error)
+    elif kind == "mae":
+        per_entry = jnp.abs(error)
+    elif kind == "huber":
+        per_entry = optax.huber_loss(error, delta=1.0)
+    else:
+        raise ValueError(f"loss must be 'mse', 'mae' or 'huber', got {kind!r}")
+    return jnp.mean(per_entry, axis=-1)
+
+
+def _weighted_mean(per_window: Array, weight: Array) -> Array:
+    if weight.shape != per_window.shape:
+        raise ValueError(f"weight must be (batch,) = {per_window.shape}, got {weight.shape}")
+    return jnp.sum(per_window * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: optax.GradientTransformation,
+    loss_kind: str,
+    skip_nonfinite: bool,
+    state: TrainState,
+    batch: Batch,
+    rng: Array,
+) -> tuple[TrainState, StepMetrics]:
+    """One AdamW update on ``batch``; pure. Use :func:`make_train_step` for the jitted version.
+
+    Dropout draws from ``fold_in(rng, step)``, so the same ``rng`` is passed every step and a
+    resumed run draws the same masks. With ``skip_nonfinite`` an update whose loss or gradients
+    are not finite leaves params and optimizer state unchanged (``jnp.where``, no host sync).
+    """
+    dropout_rng = jax.random.fold_in(rng, state.step)
+
+    def loss_fn(params: PyTree) -> Array:
+        pred = model.apply(
+            {"params": params}, batch.x, deterministic=False, rngs={"dropout": dropout_rng}
+        )  # (batch, horizon * n_targets)
+        return _weighted_mean(forecast_loss(loss_kind, pred, batch.y), batch.weight)
+
+    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    grad_norm = optax.tree.norm(grads)
+    finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    if skip_nonfinite:
+        keep = functools.partial(jax.tree.map, lambda new, old: jnp.where(finite, new, old))
+        params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
+    return TrainState(state.step + 1, params, opt_state), StepMetrics(loss, grad_norm, finite)
+
+
+def eval_step(
+    model: nn.Module, loss_kind: str, params: PyTree, batch: Batch
+) -> tuple[Array, Array]:
+    """``(sum of weight * loss, sum of weight)`` over the batch, deterministic (no dropout)."""
+    pred = model.apply({"params": params}, batch.x)  # (batch, horizon * n_targets)
+    per_window = forecast_loss(loss_kind, pred, batch.y)
+    return jnp.sum(per_window * batch.weight), jnp.sum(batch.weight)
+
+
+def predict_step(model: nn.Module, params: PyTree, x: Array) -> Array:
+    """``(batch, horizon * n_targets)`` model-space forecasts of ``x (batch, window, features)``."""
+    return model.apply({"params": params}, x)
+
+
+def make_train_step(
+    model: nn.Module,
+    optimizer: optax.GradientTransformation,
+    cfg: TrainConfig,
+    mesh: jax.sharding.Mesh | None = None,
+):
+    """``train_step(state, batch, rng) -> (state, StepMetrics)``, jitted once, ``state`` donated.
+
+    Call it with the same shapes, dtypes and shardings every step (full batches) so it compiles
+    once; the donated input state must not be used after the call. With a ``mesh``, the new
+    state and the metrics are pinned to be replicated on it (batches come sharded along
+    ``"data"``, so the gradients are all-reduced).
+    """
+    fn = functools.partial(train_step, model, optimizer, cfg.loss, cfg.skip_nonfinite)
+    if mesh is None:
+        return jax.jit(fn, donate_argnums=0)
+    everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    return jax.jit(fn, donate_argnums=0, out_shardings=everywhere)
+
+
+def make_eval_step(model: nn.Module, cfg: TrainConfig):
+    """``eval_step(params, batch) -> (loss_sum, weight_sum)``, jitted once."""
+    return jax.jit(functools.partial(eval_step, model, cfg.loss))
+
+
+def make_predict_step(model: nn.Module):
+    """``predict_step(params, x) -> (batch, horizon * n_targets)``, jitted once."""
+    return jax.jit(functools.partial(predict_step, model))
+
+
+def padded_batches(
+    x: np.ndarray, y: np.ndarray | None, batch_size: int
+) -> Iterator[tuple[Batch, int]]:
+    """In-order batches of exactly ``batch_size`` rows (the last padded with zero weight).
+
+    Every batch has the same shape, so a jitted eval or predict step compiles once.
+
+    Yields:
+        ``(batch, n_real)``: the batch and how many of its rows are real windows.
+    """
+    n = x.shape[0]
+    if y is None:
+        y = np.zeros((n, 1, 1), np.float32)
+    for start in range(0, n, batch_size):
+        stop = min(start + batch_size, n)
+        pad = batch_size - (stop - start)
+        xb, yb = x[start:stop], y[start:stop]
+        weight = np.ones(stop - start, np.float32)
+        if pad:
+            xb = np.concatenate([xb, np.zeros((pad, *x.shape[1:]), x.dtype)])
+            yb = np.concatenate([yb, np.zeros((pad, *y.shape[1:]), y.dtype)])
+            weight = np.concatenate([weight, np.zeros(pad, np.float32)])
+        yield Batch(xb, yb, weight), stop - start

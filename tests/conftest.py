@@ -1,0 +1,22 @@
+"""Shared test set-up."""
+
+import jax
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compilation_cache(tmp_path_factory):
+    """Share compiled programs between the many small runs of the suite (the same model and
+    settings compile to the same program); restores JAX's settings afterwards."""
+    names = (
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    )
+    old = {name: getattr(jax.config, name) for name in names}
+    values = (str(tmp_path_factory.getbasetemp() / "jax_cache"), 0.3, 0)
+    for name, value in zip(names, values, strict=True):
+        jax.config.update(name, value)
+    yield
+    for name, value in old.items():
+        jax.config.update(name, value)
