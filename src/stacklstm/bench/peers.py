@@ -1,0 +1,500 @@
+"""The peers of the side-by-side benchmark: one builder per way a user can train this LSTM.
+
+Each peer is a :class:`PeerSpec`: ``prepare()`` does the heavy imports (so the worker can take its
+memory baseline after them) and ``build(workload, seed)`` returns a :class:`Built` of zero-argument
+callables, each doing one blocked-on unit of work. Heavy libraries are imported inside the
+functions; a peer whose library is missing raises ``ImportError`` or :class:`PeerUnavailable` and
+is reported as skipped.
+
+All JAX peers share one train step (:func:`_jax_callables`): ``value_and_grad`` of the MSE, Adam,
+``jit`` with ``donate_argnums=(0, 1)`` on params and optimizer state. It is deliberately not
+``stacklstm.train.step``: that step also clips gradients, weights windows and guards against
+NaNs, work the other peers would not be asked to do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .workloads import GEMM_SHAPE, HEAD_SIZES, LEARNING_RATE, OUTPUT_SIZE, Workload
+
+
+class PeerUnavailable(RuntimeError):
+    """The peer cannot run here (missing feature or library); the harness reports it as skipped."""
+
+
+@dataclass
+class Built:
+    """What a worker can measure for one peer on one workload.
+
+    Attributes:
+        measures: name -> callable doing one unit of work and blocking on its results
+            (``train``, ``forward``, ``stream``, ``gemm_xla``, ``gemm_torch``).
+        compile: callable returning the seconds of one ``.lower(...).compile()`` of a freshly
+            jitted train step (trace, lower, compile); ``None`` where there is none (torch).
+        notes: how the peer is measured, for the report.
+    """
+
+    measures: dict[str, Callable[[], None]]
+    compile: Callable[[], float] | None = None
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class PeerSpec:
+    """A peer: ``prepare() -> info`` (imports, backend start), then ``build(workload, seed)``."""
+
+    name: str
+    prepare: Callable[[], dict[str, Any]]
+    build: Callable[[Workload, int], Built]
+    description: str
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def _prepare_jax() -> dict[str, Any]:
+    import flax
+    import jax
+    import optax
+
+    devices = jax.devices()  # starts the backend now, so its memory is in the baseline
+    return {
+        "jax": jax.__version__,
+        "flax": flax.__version__,
+        "optax": optax.__version__,
+        "jax_devices": [str(d) for d in devices],
+        "jax_backend": jax.default_backend(),
+    }
+
+
+def _data_numpy(w: Workload, seed: int, batch: int | None = None, time_: int | None = None):
+    """Fixed-seed inputs ``x (batch, time, features)`` and targets ``y (batch, 1)``, float32."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    b = w.batch if batch is None else batch
+    t = w.time if time_ is None else time_
+    x = rng.standard_normal((b, t, w.features), dtype=np.float32)
+    y = rng.standard_normal((b, OUTPUT_SIZE), dtype=np.float32)
+    return x, y
+
+
+def _flax_head():
+    """The shared head as a linen module: Dense+ELU for each of ``HEAD_SIZES``, then Dense(1)."""
+    import flax.linen as nn
+
+    class Head(nn.Module):
+        @nn.compact
+        def __call__(self, z):  # (batch, hidden) -> (batch, 1)
+            for size in HEAD_SIZES:
+                z = nn.elu(nn.Dense(size)(z))
+            return nn.Dense(OUTPUT_SIZE)(z)
+
+    return Head
+
+
+def _jax_callables(
+    apply_fn: Callable[[Any, Any], Any],
+    params: Any,
+    w: Workload,
+    seed: int,
+    stream: tuple[Callable[..., Any], Any, Any] | None,
+    notes: str,
+) -> Built:
+    """Train / forward / stream / compile callables for a JAX model ``apply_fn(params, x)``.
+
+    ``stream`` is ``(step_fn, x_t, carry)`` with ``step_fn(params, x_t, carry) -> (y, carry)``
+    (jitted here), or ``None``.
+    """
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    x_np, y_np = _data_numpy(w, seed)
+    x, y = jnp.asarray(x_np), jnp.asarray(y_np)
+    tx = optax.adam(LEARNING_RATE)
+
+    def loss_fn(params, x, y):
+        pred = apply_fn(params, x)  # (batch, 1), same shape as y: no broadcasting
+        return jnp.mean((pred - y) ** 2)
+
+    def make_step():
+        # A new function object each call: a fresh jit with empty caches, so lower().compile()
+        # does the whole trace + lower + compile without clearing the caches of the others.
+        def train_step(params, opt_state, x, y):
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+        return jax.jit(train_step, donate_argnums=(0, 1))
+
+    step = make_step()
+    forward_jit = jax.jit(apply_fn)
+    # Mutable holder: the step donates the old buffers, so every callable reads the newest.
+    state = {"params": params, "opt_state": tx.init(params)}
+
+    def train() -> None:
+        p, o, loss = step(state["params"], state["opt_state"], x, y)
+        state["params"], state["opt_state"] = p, o
+        jax.block_until_ready((p, o, loss))  # params and optimizer state too, not just the loss
+
+    def forward() -> None:
+        jax.block_until_ready(forward_jit(state["params"], x))
+
+    def compile_train() -> float:
+        fresh = make_step()
+        t0 = time.perf_counter()
+        fresh.lower(state["params"], state["opt_state"], x, y).compile()
+        return time.perf_counter() - t0
+
+    measures: dict[str, Callable[[], None]] = {"train": train, "forward": forward}
+    if stream is not None:
+        step_fn, x_t, carry0 = stream
+        stream_jit = jax.jit(step_fn)
+        carry_box = {"carry": carry0}
+
+        def stream_step() -> None:
+            y_t, carry = stream_jit(state["params"], x_t, carry_box["carry"])
+            carry_box["carry"] = carry  # the carry goes out and comes back in next step
+            jax.block_until_ready((y_t, carry))
+
+        measures["stream"] = stream_step
+    return Built(measures=measures, compile=compile_train, notes=notes)
+
+
+# --------------------------------------------------------------------------- stacklstm
+
+
+def _model_fields() -> set[str]:
+    from stacklstm.model import LSTMModel
+
+    return {f.name for f in dataclasses.fields(LSTMModel)}
+
+
+def _build_stacklstm(w: Workload, seed: int, *, remat: bool = False) -> Built:
+    import jax
+    import jax.numpy as jnp
+
+    from stacklstm.model import LSTMModel
+
+    kwargs: dict[str, Any] = {}
+    if remat:
+        if "remat" not in _model_fields():
+            raise PeerUnavailable(
+                "LSTMModel has no `remat` field yet (being added); stacklstm_remat skipped"
+            )
+        kwargs["remat"] = True
+    model = LSTMModel(
+        lstm_hidden_size=w.hidden,
+        num_lstm_layers=w.layers,
+        linear_layer_sizes=HEAD_SIZES,
+        mean_aggregation=False,
+        output_size=OUTPUT_SIZE,
+        **kwargs,
+    )
+    carry = model.initialize_carry(w.batch)  # zeros: (h, c) per layer, (batch, hidden) each
+    x0 = jnp.zeros((w.batch, w.time, w.features), jnp.float32)
+    params = model.init(jax.random.key(seed), x0, carry)
+
+    def apply_fn(params, x):
+        return model.apply(params, x, carry)
+
+    stream = None
+    if w.streaming:
+
+        def step_fn(params, x_t, carry):  # x_t (1, 1, features) -> y (1, 1), new carry
+            return model.apply(params, x_t, carry, return_carry=True)
+
+        x_t = jnp.asarray(_data_numpy(w, seed + 1, batch=1, time_=1)[0])
+        stream = (step_fn, x_t, model.initialize_carry(1))
+    notes = (
+        f"LSTMModel{'(remat=True)' if remat else ''}; jit(train_step, donate_argnums=(0, 1)); "
+        "forward jit(apply); stream: jit(apply) on (1, 1, features), carry in and out, head applied"
+    )
+    return _jax_callables(apply_fn, params, w, seed, stream, notes)
+
+
+# --------------------------------------------------------------------------- flax
+
+
+def _flax_cell_stream(cell_cls, cell_names: list[str], w: Workload, seed: int):
+    """Streams by applying each flax cell to one step with its own slice of the params."""
+    import jax
+    import jax.numpy as jnp
+
+    head = _flax_head()()
+    cell = cell_cls(w.hidden)
+
+    def step_fn(params, x_t, carries):  # x_t (1, features); carries: per layer (c, h)
+        p = params["params"]
+        z, new = x_t, []
+        for name, carry in zip(cell_names, carries, strict=True):
+            carry, z = cell.apply({"params": p[name]}, carry, z)
+            new.append(carry)
+        return head.apply({"params": p["head"]}, z), tuple(new)
+
+    x_t = jnp.asarray(_data_numpy(w, seed + 1, batch=1, time_=1)[0][:, 0])  # (1, features)
+    carries = tuple(
+        cell.initialize_carry(jax.random.key(0), (1, w.features if i == 0 else w.hidden))
+        for i in range(w.layers)
+    )
+    return step_fn, x_t, carries
+
+
+def _build_flax_rnn(w: Workload, seed: int) -> Built:
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    head_cls = _flax_head()
+    names = [f"cell_{i}" for i in range(w.layers)]
+
+    class FlaxRNNRegressor(nn.Module):
+        @nn.compact
+        def __call__(self, x):  # (batch, time, features) -> (batch, 1)
+            for name in names:
+                x = nn.RNN(nn.OptimizedLSTMCell(w.hidden, name=name))(x)
+            return head_cls(name="head")(x[:, -1])
+
+    model = FlaxRNNRegressor()
+    params = model.init(jax.random.key(seed), jnp.zeros((w.batch, w.time, w.features)))
+    stream = _flax_cell_stream(nn.OptimizedLSTMCell, names, w, seed) if w.streaming else None
+    notes = (
+        "stack of nn.RNN(nn.OptimizedLSTMCell(hidden)) + head; same jitted train step; "
+        "stream: OptimizedLSTMCell.apply per layer on one step, then the head"
+    )
+    return _jax_callables(model.apply, params, w, seed, stream, notes)
+
+
+def _build_flax_scan_seed(w: Workload, seed: int) -> Built:
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    head_cls = _flax_head()
+    names = [f"layer_{i}" for i in range(w.layers)]
+
+    class ScanSeedRegressor(nn.Module):
+        """The seed's pattern: ``nn.scan`` over the cell class, one scanned cell per layer."""
+
+        @nn.compact
+        def __call__(self, x):  # (batch, time, features) -> (batch, 1)
+            scan_lstm = nn.scan(
+                nn.LSTMCell,
+                variable_broadcast="params",
+                split_rngs={"params": False},
+                in_axes=1,
+                out_axes=1,
+            )
+            for name in names:
+                cell = scan_lstm(w.hidden, name=name)
+                carry = cell.initialize_carry(jax.random.key(0), x[:, 0].shape)
+                carry, x = cell(carry, x)
+            return head_cls(name="head")(x[:, -1])
+
+    model = ScanSeedRegressor()
+    params = model.init(jax.random.key(seed), jnp.zeros((w.batch, w.time, w.features)))
+    stream = _flax_cell_stream(nn.LSTMCell, names, w, seed) if w.streaming else None
+    notes = (
+        "nn.scan(nn.LSTMCell, variable_broadcast='params', split_rngs={'params': False}, "
+        "in_axes=1, out_axes=1) per layer + head; same jitted train step; "
+        "stream: LSTMCell.apply per layer on one step, then the head"
+    )
+    return _jax_callables(model.apply, params, w, seed, stream, notes)
+
+
+# --------------------------------------------------------------------------- keras
+
+
+def _prepare_keras() -> dict[str, Any]:
+    if os.environ.setdefault("KERAS_BACKEND", "jax") != "jax":
+        raise PeerUnavailable(f"KERAS_BACKEND={os.environ['KERAS_BACKEND']!r}; this peer needs jax")
+    info = _prepare_jax()
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise PeerUnavailable(f"keras runs on {keras.backend.backend()!r}, not jax")
+    info["keras"] = keras.__version__
+    return info
+
+
+def _build_keras(w: Workload, seed: int) -> Built:
+    import jax
+    import jax.numpy as jnp
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    layers: list[Any] = [keras.Input(shape=(w.time, w.features), batch_size=w.batch)]
+    for i in range(w.layers):
+        layers.append(keras.layers.LSTM(w.hidden, return_sequences=i < w.layers - 1))
+    layers += [keras.layers.Dense(size, activation="elu") for size in HEAD_SIZES]
+    layers.append(keras.layers.Dense(OUTPUT_SIZE))
+    model = keras.Sequential(layers)
+    model.compile(optimizer=keras.optimizers.Adam(LEARNING_RATE), loss="mse", jit_compile=True)
+    x_np, y_np = _data_numpy(w, seed)
+    x, y = jnp.asarray(x_np), jnp.asarray(y_np)  # device arrays, as the JAX peers get
+
+    def train() -> None:
+        model.train_on_batch(x, y)  # returns the loss as a Python float: blocks on it
+        jax.block_until_ready([v.value for v in model.trainable_variables])
+
+    def forward() -> None:
+        model.predict_on_batch(x)  # returns numpy: blocks
+
+    notes = (
+        "keras.Sequential(LSTM... + head), compile(jit_compile=True); train = train_on_batch "
+        "(+ block on the weights), forward = predict_on_batch; compile n/a (Keras jits inside "
+        "train_on_batch: see the first-call row); streaming n/a"
+    )
+    return Built(measures={"train": train, "forward": forward}, notes=notes)
+
+
+# --------------------------------------------------------------------------- torch
+
+
+def bench_threads() -> int:
+    """Threads every peer may use: ``STACKLSTM_BENCH_THREADS`` (set by the harness) or all cores."""
+    return int(os.environ.get("STACKLSTM_BENCH_THREADS") or os.cpu_count() or 1)
+
+
+def _prepare_torch() -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(bench_threads())
+    return {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+
+
+def _build_torch(w: Workload, seed: int) -> Built:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+
+    class TorchRegressor(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(w.features, w.hidden, num_layers=w.layers, batch_first=True)
+            sizes = (w.hidden, *HEAD_SIZES)
+            head: list[nn.Module] = []
+            for a, b in itertools.pairwise(sizes):
+                head += [nn.Linear(a, b), nn.ELU()]
+            head.append(nn.Linear(sizes[-1], OUTPUT_SIZE))
+            self.head = nn.Sequential(*head)
+
+        def forward(self, x, state=None):  # (batch, time, features) -> (batch, 1), (h, c)
+            out, state = self.lstm(x, state)
+            return self.head(out[:, -1]), state
+
+    model = TorchRegressor()
+    opt = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    x_np, y_np = _data_numpy(w, seed)
+    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+
+    def train() -> None:  # eager CPU: every op has finished when step() returns
+        opt.zero_grad(set_to_none=True)
+        pred, _ = model(x)
+        loss = torch.nn.functional.mse_loss(pred, y)
+        loss.backward()
+        opt.step()
+
+    def forward() -> None:
+        with torch.inference_mode():
+            model(x)
+
+    measures: dict[str, Callable[[], None]] = {"train": train, "forward": forward}
+    if w.streaming:
+        x_t = torch.from_numpy(_data_numpy(w, seed + 1, batch=1, time_=1)[0])  # (1, 1, F)
+        zeros = torch.zeros(w.layers, 1, w.hidden)
+        box = {"state": (zeros, zeros.clone())}
+
+        def stream_step() -> None:
+            with torch.inference_mode():
+                _, box["state"] = model(x_t, box["state"])  # (h, c) in and out
+
+        measures["stream"] = stream_step
+    notes = (
+        f"eager nn.LSTM(batch_first=True) + head, Adam; torch.set_num_threads({bench_threads()}); "
+        "forward and stream under inference_mode; compile n/a"
+    )
+    return Built(measures=measures, notes=notes)
+
+
+# --------------------------------------------------------------------------- gemm
+
+
+def _prepare_gemm() -> dict[str, Any]:
+    info = _prepare_jax()
+    try:
+        info.update(_prepare_torch())
+    except ImportError as err:
+        info["torch"] = f"not importable: {err}"
+    return info
+
+
+def _build_gemm(w: Workload, seed: int) -> Built:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    m, k, n = GEMM_SHAPE
+    rng = np.random.default_rng(seed)
+    a_np = rng.standard_normal((m, k), dtype=np.float32)
+    b_np = rng.standard_normal((k, n), dtype=np.float32)
+    a, b = jnp.asarray(a_np), jnp.asarray(b_np)
+    matmul = jax.jit(jnp.matmul)
+
+    def gemm_xla() -> None:
+        matmul(a, b).block_until_ready()
+
+    measures: dict[str, Callable[[], None]] = {"gemm_xla": gemm_xla}
+    backends = ["jit(jnp.matmul)"]
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        ta, tb = torch.from_numpy(a_np), torch.from_numpy(b_np)
+        out = torch.empty(m, n)
+
+        def gemm_torch() -> None:
+            torch.mm(ta, tb, out=out)
+
+        measures["gemm_torch"] = gemm_torch
+        backends.append("torch.mm")
+    notes = f"float32 ({m}, {k}) @ ({k}, {n}) with {' and '.join(backends)}"
+    return Built(measures=measures, notes=notes)
+
+
+PEERS: dict[str, PeerSpec] = {
+    p.name: p
+    for p in (
+        PeerSpec("stacklstm", _prepare_jax, _build_stacklstm, "stacklstm.LSTMModel"),
+        PeerSpec(
+            "stacklstm_remat",
+            _prepare_jax,
+            lambda w, seed: _build_stacklstm(w, seed, remat=True),
+            "stacklstm.LSTMModel(remat=True)",
+        ),
+        PeerSpec("flax_rnn", _prepare_jax, _build_flax_rnn, "nn.RNN(nn.OptimizedLSTMCell)"),
+        PeerSpec("flax_scan_seed", _prepare_jax, _build_flax_scan_seed, "nn.scan(nn.LSTMCell)"),
+        PeerSpec("keras", _prepare_keras, _build_keras, "Keras 3 LSTM on JAX"),
+        PeerSpec("torch", _prepare_torch, _build_torch, "torch.nn.LSTM (CPU, eager)"),
+        PeerSpec("gemm", _prepare_gemm, _build_gemm, "float32 GEMM roofline"),
+    )
+}
+DEFAULT_PEERS: tuple[str, ...] = (
+    "stacklstm",
+    "flax_rnn",
+    "flax_scan_seed",
+    "keras",
+    "torch",
+    "gemm",
+)
+"""Peers run when ``--peers`` is not given (workloads with a ``peers`` list keep only those)."""
