@@ -127,10 +127,12 @@ def _matmul(spec: str, a: Array, b: Array, dtype, acc_dtype) -> Array:
 
 
 def _choose_unroll(time: int) -> int:
-    # Unrolling lets XLA fuse across step boundaries, but each unrolled step is compiled
-    # again for the forward and the backward pass of every layer and direction: a full unroll
-    # of 16 steps costs ~8x the compile time of unroll=1 for a few percent of run time.
-    return 1 if time < 4 else 2
+    # Unrolling would let XLA fuse across step boundaries, but each unrolled step is compiled
+    # again for the forward and the backward pass of every layer and direction (a full unroll
+    # of 16 steps costs ~8x the compile time), and on CPU it measured no faster: 35.8, 37.4
+    # and 36.4 us/step at unroll 1, 2, 4 (batch 16, hidden 128). So: no unrolling.
+    del time
+    return 1
 
 
 # The recurrence has a hand-written VJP. Autodiff of the scan would accumulate the weight
@@ -143,13 +145,20 @@ def _choose_unroll(time: int) -> int:
 def _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, save):
     """The forward recurrence over time-major ``xw`` ``(time, batch, 4*hidden)``."""
     masked = mask.ndim > 0
+    # All four gate nonlinearities as ONE tanh over (batch, 4*hidden), using
+    # sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5: on CPU this halves the time of a step against
+    # three sigmoids and a tanh on the four slices (XLA emits one vectorised loop).
+    hidden = kernel_hh.shape[0]
+    half, one = jnp.full((hidden,), 0.5, acc_dtype), jnp.ones((hidden,), acc_dtype)
+    scale = jnp.concatenate([half, half, one, half])  # i, f, g, o
+    shift = jnp.concatenate([half, half, 0 * one, half])
 
     def step(carry, inputs):
         h, c = carry
         xw_t, m_t = inputs if masked else (inputs, None)
         gates = xw_t + _matmul("bh,hg->bg", h, kernel_hh, dtype, acc_dtype)  # (batch, 4*hidden)
-        i, f, g, o = jnp.split(gates, 4, axis=-1)
-        i, f, g, o = jax.nn.sigmoid(i), jax.nn.sigmoid(f), jnp.tanh(g), jax.nn.sigmoid(o)
+        acts = jnp.tanh(gates * scale) * scale + shift  # sigmoid(i, f, o), tanh(g)
+        i, f, g, o = jnp.split(acts, 4, axis=-1)
         c_new = f * c + i * g
         h_new = o * jnp.tanh(c_new)
         if masked:  # padded steps keep the state and output zeros
@@ -158,7 +167,7 @@ def _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, save):
             h_new, c_new = jnp.where(keep, h_new, h), jnp.where(keep, c_new, c)
         else:
             h_out = h_new
-        saved = (jnp.concatenate([i, f, g, o], axis=-1), c_new, h_new) if save else None
+        saved = (acts, c_new, h_new) if save else None
         return (h_new, c_new), (h_out, saved)
 
     (h, c), (hs, saved) = jax.lax.scan(step, (h0, c0), (xw, mask) if masked else xw, unroll=unroll)
