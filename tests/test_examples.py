@@ -1,0 +1,36 @@
+"""Every script in examples/ runs (quick mode) and prints what it promises."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXPECTED = {
+    "quickstart.py": "prediction shape: (32, 1)",
+    "forecast_co2.py": "last_value",
+    "train_on_csv.py": "last_value",
+}
+
+
+def test_every_example_is_checked():
+    assert {p.name for p in EXAMPLES.glob("*.py")} == set(EXPECTED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs(name, tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert EXPECTED[name] in done.stdout
+    if name == "quickstart.py":  # "MSE first step A -> last step B": training works
+        words = done.stdout.split()
+        first, last = float(words[3]), float(words[7])
+        assert last < first / 5, done.stdout
