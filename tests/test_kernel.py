@@ -17,12 +17,18 @@ def _params(rng, features, hidden, scale=0.5):
     }
 
 
+# (features, hidden): 4 * features > hidden projects all steps before the scan; otherwise the
+# projection is fused into each step. Both paths must give the oracle's numbers.
+SIZES = [(3, 5), (2, 16)]
+
+
+@pytest.mark.parametrize("features, hidden", SIZES)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("time", [1, 7, 40])
-def test_lstm_layer_matches_reference(reverse, masked, time):
+def test_lstm_layer_matches_reference(reverse, masked, time, features, hidden):
     rng = np.random.default_rng(time + 2 * reverse + masked)
-    batch, features, hidden = 4, 3, 5
+    batch = 4
     p = _params(rng, features, hidden)
     x = rng.normal(size=(batch, time, features)).astype(np.float32)
     h0 = rng.normal(size=(batch, hidden)).astype(np.float32)
@@ -65,13 +71,14 @@ def test_lstm_layer_padding_never_changes_state():
     np.testing.assert_allclose(y1[:, :4], y3, atol=1e-6)
 
 
-def test_lstm_layer_grads_check():
+@pytest.mark.parametrize("features, hidden", [(2, 3), (1, 4)])
+def test_lstm_layer_grads_check(features, hidden):
     from jax.test_util import check_grads
 
     rng = np.random.default_rng(1)
-    p = _params(rng, 2, 3)
-    x = rng.normal(size=(2, 4, 2))
-    s0 = (rng.normal(size=(2, 3)), rng.normal(size=(2, 3)))
+    p = _params(rng, features, hidden)
+    x = rng.normal(size=(2, 4, features))
+    s0 = (rng.normal(size=(2, hidden)), rng.normal(size=(2, hidden)))
     with jax.enable_x64(True):
         p = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), p)
         x = jnp.asarray(x, jnp.float64)
@@ -107,12 +114,15 @@ def test_lstm_layer_bfloat16_error_bounded():
     assert 0 < err < 0.05, err
 
 
-@pytest.mark.parametrize("masked, reverse, chunk", [(False, False, True), (True, True, 4)])
-def test_lstm_layer_remat_gives_same_values_and_grads(masked, reverse, chunk):
+@pytest.mark.parametrize(
+    "masked, reverse, chunk, hidden",
+    [(False, False, True, 5), (True, True, 4, 5), (True, False, 5, 12)],
+)
+def test_lstm_layer_remat_gives_same_values_and_grads(masked, reverse, chunk, hidden):
     rng = np.random.default_rng(4)
-    p = _params(rng, 3, 5, scale=0.3)
+    p = _params(rng, 3, hidden, scale=0.3)
     x = rng.normal(size=(3, 23, 3)).astype(np.float32)  # 23 steps: chunks do not divide it
-    s0 = LSTMState(jnp.asarray(rng.normal(size=(3, 5)), jnp.float32), jnp.zeros((3, 5)))
+    s0 = LSTMState(jnp.asarray(rng.normal(size=(3, hidden)), jnp.float32), jnp.zeros((3, hidden)))
     lengths = np.array([23, 9, 1]) if masked else None
 
     def loss(p, x, remat):

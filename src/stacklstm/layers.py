@@ -57,6 +57,7 @@ class LSTMLayer(nn.Module):
         param_dtype: dtype of the stored parameters.
         kernel_init, recurrent_kernel_init, bias_init: initialisers (see ``StackedLSTM``).
         remat: recompute activations in chunks in the backward pass (see ``lstm_layer``).
+        time_major: inputs and outputs are ``(time, batch, ...)``.
     """
 
     hidden_size: int
@@ -67,13 +68,15 @@ class LSTMLayer(nn.Module):
     recurrent_kernel_init: Initializer = nn.initializers.orthogonal()
     bias_init: Initializer = lstm_bias_init(1.0)
     remat: bool | int = False
+    time_major: bool = False
 
     @nn.compact
     def __call__(
         self, x: Array, state: LSTMState, seq_lengths: Array | None = None
     ) -> tuple[Array, LSTMState]:
         """``x (batch, time, features)``, ``state`` of ``(batch, hidden)`` arrays ->
-        ``(outputs (batch, time, hidden), final LSTMState)``."""
+        ``(outputs (batch, time, hidden), final LSTMState)``; time first for both when
+        ``time_major``."""
         h4 = 4 * self.hidden_size
         if self.has_variable("params", "kernel_ih"):
             expected = self.get_variable("params", "kernel_ih").shape[0]
@@ -92,7 +95,14 @@ class LSTMLayer(nn.Module):
             "bias": self.param("bias", self.bias_init, (h4,), self.param_dtype),
         }
         return lstm_layer(
-            params, x, state, seq_lengths, self.reverse, dtype=self.dtype, remat=self.remat
+            params,
+            x,
+            state,
+            seq_lengths,
+            self.reverse,
+            dtype=self.dtype,
+            remat=self.remat,
+            time_major=self.time_major,
         )
 
 
@@ -234,6 +244,7 @@ class StackedLSTM(nn.Module):
             seq_lengths = check_seq_lengths(seq_lengths, batch, time)
 
         finals = []
+        x = jnp.swapaxes(x, 0, 1)  # time-major inside the stack: no transposes between layers
         for layer in range(self.num_layers):
             outs = []
             for rev in (False, True)[: self.num_directions]:
@@ -246,6 +257,7 @@ class StackedLSTM(nn.Module):
                     recurrent_kernel_init=self.recurrent_kernel_init,
                     bias_init=self.bias_init,
                     remat=self.remat,
+                    time_major=True,
                     name=f"layer_{layer}" + ("_reverse" if rev else ""),
                 )
                 out, final = cell(x, initial_state[len(finals)], seq_lengths)
@@ -254,7 +266,7 @@ class StackedLSTM(nn.Module):
             x = outs[0] if len(outs) == 1 else jnp.concatenate(outs, axis=-1)
             if self.dropout_rate > 0 and layer < self.num_layers - 1:
                 x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
-        return x, tuple(finals)
+        return jnp.swapaxes(x, 0, 1), tuple(finals)
 
 
 def _check_positive_int(name: str, value: Any) -> None:

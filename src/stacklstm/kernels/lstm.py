@@ -95,20 +95,23 @@ def check_seq_lengths(seq_lengths, batch: int, time: int) -> Array:
     return seq_lengths.astype(jnp.int32)
 
 
-def reverse_padded(x: Array, seq_lengths: Array | None) -> Array:
+def reverse_padded(x: Array, seq_lengths: Array | None, time_axis: int = 1) -> Array:
     """Reverses each row of ``x`` ``(batch, time, ...)`` within its own valid steps.
 
     Row ``b`` becomes ``x[b, L-1], ..., x[b, 0], x[b, L], ..., x[b, T-1]`` with ``L =
     seq_lengths[b]``: padding stays where it is. Applying it twice gives ``x`` back.
+    ``time_axis=0`` takes a time-major ``(time, batch, ...)`` array instead.
     """
-    time = x.shape[1]
+    time = x.shape[time_axis]
     if seq_lengths is None:
-        return jnp.flip(x, axis=1)
+        return jnp.flip(x, axis=time_axis)
     t = jnp.arange(time)[None, :]  # (1, time)
     lengths = seq_lengths[:, None]  # (batch, 1)
     index = jnp.where(t < lengths, lengths - 1 - t, t)  # (batch, time)
+    if time_axis == 0:
+        index = index.T  # (time, batch)
     index = index.reshape(index.shape + (1,) * (x.ndim - 2))
-    return jnp.take_along_axis(x, index, axis=1)
+    return jnp.take_along_axis(x, index, axis=time_axis)
 
 
 def _matmul(spec: str, a: Array, b: Array, dtype, acc_dtype) -> Array:
@@ -126,6 +129,18 @@ def _matmul(spec: str, a: Array, b: Array, dtype, acc_dtype) -> Array:
     return jnp.einsum(spec, a.astype(dtype), b.astype(dtype), preferred_element_type=acc_dtype)
 
 
+def _project(x_tm: Array, p: LSTMLayerParams, dtype, acc_dtype) -> Array:
+    """The input projection of all steps as ONE 2-D matmul: ``(time, batch, features) ->
+    (time, batch, 4*hidden)``; the bias is added inside the scan (one pass less over this
+    array). A plain ``(time*batch, features)`` matmul keeps
+    the result in the layout the scan reads; a 3-D einsum that also transposes made XLA write
+    it transposed and copy it again (about as slow as the whole recurrence on long sequences).
+    """
+    time, batch, features = x_tm.shape
+    xw = _matmul("nf,fg->ng", x_tm.reshape(time * batch, features), p.kernel_ih, dtype, acc_dtype)
+    return xw.reshape(time, batch, -1)
+
+
 def _choose_unroll(time: int) -> int:
     # Unrolling would let XLA fuse across step boundaries, but each unrolled step is compiled
     # again for the forward and the backward pass of every layer and direction (a full unroll
@@ -136,28 +151,46 @@ def _choose_unroll(time: int) -> int:
 
 
 # The recurrence has a hand-written VJP. Autodiff of the scan would accumulate the weight
-# gradient with one small matmul per step inside the reverse loop; here the reverse scan carries
-# only (dh, dc) and emits the gate gradients, and ``d kernel_hh`` is ONE matmul over all steps
-# afterwards (``d kernel_ih`` likewise, by autodiff of the projection outside). The saved
-# activations are the gates after their nonlinearity, the cell states and the carried h.
+# gradients with small matmuls per step inside the reverse loop; here the reverse scan carries
+# only (dh, dc) and emits the gate gradients, and the weight gradients are ONE matmul each over
+# all steps afterwards. The saved activations are the gates after their nonlinearity, the cell
+# states and the carried h.
+#
+# Two ways in for the inputs (``fused``, chosen by ``lstm_layer``):
+# - fused=False: ``x_in`` is the projection ``x @ kernel_ih`` of all steps, ``(time, batch,
+#   4*hidden)``, done as one big matmul outside; a step adds ``h @ kernel_hh``.
+# - fused=True (few input features): ``x_in`` is ``x`` itself, ``(time, batch, features)``, and a
+#   step does ``[x_t, h] @ [kernel_ih; kernel_hh]``, one matmul only a little wider than
+#   ``h @ kernel_hh``. This avoids writing and re-reading a ``(time, batch, 4*hidden)`` array,
+#   which costs more than the recurrence saves on long sequences with few features.
 
 
-def _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, save):
-    """The forward recurrence over time-major ``xw`` ``(time, batch, 4*hidden)``."""
-    masked = mask.ndim > 0
+def _gate_constants(hidden: int, acc_dtype):
     # All four gate nonlinearities as ONE tanh over (batch, 4*hidden), using
     # sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5: on CPU this halves the time of a step against
     # three sigmoids and a tanh on the four slices (XLA emits one vectorised loop).
-    hidden = kernel_hh.shape[0]
     half, one = jnp.full((hidden,), 0.5, acc_dtype), jnp.ones((hidden,), acc_dtype)
     scale = jnp.concatenate([half, half, one, half])  # i, f, g, o
     shift = jnp.concatenate([half, half, 0 * one, half])
+    return scale, shift
+
+
+def _forward_scan(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype,
+                  unroll, save):  # fmt: skip
+    """The forward recurrence over time-major ``x_in`` (see the note above)."""
+    masked = mask.ndim > 0
+    scale, shift = _gate_constants(kernel_hh.shape[0], acc_dtype)
+    bias = bias.astype(acc_dtype)
+    kernel = jnp.concatenate([kernel_ih, kernel_hh], axis=0) if fused else kernel_hh
 
     def step(carry, inputs):
         h, c = carry
-        xw_t, m_t = inputs if masked else (inputs, None)
-        gates = xw_t + _matmul("bh,hg->bg", h, kernel_hh, dtype, acc_dtype)  # (batch, 4*hidden)
-        acts = jnp.tanh(gates * scale) * scale + shift  # sigmoid(i, f, o), tanh(g)
+        x_t, m_t = inputs if masked else (inputs, None)
+        if fused:
+            gates = _matmul("bk,kg->bg", jnp.concatenate([x_t, h], -1), kernel, dtype, acc_dtype)
+        else:
+            gates = x_t + _matmul("bh,hg->bg", h, kernel, dtype, acc_dtype)
+        acts = jnp.tanh((gates + bias) * scale) * scale + shift  # sigmoid(i, f, o), tanh(g)
         i, f, g, o = jnp.split(acts, 4, axis=-1)
         c_new = f * c + i * g
         h_new = o * jnp.tanh(c_new)
@@ -170,26 +203,31 @@ def _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, save):
         saved = (acts, c_new, h_new) if save else None
         return (h_new, c_new), (h_out, saved)
 
-    (h, c), (hs, saved) = jax.lax.scan(step, (h0, c0), (xw, mask) if masked else xw, unroll=unroll)
+    xs = (x_in, mask) if masked else x_in
+    (h, c), (hs, saved) = jax.lax.scan(step, (h0, c0), xs, unroll=unroll)
     return hs, h, c, saved
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
-def _recurrence(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll):
-    """``(xw (time, batch, 4H), kernel_hh, h0, c0, mask) -> (hs (time, batch, H), h, c)``."""
-    hs, h, c, _ = _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, False)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8, 9, 10))
+def _recurrence(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype, unroll):
+    """``-> (hs (time, batch, hidden), h, c)``; ``x_in`` as in the note above."""
+    args = (x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype, unroll)
+    hs, h, c, _ = _forward_scan(*args, save=False)
     return hs, h, c
 
 
-def _recurrence_fwd(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll):
-    hs, h, c, saved = _forward_scan(xw, kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll, True)
-    return (hs, h, c), (saved, kernel_hh, h0, c0, mask)
+def _recurrence_fwd(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype,
+                    unroll):  # fmt: skip
+    args = (x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype, unroll)
+    hs, h, c, saved = _forward_scan(*args, save=True)
+    return (hs, h, c), (saved, x_in if fused else None, kernel_ih, kernel_hh, bias, h0, c0, mask)
 
 
-def _recurrence_bwd(dtype, acc_dtype, unroll, residuals, cotangents):
-    (acts, cs, hs_carried), kernel_hh, h0, c0, mask = residuals
+def _recurrence_bwd(fused, dtype, acc_dtype, unroll, residuals, cotangents):
+    (acts, cs, hs_carried), x_in, kernel_ih, kernel_hh, bias, h0, c0, mask = residuals
     d_hs, d_h, d_c = cotangents
     masked = mask.ndim > 0
+    time, batch, hidden = cs.shape
     c_prev = jnp.concatenate([c0[None], cs[:-1]])  # (time, batch, hidden)
     h_prev = jnp.concatenate([h0[None], hs_carried[:-1]])
 
@@ -217,12 +255,22 @@ def _recurrence_bwd(dtype, acc_dtype, unroll, residuals, cotangents):
             dh_prev, dc_prev = jnp.where(keep, dh_prev, dh), jnp.where(keep, dc_prev, dc)
         return (dh_prev, dc_prev), d_gates
 
-    m = mask if masked else jnp.zeros(cs.shape[:1], acc_dtype)
-    (dh0, dc0), d_xw = jax.lax.scan(
+    m = mask if masked else jnp.zeros((time,), acc_dtype)
+    (dh0, dc0), d_gates = jax.lax.scan(
         step, (d_h, d_c), (d_hs, acts, cs, c_prev, m), reverse=True, unroll=unroll
     )
-    d_kernel_hh = jnp.einsum("tbh,tbg->hg", h_prev, d_xw).astype(kernel_hh.dtype)
-    return d_xw, d_kernel_hh, dh0, dc0, jnp.zeros_like(mask)
+    # The weight gradients as one matmul each over all (time * batch) rows.
+    d_flat = d_gates.reshape(time * batch, 4 * hidden)
+    d_kernel_hh = (h_prev.reshape(time * batch, hidden).T @ d_flat).astype(kernel_hh.dtype)
+    d_bias = jnp.sum(d_flat, axis=0).astype(bias.dtype)
+    if fused:
+        x_flat = x_in.reshape(time * batch, -1)
+        d_kernel_ih = (x_flat.T.astype(acc_dtype) @ d_flat).astype(kernel_ih.dtype)
+        d_x_in = (d_flat @ kernel_ih.T.astype(acc_dtype)).reshape(x_in.shape).astype(x_in.dtype)
+    else:  # x_in was the projection: its gradient is the gate gradient
+        d_kernel_ih = jnp.zeros_like(kernel_ih)
+        d_x_in = d_gates.astype(acc_dtype)
+    return d_x_in, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, jnp.zeros_like(mask)
 
 
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
@@ -246,17 +294,16 @@ def _remat_chunk(remat: bool | int, time: int) -> int | None:
     return remat
 
 
-def _chunked_recurrence(p, x, h0, c0, seq_lengths, chunk, dtype, acc_dtype, unroll):
+def _chunked_recurrence(p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_dtype, unroll):
     """The recurrence over chunks of ``chunk`` steps, each rematerialised in the backward pass.
 
     Only the chunk inputs and the state at chunk boundaries are kept for the backward pass; the
     input projection is inside the chunk too, so no ``(time, batch, 4*hidden)`` array lives
     across chunks.
     """
-    batch, time, features = x.shape
+    time, batch, features = x_tm.shape
     n = -(-time // chunk)
     padded = n * chunk
-    x_tm = jnp.swapaxes(x, 0, 1)  # (time, batch, features)
     x_tm = jnp.pad(x_tm, ((0, padded - time), (0, 0), (0, 0)))
     mask = _time_mask(seq_lengths, batch, time, padded, acc_dtype)
     masked = mask.ndim > 0
@@ -268,10 +315,11 @@ def _chunked_recurrence(p, x, h0, c0, seq_lengths, chunk, dtype, acc_dtype, unro
     def chunk_step(carry, inputs):
         h, c = carry
         x_c, m_c = inputs if masked else (inputs, mask)
-        xw = _matmul("tbf,fg->tbg", x_c, p.kernel_ih, dtype, acc_dtype) + p.bias.astype(acc_dtype)
+        x_in = x_c if fused else _project(x_c, p, dtype, acc_dtype)
         hs, h, c = _recurrence(
-            xw, p.kernel_hh, h, c, m_c, dtype, acc_dtype, unroll or _choose_unroll(chunk)
-        )
+            x_in, p.kernel_ih, p.kernel_hh, p.bias, h, c, m_c, fused, dtype, acc_dtype,
+            unroll or _choose_unroll(chunk),
+        )  # fmt: skip
         return (h, c), hs
 
     (h, c), hs = jax.lax.scan(chunk_step, (h0, c0), xs)
@@ -288,6 +336,7 @@ def lstm_layer(
     dtype=None,
     unroll: int | None = None,
     remat: bool | int = False,
+    time_major: bool = False,
 ) -> tuple[Array, LSTMState]:
     """Runs one LSTM layer in one direction over a whole sequence.
 
@@ -308,6 +357,8 @@ def lstm_layer(
             only one chunk of ``ceil(sqrt(time))`` steps at a time (an int sets the chunk
             length) and recomputes the rest in the backward pass, so activation memory grows
             about as ``sqrt(time)`` instead of ``time``. Same numbers either way.
+        time_major: ``x`` and the outputs are ``(time, batch, ...)``, the layout the scan
+            works in (a stack of layers stays time-major between layers: no transposes).
 
     Returns:
         ``(outputs, final_state)``: outputs ``(batch, time, hidden)`` in ``dtype`` (zeros at
@@ -325,9 +376,11 @@ def lstm_layer(
     """
     p = _as_layer_params(params)
     x = jnp.asarray(x)
+    layout = "(time, batch, features)" if time_major else "(batch, time, features)"
     if x.ndim != 3:
-        raise ValueError(f"x must be (batch, time, features); got shape {x.shape}")
-    batch, time, features = x.shape
+        raise ValueError(f"x must be {layout}; got shape {x.shape}")
+    x_tm = x if time_major else jnp.swapaxes(x, 0, 1)  # (time, batch, features)
+    time, batch, features = x_tm.shape
     hidden = p.kernel_hh.shape[0]
     if p.kernel_ih.shape != (features, 4 * hidden):
         raise ValueError(
@@ -352,21 +405,26 @@ def lstm_layer(
     acc_dtype = jnp.promote_types(dtype, jnp.float32)
 
     if reverse:
-        x = reverse_padded(x, seq_lengths)
+        x_tm = reverse_padded(x_tm, seq_lengths, time_axis=0)
 
     h0 = state.h.astype(acc_dtype)
     c0 = state.c.astype(acc_dtype)
     chunk = _remat_chunk(remat, time)
+    # Few input features: project inside the loop (see the note above _forward_scan).
+    fused = 4 * features <= hidden
     if chunk is None:
-        # All input projections at once, time-major: (time, batch, 4*hidden).
-        xw = _matmul("btf,fg->tbg", x, p.kernel_ih, dtype, acc_dtype) + p.bias.astype(acc_dtype)
+        # Otherwise all input projections at once: (time, batch, 4*hidden).
+        x_in = x_tm if fused else _project(x_tm, p, dtype, acc_dtype)
         mask = _time_mask(seq_lengths, batch, time, time, acc_dtype)
         ys, h, c = _recurrence(
-            xw, p.kernel_hh, h0, c0, mask, dtype, acc_dtype, unroll or _choose_unroll(time)
-        )
+            x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
+            unroll or _choose_unroll(time),
+        )  # fmt: skip
     else:
-        ys, h, c = _chunked_recurrence(p, x, h0, c0, seq_lengths, chunk, dtype, acc_dtype, unroll)
-    outputs = jnp.swapaxes(ys, 0, 1)  # (batch, time, hidden)
+        ys, h, c = _chunked_recurrence(
+            p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_dtype, unroll
+        )
     if reverse:
-        outputs = reverse_padded(outputs, seq_lengths)
+        ys = reverse_padded(ys, seq_lengths, time_axis=0)
+    outputs = ys if time_major else jnp.swapaxes(ys, 0, 1)
     return outputs.astype(dtype), LSTMState(h.astype(state.h.dtype), c.astype(state.c.dtype))
