@@ -1,0 +1,278 @@
+"""Data parallelism: several (virtual CPU) devices and several processes train the numbers one
+device trains; the multi-process settings are read and checked; a 2-process run resumes.
+
+The runs go through ``python -m stacklstm`` (or a short script) in subprocesses, because the
+device count and ``jax.distributed`` are fixed once JAX has started.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from stacklstm import cli, distributed
+from stacklstm.distributed import launcher_detected, make_mesh, shard_batch
+from stacklstm.train import load_run
+from stacklstm.train.checkpoint import METRICS_FILE, RunCheckpoints
+
+# The tiny run of test_train.py / test_cli.py: 24 steps per epoch, dropout on (so the
+# processes must also draw the same dropout masks as one device does).
+TINY_FLAGS = [
+    "--window", "6", "--hidden-size", "8", "--num-layers", "2", "--linear-layer-sizes", "8",
+    "--dropout", "0.2", "--epochs", "2", "--batch-size", "64", "--log-every", "10",
+    "--checkpoint-every", "20", "--quiet",
+]  # fmt: skip
+# The same settings for fit(), to stop a 2-process run part-way (the CLI has no such flag).
+STOP_SCRIPT = """
+from stacklstm import distributed
+assert distributed.initialize()  # from the STACKLSTM_* variables
+from stacklstm.train import RunConfig, fit
+cfg = RunConfig().replace({
+    "data": {"window": 6},
+    "model": {"hidden_size": 8, "num_layers": 2, "linear_layer_sizes": (8,), "dropout": 0.2},
+    "train": {"epochs": 2, "batch_size": 64, "log_every": 10, "checkpoint_every": 20},
+})
+result = fit(cfg, OUT, quiet=True, stop_after_steps=30)
+assert (result.step, result.report) == (30, None)
+"""
+CACHE_SETTINGS = (
+    ("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR"),
+    ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"),
+    ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"),
+)
+TIMEOUT = 240
+
+
+def _env(devices: int = 1, **extra: str) -> dict[str, str]:
+    """The subprocess environment: CPU only, ``devices`` virtual devices, the suite's cache."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("STACKLSTM_", "SLURM_", "OMPI_")) and k != "XLA_FLAGS"
+    }
+    env["JAX_PLATFORMS"] = "cpu"
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    for name, variable in CACHE_SETTINGS:
+        env[variable] = str(getattr(jax.config, name))
+    return {**env, **extra}
+
+
+def _train(out, *flags, env) -> subprocess.Popen:
+    command = [sys.executable, "-m", "stacklstm", "train", "--out", str(out), *TINY_FLAGS, *flags]
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finish(*procs: subprocess.Popen) -> list[tuple[int, str, str]]:
+    """Wait for all; on a timeout kill them all (one hung process blocks the others)."""
+    try:
+        outputs = [p.communicate(timeout=TIMEOUT) for p in procs]
+        return [(p.returncode, *output) for p, output in zip(procs, outputs, strict=True)]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _two_processes(start) -> list[tuple[int, str, str]]:
+    """``start(env)`` for process 0 and 1 of a run on 127.0.0.1, settings in the environment."""
+    port = _free_port()
+    procs = [
+        start(
+            _env(
+                STACKLSTM_COORDINATOR=f"127.0.0.1:{port}",
+                STACKLSTM_NUM_PROCESSES="2",
+                STACKLSTM_PROCESS_ID=str(i),
+            )
+        )
+        for i in range(2)
+    ]
+    return _finish(*procs)
+
+
+def _ours(stdout: str) -> list[str]:
+    """stdout without the lines gloo prints itself when its processes connect."""
+    return [line for line in stdout.splitlines() if not line.startswith("[Gloo]")]
+
+
+def _params(run_dir) -> list[np.ndarray]:
+    run = load_run(run_dir)
+    assert run.checkpoint["kind"] == "best"
+    return [np.asarray(leaf) for leaf in jax.tree.leaves(run.params)]
+
+
+def _assert_same_params(run_a, run_b, atol):
+    a, b = _params(run_a), _params(run_b)
+    assert len(a) == len(b) == 10
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, rtol=0, atol=atol)
+
+
+def _metric_lines(run_dir):
+    lines = (run_dir / METRICS_FILE).read_text().splitlines()
+    return [{k: v for k, v in json.loads(s).items() if k != "steps_per_s"} for s in lines]
+
+
+def _assert_same_metrics(run_a, run_b):
+    a, b = _metric_lines(run_a), _metric_lines(run_b)
+    assert [(r["kind"], r["step"]) for r in a] == [(r["kind"], r["step"]) for r in b]
+    for x, y in zip(a, b, strict=True):
+        for key in ("train_loss", "val_loss"):
+            assert (x[key] is None) == (y[key] is None)
+            assert x[key] is None or x[key] == pytest.approx(y[key], rel=1e-5)
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_initialize_without_settings_is_a_single_process():
+    assert distributed.initialize(environ={}) is False
+    assert distributed.initialize(num_processes=1, environ={}) is False
+    assert not jax.distributed.is_initialized()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "environ", "message"),
+    [
+        ({"coordinator": "10.0.0.1:1234"}, {}, "missing: --num-processes, --process-id"),
+        ({}, {"STACKLSTM_NUM_PROCESSES": "2"}, "missing: --coordinator, --process-id"),
+        ({"coordinator": "10.0.0.1"}, {}, "must be HOST:PORT (e.g. 10.0.0.1:1234), got '10.0.0.1'"),
+        ({"num_processes": 0}, {}, "number of processes must be >= 1, got 0"),
+        ({"num_processes": 2, "process_id": 2}, {}, "process id must be in [0, 2)"),
+        ({}, {"STACKLSTM_PROCESS_ID": "one"}, "STACKLSTM_PROCESS_ID must be an integer"),
+    ],
+)
+def test_initialize_rejects_incomplete_or_bad_settings(kwargs, environ, message):
+    with pytest.raises(ValueError) as info:
+        distributed.initialize(**kwargs, environ=environ)
+    assert message in str(info.value)
+    assert not jax.distributed.is_initialized()
+
+
+def test_launcher_detection_reads_slurm_and_open_mpi():
+    slurm = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_PROCID": "1",
+             "SLURM_LOCALID": "0", "SLURM_NTASKS": "2"}  # fmt: skip
+    assert launcher_detected(slurm) == "slurm"
+    assert launcher_detected({**slurm, "SLURM_NTASKS": "1"}) is None  # one task: one process
+    assert launcher_detected({"SLURM_JOB_ID": "7"}) is None  # salloc shell, no srun step
+    ompi = {"OMPI_MCA_orte_hnp_uri": "1.0;tcp://10.0.0.1:1", "OMPI_COMM_WORLD_SIZE": "4"}
+    assert launcher_detected(ompi) == "openmpi"
+    assert launcher_detected({}) is None
+
+
+def test_cli_refuses_an_incomplete_multi_process_run_in_one_line(capsys, tmp_path):
+    code = cli.main(["train", "--out", str(tmp_path / "run"), "--coordinator", "h:1"])
+    _, err = capsys.readouterr()
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "missing: --num-processes, --process-id" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_whole_batch_placement_and_host_reads_on_one_process():
+    mesh = make_mesh()
+    n = 2 * mesh.devices.size
+    x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+    (placed,) = shard_batch(mesh, x, whole=True)
+    assert placed.sharding.spec == jax.sharding.PartitionSpec("data")
+    np.testing.assert_array_equal(distributed.gather(placed), x)
+    total = jax.jit(lambda a: a.sum())(placed)
+    assert distributed.host_values({"sum": total})["sum"] == x.sum()
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@pytest.fixture(scope="module")
+def one_device_run(tmp_path_factory):
+    """The tiny run on one CPU device: the numbers every other layout must reproduce."""
+    out = tmp_path_factory.mktemp("one") / "run"
+    [(code, _, err)] = _finish(_train(out, env=_env(devices=1)))
+    assert code == 0, err[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_process_run(tmp_path_factory):
+    """The tiny run as two processes on 127.0.0.1 (one CPU device each), with the flags."""
+    out = tmp_path_factory.mktemp("two") / "run"
+    port = _free_port()
+    flags = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+    procs = [_train(out, *flags, "--process-id", str(i), env=_env()) for i in range(2)]
+    return out, _finish(*procs)
+
+
+@pytest.mark.slow
+def test_four_cpu_devices_train_the_one_device_numbers(one_device_run, tmp_path):
+    env = _env(devices=4)
+    [(code, out, err)] = _finish(_train(tmp_path / "bad", "--batch-size", "66", env=env))
+    assert code == 2 and out == "", err[-3000:]
+    assert err.strip().splitlines() == [
+        "stacklstm: error: batch_size (66) must be a multiple of the device count (4); "
+        "use e.g. --batch-size 64 or 68"
+    ]
+    assert not (tmp_path / "bad").exists()  # refused before the run folder was made
+
+    [(code, out, err)] = _finish(_train(tmp_path / "run", env=env))
+    assert code == 0, err[-3000:]
+    assert "48 steps, stopped by epochs" in out
+    _assert_same_params(tmp_path / "run", one_device_run, atol=1e-5)
+    _assert_same_metrics(tmp_path / "run", one_device_run)
+
+
+@pytest.mark.slow
+def test_two_processes_train_the_one_process_numbers(one_device_run, two_process_run):
+    out, [(code0, out0, err0), (code1, out1, err1)] = two_process_run
+    assert code0 == 0, err0[-3000:]
+    assert code1 == 0, err1[-3000:]
+    # Process 0 alone reports and logs: one table, one metrics line per interval.
+    assert out0.count("test  model") == 1 and "48 steps, stopped by epochs" in out0
+    assert _ours(out1) == []
+    assert (out / "report.json").is_file() and (out / "loss.png").is_file()
+    report = json.loads((out / "report.json").read_text())
+    assert report["checkpoint"] == {"kind": "best", "step": 48}
+    _assert_same_metrics(out, one_device_run)  # also: no line written twice
+    _assert_same_params(out, one_device_run, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_process_run_stopped_and_resumed_equals_the_uninterrupted_one(
+    two_process_run, tmp_path
+):
+    whole, _ = two_process_run
+    out = tmp_path / "run"
+    script = f"OUT = {str(out)!r}\n" + textwrap.dedent(STOP_SCRIPT)
+    stopped = _two_processes(
+        lambda env: subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
+    for code, _, err in stopped:
+        assert code == 0, err[-3000:]
+    with RunCheckpoints(out, read_only=True) as ckpts:
+        assert ckpts.latest_step("latest") == 30
+    assert not (out / "report.json").exists()
+
+    resumed = _two_processes(lambda env: _train(out, "--resume", env=env))
+    for code, _, err in resumed:
+        assert code == 0, err[-3000:]
+    assert "48 steps, stopped by epochs" in resumed[0][1] and _ours(resumed[1][1]) == []
+    _assert_same_params(out, whole, atol=0.0)  # the same processes: the same bits
+    assert _metric_lines(out) == _metric_lines(whole)
