@@ -117,7 +117,8 @@ def test_harness_tiny_end_to_end(tmp_path):
     peers = ["stacklstm", "flax_rnn"]
     if importlib.util.find_spec("torch") is not None:
         peers.append("torch")
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--workloads", "tiny"]
+    # Through the command line (`stacklstm bench`); benchmarks/run.py calls the same main.
+    cmd = [sys.executable, "-m", "stacklstm", "bench", "--workloads", "tiny"]
     cmd += ["--peers", ",".join([*peers, "gemm"]), "--repeats", "2", "--iters", "2"]
     cmd += ["--threads", "1", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)

@@ -34,6 +34,7 @@ examples:
       --window 28 --horizon 7 --season 7 --epochs 30 --out runs/sales
   stacklstm train --config run.toml --lr 1e-3 --out runs/sales2     # flags override the file
   stacklstm train --out runs/sales --resume                          # continue an interrupted run
+  stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
   stacklstm predict runs/sales --data sales.csv --output forecasts.csv
 
@@ -196,6 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--quiet", action="store_true", help="no progress bar or info logs")
     _add_setting_flags(train)
+    processes = train.add_argument_group(
+        "multi-process settings",
+        "Data-parallel training over several processes (hosts or GPUs), one command per "
+        "process; each flag falls back to STACKLSTM_COORDINATOR, STACKLSTM_NUM_PROCESSES, "
+        "STACKLSTM_PROCESS_ID. Under SLURM or Open MPI none is needed. See docs/distributed.md.",
+    )
+    processes.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0")
+    processes.add_argument("--num-processes", type=_int, metavar="N", help="processes in all")
+    processes.add_argument("--process-id", type=_int, metavar="I", help="this process, 0..N-1")
     train.set_defaults(func=_train)
 
     evaluate = commands.add_parser(
@@ -227,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)
+
+    # Listed here for --help; main() hands its arguments to the harness untouched.
+    commands.add_parser(
+        "bench",
+        help="side-by-side speed benchmark against flax, Keras and PyTorch",
+        description="stacklstm bench [--workloads S,M,L] ...: see stacklstm bench --help",
+        add_help=False,
+    )
     return parser
 
 
@@ -241,12 +259,19 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from . import distributed
     from .train.checkpoint import read_run_info
     from .train.config import load_config
     from .train.loop import fit
 
     if args.resume and args.out is None:
         raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
+    # Before anything touches a device: join the other processes, if there are any.
+    if distributed.initialize(args.coordinator, args.num_processes, args.process_id):
+        if args.out is None:  # each process would pick its own date-time folder
+            raise UsageError("train: a multi-process run needs --out DIR, shared by all")
+        if not distributed.is_primary():  # process 0 speaks for the run
+            logging.getLogger("stacklstm").setLevel(logging.WARNING)
     out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     if args.config is not None:
         base = load_config(args.config)
@@ -256,6 +281,8 @@ def _train(args: argparse.Namespace) -> int:
         base = RunConfig()
     cfg = base.replace(_overrides(args))
     result = fit(cfg, out, resume=args.resume, quiet=args.quiet, data_path=args.data)
+    if not distributed.is_primary():
+        return 0
     if result.report is not None:
         print(result.report.table)
     print(f"run folder: {out}  ({result.step} steps, stopped by {result.stop_reason})")
@@ -322,12 +349,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 diverged, 2 user error)."""
     from .train.loop import NonFiniteError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # the harness has its own arguments and output
+        from .bench.harness import main as bench_main
+
+        return bench_main(argv[1:])
     parser = build_parser()
     handler = _HeldLogs()
     logger = logging.getLogger("stacklstm")
     old_level, old_propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.propagate = False  # our handler only, even if a library configured the root logger
+    # Python warnings (e.g. pandas parsing dates) and Orbax's logs are held back the same
+    # way, so an error found while checking the inputs stays the only line on stderr.
+    others = [logging.getLogger(name) for name in ("py.warnings", "absl")]
+    others_propagate = [other.propagate for other in others]
+    for other in others:
+        other.addHandler(handler)
+        other.propagate = False
+    logging.captureWarnings(True)
     traceback = os.environ.get("STACKLSTM_TRACEBACK", "") not in ("", "0")
     try:
         args = parser.parse_args(argv)
@@ -360,3 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate
+        logging.captureWarnings(False)
+        for other, propagate in zip(others, others_propagate, strict=True):
+            other.removeHandler(handler)
+            other.propagate = propagate

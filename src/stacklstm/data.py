@@ -637,16 +637,25 @@ class Scaler:
         if not isinstance(data, Mapping) or sorted(data) != sorted(keys):
             got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
             raise DataError(f"expected scaler keys {list(keys)}, got {got}")
-        center = np.asarray(data["center"], dtype=np.float64)
-        scale = np.asarray(data["scale"], dtype=np.float64)
-        columns = tuple(data["columns"])
+        try:  # a hand-edited or damaged config.json may hold anything
+            center = np.asarray(data["center"], dtype=np.float64)
+            scale = np.asarray(data["scale"], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise DataError(f"scaler centers and scales must be lists of numbers: {err}") from err
+        columns, n_targets = data["columns"], data["n_targets"]
+        if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+            raise DataError(f"scaler columns must be a list of column names, got {columns!r}")
+        columns = tuple(columns)
         n = len(columns)
         if data["kind"] not in get_args(ScalerKind):
             raise DataError(f"unknown scaler kind {data['kind']!r}")
-        if center.shape != (n,) or scale.shape != (n,) or not 1 <= data["n_targets"] <= n:
+        if center.shape != (n,) or scale.shape != (n,) or not _is_int(n_targets):
+            n_targets = None  # reported as not an integer in 1..n below
+        if n_targets is None or not 1 <= n_targets <= n:
             raise DataError(
                 f"scaler for {n} columns needs {n} centers and scales and 1..{n} targets, got "
-                f"{center.shape[0]} centers, {scale.shape[0]} scales, {data['n_targets']} targets"
+                f"centers of shape {center.shape}, scales of shape {scale.shape} and "
+                f"{data['n_targets']!r} targets"
             )
         if not (np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()):
             raise DataError("scaler centers must be finite and scales finite and positive")

@@ -11,7 +11,11 @@ key data, as arrays) and ``progress`` (JSON: the data cursor, best-validation bo
 the running loss sums of the current log interval and epoch, so a resumed run writes the same
 metrics as an uninterrupted one). Saves are synchronous: when ``save`` returns, the step is on
 disk; Orbax writes into a temporary folder and renames it, so a crash never leaves a half
-checkpoint that looks complete.
+checkpoint that looks complete (stale temporary folders are removed when the run is opened
+again). A third item, ``checksum`` (JSON), holds the SHA-256 of the state's arrays: a restore
+compares it, so a truncated or garbled file is reported instead of read as wrong numbers, and
+:meth:`RunCheckpoints.restore_intact` falls back to the newest checkpoint that reads back
+intact.
 
 Example:
     >>> import tempfile, jax, jax.numpy as jnp
@@ -26,12 +30,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -161,6 +169,38 @@ def check_new_run_dir(out_dir: str | Path) -> None:
         raise ValueError(f"cannot create the run folder {out_dir}: {ancestor} is not writable")
 
 
+@contextlib.contextmanager
+def creating_run_dir(out_dir: str | Path) -> Iterator[None]:
+    """Create a new run inside the block; if the block fails, remove all it created.
+
+    So a run folder is either resumable (``config.json`` and a first checkpoint) or absent.
+    The folders the block makes (``out_dir`` and missing parents) are removed; an ``out_dir``
+    that existed (empty, see :func:`check_new_run_dir`) is emptied. An ``OSError`` (a full
+    disk, no permission) comes out with a message naming the folder.
+    """
+    out_dir = Path(out_dir).absolute()
+    top = out_dir  # the outermost folder that does not exist yet, or out_dir itself
+    while not top.parent.exists():
+        top = top.parent
+    existed = out_dir.exists()
+    try:
+        yield
+    except BaseException as err:
+        for path in list(out_dir.iterdir()) if existed and out_dir.is_dir() else [top]:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            detail = err.strerror or str(err)
+            where = f" ({err.filename})" if err.filename else ""
+            raise OSError(
+                err.errno,
+                f"cannot create the run folder {out_dir}: {detail}{where}; nothing was left behind",
+            ) from err
+        raise
+
+
 # --------------------------------------------------------------------------- checkpoints
 
 
@@ -220,6 +260,26 @@ def _all_finite(tree: Any) -> bool:
     )
 
 
+def state_checksum(tree: Any, progress: Progress | None = None) -> str:
+    """SHA-256 (hex) of every leaf's dtype, shape and bytes, in tree order, read on the host,
+    and of ``progress`` (its JSON, keys sorted; floats round-trip exactly).
+
+    Example:
+        >>> state_checksum({"w": np.zeros(2)}) == state_checksum({"w": np.zeros(2)})
+        True
+        >>> state_checksum({"w": np.zeros(2)}) == state_checksum({"w": np.ones(2)})
+        False
+    """
+    digest = hashlib.sha256()
+    if progress is not None:
+        digest.update(json.dumps(progress.to_dict(), sort_keys=True).encode())
+    for leaf in jax.device_get(jax.tree.leaves(tree)):
+        array = np.ascontiguousarray(leaf)
+        digest.update(f"{array.dtype.str}{array.shape};".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 class RunCheckpoints:
     """The two Orbax ``CheckpointManager``s of a run folder: ``latest`` and ``best``.
 
@@ -241,6 +301,7 @@ class RunCheckpoints:
                 max_to_keep=keep,
                 create=not read_only,  # Orbax's read_only=True only adds warnings
                 enable_async_checkpointing=False,  # a finished save is durable
+                cleanup_tmp_directories=not read_only,  # saves cut short by a crash
             )
             self._managers[which] = ocp.CheckpointManager(self.run_dir / name, options=options)
 
@@ -257,6 +318,10 @@ class RunCheckpoints:
         A step that is already saved is left as it is (a resumed run reaches the same step
         with the same values). A best checkpoint is refused (with a warning) when the state
         holds NaN/Inf. Returns whether a checkpoint was written.
+
+        Raises:
+            OSError: The write failed (e.g. the disk is full); the message names the step and
+                the newest complete checkpoint, which the failed write leaves as it was.
         """
         ocp = self._ocp
         manager = self._managers[which]
@@ -265,14 +330,27 @@ class RunCheckpoints:
         if which == "best" and not _all_finite(state):
             log.warning("not saving a best checkpoint at step %d: parameters hold NaN/Inf", step)
             return False
-        manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave({"train": state, "rng": jax.random.key_data(rng)}),
-                progress=ocp.args.JsonSave(progress.to_dict()),
-            ),
-        )
-        manager.wait_until_finished()
+        arrays = {"train": state, "rng": jax.random.key_data(rng)}
+        try:
+            manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(arrays),
+                    progress=ocp.args.JsonSave(progress.to_dict()),
+                    checksum=ocp.args.JsonSave({"sha256": state_checksum(arrays, progress)}),
+                ),
+            )
+            manager.wait_until_finished()
+        except Exception as err:  # OSError, or the TensorStore error a full disk raises
+            intact = [s for s in manager.all_steps() if s != step]
+            reason = " ".join(str(err).split())[:300] or type(err).__name__
+            message = f"cannot write checkpoint step {step} to {self.directory(which)}: {reason}"
+            if intact:
+                message += (
+                    f"; the newest complete checkpoint is still step {max(intact)}: fix the "
+                    "cause (a full disk?) and continue from it with --resume"
+                )
+            raise OSError(getattr(err, "errno", None) or errno.EIO, message) from err
         return True
 
     def restore(
@@ -294,28 +372,79 @@ class RunCheckpoints:
         if step is None:
             raise ValueError(f"no checkpoint in {self.directory(which)}")
         key_data = jax.random.key_data(jax.random.key(0))
-        abstract = jax.tree.map(
-            ocp.utils.to_shape_dtype_struct,
-            {"train": target, "rng": jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)},
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+        # The key gets an explicit placement too: left out, Orbax would use the one saved
+        # in the checkpoint, which names devices a run on another topology does not have.
+        meshes = [
+            leaf.sharding.mesh
+            for leaf in jax.tree.leaves(abstract)
+            if isinstance(getattr(leaf, "sharding", None), jax.sharding.NamedSharding)
+        ]
+        key_sharding = (
+            jax.sharding.NamedSharding(meshes[0], jax.sharding.PartitionSpec())
+            if meshes
+            else jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
         )
+        rng = jax.ShapeDtypeStruct(key_data.shape, key_data.dtype, sharding=key_sharding)
+        abstract = {"train": abstract, "rng": rng}
+        items = {"state": ocp.args.StandardRestore(abstract), "progress": ocp.args.JsonRestore()}
+        # Checkpoints written before checksums existed have none and are read unverified.
+        verify = (manager.directory / str(step) / "checksum").is_dir()
+        if verify:
+            items["checksum"] = ocp.args.JsonRestore()
         try:
-            restored = manager.restore(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract), progress=ocp.args.JsonRestore()
-                ),
+            restored = manager.restore(step, args=ocp.args.Composite(**items))
+            # The same tree type as `target` (NamedTuples included), whatever Orbax returns.
+            state = jax.tree.unflatten(
+                jax.tree.structure(target), jax.tree.leaves(restored["state"]["train"])
             )
-        except (ValueError, KeyError, TypeError, FileNotFoundError) as err:
-            first = " ".join(str(err).split())[:300]
+            key_data = restored["state"]["rng"]
+            progress = Progress.from_dict(dict(restored["progress"]))
+            saved = dict(restored["checksum"]).get("sha256") if verify else None
+        except Exception as err:  # a truncated file surfaces as a bare Exception from Orbax
+            first = " ".join(str(err).split())[:300] or type(err).__name__
             raise ValueError(
                 f"cannot restore step {step} from {self.directory(which)}: {first}"
             ) from err
-        # The same tree type as `target` (NamedTuples included), whatever Orbax returns.
-        state = jax.tree.unflatten(
-            jax.tree.structure(target), jax.tree.leaves(restored["state"]["train"])
+        if verify and state_checksum({"train": state, "rng": key_data}, progress) != saved:
+            raise ValueError(
+                f"cannot restore step {step} from {self.directory(which)}: its contents differ "
+                "from the checksum written with them (a truncated or garbled file)"
+            )
+        return state, jax.random.wrap_key_data(np.asarray(key_data)), progress
+
+    def restore_intact(self, which: Which, target: Any) -> tuple[Any, jax.Array, Progress]:
+        """:meth:`restore` the newest checkpoint of ``which`` that reads back intact.
+
+        A newer one that cannot be read (a truncated or garbled file, arrays that differ from
+        their checksum) is named in a warning and deleted, so that the resumed run, which
+        repeats the lost steps with the same numbers, writes it again.
+
+        Raises:
+            ValueError: No checkpoint, or none readable (the message names each failure).
+        """
+        steps = sorted(self._managers[which].all_steps(), reverse=True)
+        if not steps:
+            raise ValueError(f"no checkpoint in {self.directory(which)}")
+        failures: list[str] = []
+        for step in steps:
+            try:
+                restored = self.restore(which, target, step)
+            except ValueError as err:
+                failures.append(str(err))
+                continue
+            for bad, failure in zip(steps, failures, strict=False):
+                log.warning(
+                    "%s; using step %d, the newest intact checkpoint, and deleting step %d "
+                    "(the steps after %d are repeated with the same numbers)",
+                    failure, step, bad, step,
+                )  # fmt: skip
+                self._managers[which].delete(bad)
+            return restored
+        raise ValueError(
+            f"no checkpoint in {self.directory(which)} is readable: {' | '.join(failures)}; "
+            "start a new run"
         )
-        rng = jax.random.wrap_key_data(np.asarray(restored["state"]["rng"]))
-        return state, rng, Progress.from_dict(dict(restored["progress"]))
 
     def close(self) -> None:
         for manager in self._managers.values():

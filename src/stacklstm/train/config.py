@@ -40,6 +40,9 @@ LossKind = Literal["mse", "mae", "huber"]
 #: with another version is refused on resume, evaluate and predict instead of misread.
 LAYOUT_VERSION = 1
 
+#: Most LSTM layers, and most head layers, a ModelConfig accepts.
+MAX_LAYERS = 128
+
 
 def _is_int(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -51,9 +54,10 @@ def _is_real(value: object) -> bool:
     )
 
 
-def _check_int(name: str, value: object, low: int) -> None:
-    if not _is_int(value) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+def _check_int(name: str, value: object, low: int, high: int | None = None) -> None:
+    if not _is_int(value) or value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 
 
 def _check_real(name: str, value: object, low: float, high: float, *, open_low: bool) -> None:
@@ -122,12 +126,17 @@ class ModelConfig:
     def validate(self) -> None:
         """Raise ValueError on the first bad setting."""
         _check_int("hidden_size", self.hidden_size, 1)
-        _check_int("num_layers", self.num_layers, 1)
+        # Each layer is traced and compiled on its own: a deeper stack takes minutes to build.
+        _check_int("num_layers", self.num_layers, 1, MAX_LAYERS)
         sizes = self.linear_layer_sizes
         if not isinstance(sizes, tuple) or not all(_is_int(s) and s >= 1 for s in sizes):
             raise ValueError(
                 f"linear_layer_sizes must be a list of integers >= 1 (e.g. [32, 16] or []), "
                 f"got {sizes!r}"
+            )
+        if len(sizes) > MAX_LAYERS:
+            raise ValueError(
+                f"linear_layer_sizes may list at most {MAX_LAYERS} layers, got {len(sizes)}"
             )
         object.__setattr__(self, "linear_layer_sizes", tuple(int(s) for s in sizes))
         for name in ("mean_aggregation", "bidirectional"):
@@ -203,8 +212,8 @@ class TrainConfig:
             allowed = ", ".join(repr(k) for k in get_args(LossKind))
             raise ValueError(f"loss must be one of {allowed}, got {self.loss!r}")
         _check_int("patience", self.patience, 0)
-        _check_int("seed", self.seed, 0)
-        _check_int("season", self.season, 1)
+        _check_int("seed", self.seed, 0, 2**63 - 1)  # jax.random.key takes an int64
+        _check_int("season", self.season, 1, 2**31 - 1)  # larger ones overflow the indexing
         _check_int("log_every", self.log_every, 1)
         _check_int("checkpoint_every", self.checkpoint_every, 0)
         if not isinstance(self.skip_nonfinite, bool):

@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -40,7 +41,16 @@ from ..data import (
     read_table,
     steps_per_epoch,
 )
-from ..distributed import check_batch_size, make_mesh, replicate, replicated, shard_batch
+from ..distributed import (
+    check_batch_size,
+    host_values,
+    is_primary,
+    make_mesh,
+    replicate,
+    replicated,
+    shard_batch,
+    sync,
+)
 from .checkpoint import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -49,6 +59,7 @@ from .checkpoint import (
     RunInfo,
     atomic_write_text,
     check_new_run_dir,
+    creating_run_dir,
     read_run_info,
     write_run_info,
 )
@@ -58,6 +69,7 @@ from .step import (
     Batch,
     StepMetrics,
     TrainState,
+    check_state_fits,
     init_state,
     make_eval_step,
     make_optimizer,
@@ -118,12 +130,15 @@ def _read_metrics(path: Path, through_step: int) -> list[str]:
 
 
 def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, mesh) -> float:
-    """Mean loss over all ``windows`` (padding masked out); one host sync at the end."""
+    """Mean loss over all ``windows`` (padding masked out); one host sync at the end.
+
+    Every process passes all ``windows``; the result is the same on every process.
+    """
     sums = [
-        eval_step(params, shard_batch(mesh, batch))
+        eval_step(params, shard_batch(mesh, batch, whole=True))
         for batch, _ in padded_batches(windows.x, windows.y, batch_size)
     ]
-    host = jax.device_get(sums)  # the only host sync of the evaluation
+    host = host_values(sums)  # the only host sync of the evaluation
     return math.fsum(float(s) for s, _ in host) / math.fsum(float(w) for _, w in host)
 
 
@@ -206,37 +221,49 @@ def fit(
         )
     mesh = make_mesh()
     check_batch_size(tcfg.batch_size, mesh)
+    sync("stacklstm: settings checked")  # every process checked the folder before one writes
 
     # ---- 2. Model, optimizer, state ----------------------------------------------------
     model = run_cfg.model.build(output_size=train.horizon * train.n_targets)
     total_steps = tcfg.epochs * per_epoch
+    if total_steps > np.iinfo(np.int32).max:  # TrainState.step is an int32
+        raise ValueError(
+            f"epochs ({tcfg.epochs}) x {per_epoch} steps per epoch = {total_steps} updates, more "
+            f"than the step counter holds ({np.iinfo(np.int32).max}); lower --epochs"
+        )
     optimizer = make_optimizer(tcfg, total_steps)
     schedule = make_schedule(tcfg, total_steps)
     init_key, dropout_key = jax.random.split(jax.random.key(tcfg.seed))
     example_x = train.x[:1, :1]  # parameter shapes depend on the features only
+    abstract = jax.eval_shape(lambda: init_state(model, optimizer, init_key, example_x))
+    check_state_fits(abstract, mesh.devices.flat[0])  # before allocating (or hanging)
 
     # ---- 3. The run folder: config first, then a step-0 checkpoint (so resume always works)
     if resume:
         ckpts = RunCheckpoints(out_dir)
-        abstract = jax.eval_shape(lambda: init_state(model, optimizer, init_key, example_x))
         target = jax.tree.map(
             lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=replicated(mesh)), abstract
         )
-        state, dropout_key, progress = ckpts.restore("latest", target)
+        # the newest checkpoint that reads back intact (a garbled newer one is named, dropped)
+        state, dropout_key, progress = ckpts.restore_intact("latest", target)
         dropout_key = replicate(dropout_key, mesh)
         kept_lines = _read_metrics(out_dir / METRICS_FILE, int(state.step))
-        atomic_write_text(out_dir / METRICS_FILE, "".join(line + "\n" for line in kept_lines))
+        if is_primary():
+            atomic_write_text(out_dir / METRICS_FILE, "".join(line + "\n" for line in kept_lines))
         log.info("resumed %s at step %d (epoch %d)", out_dir, int(state.step), progress.epoch + 1)
     else:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        data_ref = None if data_path is None else Path(data_path).absolute()
-        write_run_info(out_dir, RunInfo(run_cfg, data_ref, scaler))
-        (out_dir / METRICS_FILE).touch()
-        ckpts = RunCheckpoints(out_dir)
-        state = replicate(init_state(model, optimizer, init_key, example_x), mesh)
-        dropout_key = replicate(dropout_key, mesh)
-        progress = Progress()
-        ckpts.save("latest", 0, state, dropout_key, progress)
+        with creating_run_dir(out_dir):  # if any of this fails (a full disk?), no folder is left
+            if is_primary():  # the only writer of everything but checkpoints
+                out_dir.mkdir(parents=True, exist_ok=True)
+                data_ref = None if data_path is None else Path(data_path).absolute()
+                write_run_info(out_dir, RunInfo(run_cfg, data_ref, scaler))
+                (out_dir / METRICS_FILE).touch()
+            sync("stacklstm: run folder created")
+            ckpts = RunCheckpoints(out_dir)  # all processes: Orbax saves collectively
+            state = replicate(init_state(model, optimizer, init_key, example_x), mesh)
+            dropout_key = replicate(dropout_key, mesh)
+            progress = Progress()
+            ckpts.save("latest", 0, state, dropout_key, progress)
         log.info(
             "run folder %s: %d training windows, %d steps per epoch, %d validation windows",
             out_dir,
@@ -255,7 +282,7 @@ def fit(
     from tqdm.auto import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    show_bar = not quiet and sys.stderr.isatty()
+    show_bar = not quiet and sys.stderr.isatty() and is_primary()
     bar = tqdm(
         total=total_steps, initial=step, disable=not show_bar, unit="step", dynamic_ncols=True
     )
@@ -264,7 +291,8 @@ def fit(
     clocks = {kind: [time.perf_counter(), 0] for kind in ("train", "epoch")}  # [start, steps]
     stop_reason = progress.stop_reason
     redirect = logging_redirect_tqdm() if show_bar else contextlib.nullcontext()
-    with ckpts, bar, redirect, (out_dir / METRICS_FILE).open("a", encoding="utf-8") as metrics:
+    metrics_path = out_dir / METRICS_FILE if is_primary() else Path(os.devnull)
+    with ckpts, bar, redirect, metrics_path.open("a", encoding="utf-8") as metrics:
 
         def write_line(kind: str, train_loss: float | None, val_loss: float | None, skipped: int):
             now = time.perf_counter()
@@ -279,14 +307,24 @@ def fit(
                 "skipped": skipped,
                 "steps_per_s": round(steps / max(now - start, 1e-9), 3),
             }
-            metrics.write(json.dumps(line) + "\n")
-            metrics.flush()
+            try:
+                metrics.write(json.dumps(line) + "\n")
+                metrics.flush()
+            except OSError as err:  # a full disk: say what is safe (a torn line is skipped)
+                with contextlib.suppress(OSError):
+                    metrics.close()  # now, so that closing it again cannot hide this error
+                raise OSError(
+                    err.errno,
+                    f"cannot write {out_dir / METRICS_FILE} at step {step}: "
+                    f"{err.strerror or err}; the newest complete checkpoint is step "
+                    f"{last_good}: fix the cause (a full disk?) and continue from it with --resume",
+                ) from err
             clocks[kind] = [now, 0]
 
         def drain() -> None:
             """Read the pending step metrics on the host (the only per-interval sync)."""
             first = step - len(pending) + 1
-            for offset, m in enumerate(jax.device_get(pending)):
+            for offset, m in enumerate(host_values(pending)):  # the same on every process
                 if bool(m.finite):
                     progress.interval_loss_sum += float(m.loss)
                     progress.epoch_loss_sum += float(m.loss)

@@ -36,7 +36,7 @@ from ..data import (
     prepare_series,
     read_table,
 )
-from ..distributed import make_mesh, replicated, shard_batch
+from ..distributed import gather, is_primary, make_mesh, replicated, shard_batch
 from ..metrics import forecast_metrics
 from .checkpoint import METRICS_FILE, RunCheckpoints, RunInfo, atomic_write, read_run_info
 from .step import init_state, make_optimizer, make_predict_step, padded_batches
@@ -110,12 +110,12 @@ def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarr
     if len(windows) == 0:
         return np.zeros((0, windows.horizon, windows.n_targets))
     predict_step = predict_step or make_predict_step(run.model)
-    outputs = [
-        (predict_step(run.params, shard_batch(run.mesh, batch.x)[0]), n_real)
-        for batch, n_real in padded_batches(windows.x, None, run.batch_size)
-    ]
-    host = jax.device_get(outputs)  # one host sync for all batches
-    y_model = np.concatenate([out[:n_real] for out, n_real in host])  # (n, horizon*n_targets)
+    outputs, counts = [], []
+    for batch, n_real in padded_batches(windows.x, None, run.batch_size):
+        outputs.append(predict_step(run.params, shard_batch(run.mesh, batch.x, whole=True)[0]))
+        counts.append(n_real)
+    host = gather(outputs)  # one host sync for all batches (every process gets all rows)
+    y_model = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
     y_model = y_model.reshape(len(windows), windows.horizon, windows.n_targets)  # horizon-major
     return windows.to_original(y_model)
 
@@ -218,6 +218,8 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         "data_path": str(source),
     }
     report = Report(data, format_table(data), scored["test"][0].origin, scored["test"][1])
+    if not is_primary():  # every process forecast together; process 0 writes
+        return report
     run_dir = Path(run_dir)
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     atomic_write(run_dir / REPORT_FILE, lambda handle: handle.write(text.encode()))

@@ -20,7 +20,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -125,6 +127,29 @@ def init_state(
         return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
 
     return jax.jit(init)(rng, jnp.asarray(x))
+
+
+def check_state_fits(abstract: TrainState, device: jax.Device) -> None:
+    """Raise ValueError if a train state shaped like ``abstract`` cannot fit on ``device``.
+
+    ``abstract`` comes from ``jax.eval_shape`` (nothing allocated). A step holds the state
+    (params and both AdamW moments) plus gradients and updates, about 5/3 of the state; the
+    limit is the device's memory, or the machine's RAM when the device does not report it
+    (CPU). Catches e.g. ``--hidden-size 10000000`` before it allocates (or swaps, or hangs).
+    """
+    n_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(abstract))
+    stats = device.memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    if not limit and hasattr(os, "sysconf"):
+        with contextlib.suppress(ValueError, OSError):
+            limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if limit and n_bytes * 5 / 3 > limit:
+        n_params = sum(leaf.size for leaf in jax.tree.leaves(abstract.params))
+        raise ValueError(
+            f"the model has {n_params:,} parameters: training needs about "
+            f"{n_bytes * 5 / 3 / 2**30:.1f} GiB but {device.platform} device {device.id} has "
+            f"{limit / 2**30:.1f} GiB; lower --hidden-size, --num-layers or --linear-layer-sizes"
+        )
 
 
 def forecast_loss(kind: str, pred: Array, y: Array) -> Array:
