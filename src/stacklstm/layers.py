@@ -44,6 +44,8 @@ def check_input(x: Array, name: str = "x") -> Array:
         raise ValueError(f"{name} must be (batch, time, features); got shape {x.shape}")
     if x.shape[1] < 1:
         raise ValueError(f"{name} must have at least one time step; got shape {x.shape}")
+    if x.shape[2] < 1:
+        raise ValueError(f"{name} must have at least one feature; got shape {x.shape}")
     return x
 
 
@@ -79,11 +81,17 @@ class LSTMLayer(nn.Module):
         ``time_major``."""
         h4 = 4 * self.hidden_size
         if self.has_variable("params", "kernel_ih"):
-            expected = self.get_variable("params", "kernel_ih").shape[0]
-            if x.shape[-1] != expected:
+            got = tuple(self.get_variable("params", "kernel_ih").shape)
+            if len(got) == 2 and x.shape[-1] != got[0]:
                 raise ValueError(
-                    f"{self.name}: the params expect inputs with {expected} features "
-                    f"(kernel_ih {(expected, h4)}); got x with {x.shape[-1]} features"
+                    f"{self.name}: the params expect inputs with {got[0]} features "
+                    f"(kernel_ih {got}); got x with {x.shape[-1]} features"
+                )
+            if got != (x.shape[-1], h4):
+                raise ValueError(
+                    f"{self.name}: kernel_ih in the params has shape {got}, but this layer "
+                    f"(hidden_size={self.hidden_size}) needs {(x.shape[-1], h4)}: params of "
+                    "another model?"
                 )
         params = {
             "kernel_ih": self.param(
@@ -195,6 +203,7 @@ class StackedLSTM(nn.Module):
     def __post_init__(self) -> None:
         _check_positive_int("hidden_size", self.hidden_size)
         _check_positive_int("num_layers", self.num_layers)
+        _check_bool("bidirectional", self.bidirectional)
         _check_dropout(self.dropout_rate)
         super().__post_init__()
 
@@ -272,6 +281,11 @@ class StackedLSTM(nn.Module):
 def _check_positive_int(name: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
 
 
 def _check_dropout(rate: Any) -> None:

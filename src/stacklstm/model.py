@@ -10,7 +10,14 @@ import jax
 import jax.numpy as jnp
 
 from .kernels.lstm import LSTMState, check_seq_lengths
-from .layers import StackedLSTM, _check_dropout, _check_positive_int, check_input, zero_state
+from .layers import (
+    StackedLSTM,
+    _check_bool,
+    _check_dropout,
+    _check_positive_int,
+    check_input,
+    zero_state,
+)
 
 Array = jax.Array
 Dtype = Any
@@ -116,6 +123,8 @@ class LSTMModel(nn.Module):
                 raise ValueError(
                     f"linear_layer_sizes must hold ints >= 1; got {list(self.linear_layer_sizes)}"
                 )
+        _check_bool("mean_aggregation", self.mean_aggregation)
+        _check_bool("bidirectional", self.bidirectional)
         _check_dropout(self.dropout_rate)
         super().__post_init__()
 

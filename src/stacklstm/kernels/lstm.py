@@ -55,9 +55,11 @@ class LSTMLayerParams(NamedTuple):
 
 def _as_layer_params(params) -> LSTMLayerParams:
     if isinstance(params, LSTMLayerParams):
-        return params
+        return LSTMLayerParams(*(jnp.asarray(a) for a in params))
     try:
-        return LSTMLayerParams(params["kernel_ih"], params["kernel_hh"], params["bias"])
+        return LSTMLayerParams(
+            *(jnp.asarray(params[k]) for k in ("kernel_ih", "kernel_hh", "bias"))
+        )
     except (KeyError, TypeError) as e:
         raise TypeError(
             "LSTM layer params must be a mapping with keys 'kernel_ih', 'kernel_hh', 'bias' "
@@ -381,6 +383,11 @@ def lstm_layer(
         raise ValueError(f"x must be {layout}; got shape {x.shape}")
     x_tm = x if time_major else jnp.swapaxes(x, 0, 1)  # (time, batch, features)
     time, batch, features = x_tm.shape
+    if p.kernel_hh.ndim != 2:
+        raise ValueError(f"kernel_hh must be (hidden, 4*hidden); got shape {p.kernel_hh.shape}")
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        raise TypeError(f"state must be an LSTMState(h, c); got {type(state).__name__}")
+    state = LSTMState(*state)
     hidden = p.kernel_hh.shape[0]
     if p.kernel_ih.shape != (features, 4 * hidden):
         raise ValueError(

@@ -178,6 +178,9 @@ def fit(
             before anything is written.
         NonFiniteError: The loss or gradients became NaN/Inf; the message names the steps
             and the last good checkpoint.
+        OSError: Writing the run folder failed (e.g. a full disk): while creating it, nothing
+            is left behind; later, the message names the step and the newest complete
+            checkpoint, from which ``resume=True`` continues.
     """
     # ---- 1. Validate everything before writing anything --------------------------------
     if not isinstance(run_cfg, RunConfig):
@@ -236,7 +239,8 @@ def fit(
     init_key, dropout_key = jax.random.split(jax.random.key(tcfg.seed))
     example_x = train.x[:1, :1]  # parameter shapes depend on the features only
     abstract = jax.eval_shape(lambda: init_state(model, optimizer, init_key, example_x))
-    check_state_fits(abstract, mesh.devices.flat[0])  # before allocating (or hanging)
+    local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+    check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
 
     # ---- 3. The run folder: config first, then a step-0 checkpoint (so resume always works)
     if resume:

@@ -138,7 +138,10 @@ def check_state_fits(abstract: TrainState, device: jax.Device) -> None:
     (CPU). Catches e.g. ``--hidden-size 10000000`` before it allocates (or swaps, or hangs).
     """
     n_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(abstract))
-    stats = device.memory_stats() or {}
+    try:
+        stats = device.memory_stats() or {}
+    except RuntimeError:  # e.g. another process's device
+        stats = {}
     limit = stats.get("bytes_limit")
     if not limit and hasattr(os, "sysconf"):
         with contextlib.suppress(ValueError, OSError):
