@@ -20,3 +20,17 @@ def _compilation_cache(tmp_path_factory):
     yield
     for name, value in old.items():
         jax.config.update(name, value)
+
+
+@pytest.fixture(params=["native", "xla"])
+def kernel(request, monkeypatch):
+    """Runs a test on each implementation of the recurrence: the compiled CPU kernel and the
+    pure-JAX scan (the choice is made when a function is traced, so the caches are cleared)."""
+    from stacklstm.kernels import native
+
+    if request.param == "native" and not native.available():
+        pytest.skip("the compiled CPU kernel is not built on this platform")
+    monkeypatch.setenv("STACKLSTM_KERNEL", request.param)
+    jax.clear_caches()
+    yield request.param
+    jax.clear_caches()

@@ -26,7 +26,7 @@ SIZES = [(3, 5), (2, 16)]
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("time", [1, 7, 40])
-def test_lstm_layer_matches_reference(reverse, masked, time, features, hidden):
+def test_lstm_layer_matches_reference(reverse, masked, time, features, hidden, kernel):
     rng = np.random.default_rng(time + 2 * reverse + masked)
     batch = 4
     p = _params(rng, features, hidden)
@@ -53,7 +53,7 @@ def test_reverse_padded_reverses_valid_part_only():
     np.testing.assert_array_equal(reverse_padded(out, jnp.array([3, 5])), x)
 
 
-def test_lstm_layer_padding_never_changes_state():
+def test_lstm_layer_padding_never_changes_state(kernel):
     rng = np.random.default_rng(0)
     p = _params(rng, 2, 3)
     x = rng.normal(size=(2, 6, 2)).astype(np.float32)
@@ -91,7 +91,7 @@ def test_lstm_layer_grads_check(features, hidden):
         check_grads(f, (p, x, s0), order=1, modes=["rev"], atol=1e-5, rtol=1e-5)
 
 
-def test_lstm_layer_vmap_matches_batched():
+def test_lstm_layer_vmap_matches_batched(kernel):
     rng = np.random.default_rng(2)
     p = _params(rng, 2, 3)
     x = rng.normal(size=(5, 4, 6, 2)).astype(np.float32)  # (groups, batch, time, features)
@@ -118,7 +118,7 @@ def test_lstm_layer_bfloat16_error_bounded():
     "masked, reverse, chunk, hidden",
     [(False, False, True, 5), (True, True, 4, 5), (True, False, 5, 12)],
 )
-def test_lstm_layer_remat_gives_same_values_and_grads(masked, reverse, chunk, hidden):
+def test_lstm_layer_remat_gives_same_values_and_grads(masked, reverse, chunk, hidden, kernel):
     rng = np.random.default_rng(4)
     p = _params(rng, 3, hidden, scale=0.3)
     x = rng.normal(size=(3, 23, 3)).astype(np.float32)  # 23 steps: chunks do not divide it
@@ -136,3 +136,63 @@ def test_lstm_layer_remat_gives_same_values_and_grads(masked, reverse, chunk, hi
     np.testing.assert_allclose(s_r.c, s.c, atol=1e-6)
     np.testing.assert_allclose(gx_r, gx, atol=1e-5)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5), gp_r, gp)
+
+
+def _lowered_text(p, x, s0):
+    return jax.jit(lambda p, x: lstm_layer(p, x, s0)[0]).lower(p, x).as_text()
+
+
+def test_native_kernel_is_built_and_taken_for_float32_on_cpu(monkeypatch):
+    """On x86-64 Linux the package's build makes the CPU kernel; float32 on the CPU uses it,
+    ``STACKLSTM_KERNEL=xla``, bfloat16 and float64 use the scan."""
+    import platform
+    import sys
+
+    from stacklstm.kernels import native
+
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        pytest.skip("the CPU kernel is built on x86-64 Linux only")
+    assert native.available()
+    rng = np.random.default_rng(5)
+    p = _params(rng, 2, 8)
+    x = rng.normal(size=(3, 4, 2)).astype(np.float32)
+    s0 = LSTMState(jnp.zeros((3, 8)), jnp.zeros((3, 8)))
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    assert "stacklstm_lstm_forward" in _lowered_text(p, x, s0)
+    monkeypatch.setenv("STACKLSTM_KERNEL", "xla")
+    assert "stacklstm_lstm_forward" not in _lowered_text(p, x, s0)
+    monkeypatch.delenv("STACKLSTM_KERNEL")
+    text = jax.jit(lambda p, x: lstm_layer(p, x, s0, dtype=jnp.bfloat16)[0]).lower(p, x).as_text()
+    assert "stacklstm_lstm_forward" not in text
+
+
+@pytest.mark.parametrize(
+    "batch, time, features, hidden", [(1, 1, 1, 1), (2, 3, 0, 4), (5, 60, 40, 33)]
+)
+def test_native_kernel_matches_scan_values_and_grads(batch, time, features, hidden, monkeypatch):
+    """Edge sizes (one unit, zero features, odd hidden, many steps) and a jitted train-style
+    gradient: the CPU kernel and the scan give the same numbers."""
+    from stacklstm.kernels import native
+
+    if not native.available():
+        pytest.skip("the compiled CPU kernel is not built on this platform")
+    rng = np.random.default_rng(batch + time)
+    p = _params(rng, features, hidden, scale=0.4)
+    x = rng.normal(size=(batch, time, features)).astype(np.float32)
+    s0 = LSTMState(*(jnp.asarray(rng.normal(size=(batch, hidden)), jnp.float32) for _ in "hc"))
+    lengths = np.maximum(1, time - np.arange(batch)) if batch > 1 else None
+
+    def loss(p, x, s0):
+        y, s = lstm_layer(p, x, s0, lengths)
+        return jnp.sum(jnp.sin(3 * y)) + jnp.sum(s.h * s.c), y
+
+    results = {}
+    for impl in ("native", "xla"):
+        monkeypatch.setenv("STACKLSTM_KERNEL", impl)
+        jax.clear_caches()
+        results[impl] = jax.jit(jax.grad(loss, argnums=(0, 1, 2), has_aux=True))(p, x, s0)
+    jax.clear_caches()
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-5),
+        results["native"], results["xla"],
+    )  # fmt: skip

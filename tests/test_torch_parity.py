@@ -86,7 +86,7 @@ def _run_both(cfg):
 
 
 @pytest.mark.parametrize("cfg", list(_configs(16)), ids=lambda c: str(c["seed"]))
-def test_stacked_lstm_matches_torch(cfg):
+def test_stacked_lstm_matches_torch(cfg, kernel):
     r = _run_both(cfg)
     (t_out, t_h, t_c, t_gx), (y, h, c, gx) = r["torch"], r["ours"]
     np.testing.assert_allclose(y, t_out, atol=1e-5, rtol=0)

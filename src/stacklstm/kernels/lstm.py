@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from stacklstm.kernels import native
+
 Array = jax.Array
 
 
@@ -296,6 +298,22 @@ def _remat_chunk(remat: bool | int, time: int) -> int | None:
     return remat
 
 
+def _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll):
+    """The recurrence over time-major ``x_tm``: the compiled CPU kernel where it applies
+    (float32 on the CPU, see ``native.py``), else the pure-JAX scan. ``-> (ys, h, c)``."""
+    if native.wanted(dtype, acc_dtype):
+        f32 = jnp.float32
+        return native.recurrence(
+            x_tm.astype(f32), p.kernel_ih.astype(f32), p.kernel_hh.astype(f32),
+            p.bias.astype(f32), h0, c0, mask,
+        )  # fmt: skip
+    x_in = x_tm if fused else _project(x_tm, p, dtype, acc_dtype)
+    return _recurrence(
+        x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
+        unroll or _choose_unroll(x_tm.shape[0]),
+    )  # fmt: skip
+
+
 def _chunked_recurrence(p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_dtype, unroll):
     """The recurrence over chunks of ``chunk`` steps, each rematerialised in the backward pass.
 
@@ -317,11 +335,7 @@ def _chunked_recurrence(p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_d
     def chunk_step(carry, inputs):
         h, c = carry
         x_c, m_c = inputs if masked else (inputs, mask)
-        x_in = x_c if fused else _project(x_c, p, dtype, acc_dtype)
-        hs, h, c = _recurrence(
-            x_in, p.kernel_ih, p.kernel_hh, p.bias, h, c, m_c, fused, dtype, acc_dtype,
-            unroll or _choose_unroll(chunk),
-        )  # fmt: skip
+        hs, h, c = _run(p, x_c, h, c, m_c, fused, dtype, acc_dtype, unroll)
         return (h, c), hs
 
     (h, c), hs = jax.lax.scan(chunk_step, (h0, c0), xs)
@@ -420,13 +434,8 @@ def lstm_layer(
     # Few input features: project inside the loop (see the note above _forward_scan).
     fused = 4 * features <= hidden
     if chunk is None:
-        # Otherwise all input projections at once: (time, batch, 4*hidden).
-        x_in = x_tm if fused else _project(x_tm, p, dtype, acc_dtype)
         mask = _time_mask(seq_lengths, batch, time, time, acc_dtype)
-        ys, h, c = _recurrence(
-            x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
-            unroll or _choose_unroll(time),
-        )  # fmt: skip
+        ys, h, c = _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll)
     else:
         ys, h, c = _chunked_recurrence(
             p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_dtype, unroll

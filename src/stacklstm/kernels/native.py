@@ -1,0 +1,114 @@
+"""The compiled CPU kernel of the LSTM recurrence (``csrc/lstm_cpu.cc``), called from JAX.
+
+Two XLA FFI custom calls do the per-step loop in C++ (one BLAS ``sgemm`` and one vectorised
+pass over the gates per step); JAX does everything that is one big matmul (the weight and input
+gradients). ``lstm.py`` picks this path on the CPU for float32 and keeps the pure-JAX scan as
+the portable path (other backends, bfloat16, float64); both are held to the same tests.
+
+``STACKLSTM_KERNEL=xla`` in the environment turns this path off (read at trace time).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+_F32 = jnp.float32
+
+
+@functools.cache
+def _load() -> bool:
+    """Imports the extension and registers its handlers once; False if it is not built."""
+    try:
+        from stacklstm import _lstm_cpu  # the compiled module, built by the package's build
+    except ImportError:
+        return False
+    for name, capsule in _lstm_cpu.handlers().items():
+        jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+    return True
+
+
+def available() -> bool:
+    """True when the compiled kernel is built and importable."""
+    return _load()
+
+
+def wanted(dtype, acc_dtype) -> bool:
+    """True when ``lstm_layer`` should use this path: float32 on the CPU, kernel built, and
+    not turned off with ``STACKLSTM_KERNEL=xla``."""
+    return (
+        os.environ.get("STACKLSTM_KERNEL", "auto") != "xla"
+        and jnp.dtype(dtype) == _F32
+        and jnp.dtype(acc_dtype) == _F32
+        and jax.default_backend() == "cpu"
+        and available()
+    )
+
+
+def _mask2d(mask: Array) -> Array:
+    """``(time, batch, 1)`` -> ``(time, batch)``; the scalar "all valid" stays a scalar."""
+    return mask if mask.ndim == 0 else mask[..., 0]
+
+
+def _call(name: str, outs, *args):
+    call = jax.ffi.ffi_call(name, outs, vmap_method="sequential")
+    return call(*(jnp.asarray(a, _F32) for a in args))
+
+
+def _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
+    time, batch, _ = x.shape
+    hidden = kernel_hh.shape[0]
+    seq = jax.ShapeDtypeStruct((time, batch, hidden), _F32)
+    state = jax.ShapeDtypeStruct((batch, hidden), _F32)
+    if not save:
+        return _call(
+            "stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias, h0, c0,
+            _mask2d(mask),
+        )  # fmt: skip
+    acts = jax.ShapeDtypeStruct((time, batch, 4 * hidden), _F32)
+    return _call(
+        "stacklstm_lstm_forward_train", (seq, state, state, acts, seq, seq), x, kernel_ih,
+        kernel_hh, bias, h0, c0, _mask2d(mask),
+    )  # fmt: skip
+
+
+@jax.custom_vjp
+def recurrence(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+    """The LSTM over time-major ``x`` ``(time, batch, features)`` from ``(h0, c0)``.
+
+    ``mask``: ``(time, batch, 1)`` with 1 at valid steps, or a scalar for "all valid".
+    Returns ``(ys (time, batch, hidden), h (batch, hidden), c (batch, hidden))``, float32.
+    """
+    return tuple(_forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=False))
+
+
+def _recurrence_fwd(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+    ys, h, c, acts, cs, hs = _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=True)
+    return (ys, h, c), (acts, cs, hs, x, kernel_ih, kernel_hh, h0, c0, mask)
+
+
+def _recurrence_bwd(residuals, cotangents):
+    acts, cs, hs, x, kernel_ih, kernel_hh, h0, c0, mask = residuals
+    d_ys, d_h, d_c = cotangents
+    time, batch, hidden = cs.shape
+    d_gates, dh0, dc0 = _call(
+        "stacklstm_lstm_backward",
+        (jax.ShapeDtypeStruct(acts.shape, _F32),) + (jax.ShapeDtypeStruct(h0.shape, _F32),) * 2,
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask),
+    )  # fmt: skip
+    # The weight and input gradients as one matmul each over all (time * batch) rows.
+    d_flat = d_gates.reshape(time * batch, 4 * hidden)
+    h_prev = jnp.concatenate([h0[None], hs[:-1]]).reshape(time * batch, hidden)
+    x_flat = x.reshape(time * batch, -1)
+    d_kernel_hh = (h_prev.T @ d_flat).astype(kernel_hh.dtype)
+    d_kernel_ih = (x_flat.T @ d_flat).astype(kernel_ih.dtype)
+    d_bias = jnp.sum(d_flat, axis=0)
+    d_x = (d_flat @ kernel_ih.T).reshape(x.shape).astype(x.dtype)
+    return d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, jnp.zeros_like(mask)
+
+
+recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
