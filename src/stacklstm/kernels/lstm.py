@@ -1,4 +1,9 @@
-"""The LSTM over a whole sequence, in pure JAX (no Flax).
+"""The LSTM over a whole sequence, in JAX (no Flax).
+
+On the CPU in float32 the recurrence runs in the package's compiled kernel (``native.py``,
+``csrc/lstm_cpu.cc``); everywhere else (other backends, bfloat16, float64, the kernel not
+built, or ``STACKLSTM_KERNEL=xla``) it is the pure-JAX scan below. Both compute the same
+numbers and are held to the same tests.
 
 One layer, one direction:
 

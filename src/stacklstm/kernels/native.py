@@ -87,24 +87,23 @@ def recurrence(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
 
 
 def _recurrence_fwd(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
-    ys, h, c, acts, cs, hs = _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=True)
-    return (ys, h, c), (acts, cs, hs, x, kernel_ih, kernel_hh, h0, c0, mask)
+    ys, h, c, acts, cs, h_prev = _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=True)
+    return (ys, h, c), (acts, cs, h_prev, x, kernel_ih, kernel_hh, c0, mask)
 
 
 def _recurrence_bwd(residuals, cotangents):
-    acts, cs, hs, x, kernel_ih, kernel_hh, h0, c0, mask = residuals
+    acts, cs, h_prev, x, kernel_ih, kernel_hh, c0, mask = residuals
     d_ys, d_h, d_c = cotangents
     time, batch, hidden = cs.shape
     d_gates, dh0, dc0 = _call(
         "stacklstm_lstm_backward",
-        (jax.ShapeDtypeStruct(acts.shape, _F32),) + (jax.ShapeDtypeStruct(h0.shape, _F32),) * 2,
+        (jax.ShapeDtypeStruct(acts.shape, _F32),) + (jax.ShapeDtypeStruct(c0.shape, _F32),) * 2,
         acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask),
     )  # fmt: skip
     # The weight and input gradients as one matmul each over all (time * batch) rows.
     d_flat = d_gates.reshape(time * batch, 4 * hidden)
-    h_prev = jnp.concatenate([h0[None], hs[:-1]]).reshape(time * batch, hidden)
     x_flat = x.reshape(time * batch, -1)
-    d_kernel_hh = (h_prev.T @ d_flat).astype(kernel_hh.dtype)
+    d_kernel_hh = (h_prev.reshape(time * batch, hidden).T @ d_flat).astype(kernel_hh.dtype)
     d_kernel_ih = (x_flat.T @ d_flat).astype(kernel_ih.dtype)
     d_bias = jnp.sum(d_flat, axis=0)
     d_x = (d_flat @ kernel_ih.T).reshape(x.shape).astype(x.dtype)
