@@ -11,7 +11,7 @@
 // step is that GEMM plus one vectorised pass over its gates, so there is no per-step dispatch
 // of separate XLA kernels and no while-loop bookkeeping; and the rows of the batch, which are
 // independent sequences, are split over the OpenMP threads for the whole call. The weight gradients are not done here: the backward call returns the gate
-// gradients of all steps and JAX does one big matmul each.
+// gradients of all steps, then the weight and input gradients as one GEMM each.
 //
 // Layout: time-major, row-major, float32. Gates i, f, g, o along the last axis (PyTorch's).
 // A mask of shape (time, batch) marks valid steps (1) and padding (0); a rank-0 mask means
@@ -222,6 +222,32 @@ void advise_huge_pages(void* data, size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
+// From the gate gradients dg (rows, 4H) of all steps: d_x = dg @ w_ih^T, d_w_ih = x^T @ dg,
+// d_w_hh = h_prev^T @ dg, d_bias = column sums of dg. Rows go in pieces that fit BLAS's ints.
+void gate_gradients(const float* dg, const float* x, const float* w_ih, const float* h_prev,
+                    int64_t rows, int64_t features, int64_t hidden, float* d_x, float* d_w_ih,
+                    float* d_w_hh, float* d_bias) {
+  const int64_t g4 = 4 * hidden, piece = int64_t{1} << 20;
+  std::memset(d_w_ih, 0, sizeof(float) * features * g4);
+  std::memset(d_w_hh, 0, sizeof(float) * hidden * g4);
+  std::memset(d_bias, 0, sizeof(float) * g4);
+  std::vector<float> ones(std::min(piece, rows), 1.0f);
+  for (int64_t r = 0; r < rows; r += piece) {
+    const MKL_INT n = (MKL_INT)std::min(piece, rows - r), f = (MKL_INT)features,
+                  h = (MKL_INT)hidden, g = (MKL_INT)g4;
+    const float* dg_r = dg + r * g4;
+    if (features > 0) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, f, g, 1.0f, dg_r, g, w_ih, g, 0.0f,
+                  d_x + r * features, f);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, f, g, n, 1.0f, x + r * features, f,
+                  dg_r, g, 1.0f, d_w_ih, g);
+    }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, n, 1.0f, h_prev + r * hidden, h,
+                dg_r, g, 1.0f, d_w_hh, g);
+    cblas_sgemv(CblasRowMajor, CblasTrans, n, g, 1.0f, dg_r, g, ones.data(), 1, 1.0f, d_bias, 1);
+  }
+}
+
 struct Dims {
   int64_t time, batch, features, hidden;
 };
@@ -325,8 +351,11 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
                     ffi::Buffer<ffi::F32> c0, ffi::Buffer<ffi::F32> w_hh,
                     ffi::Buffer<ffi::F32> d_ys, ffi::Buffer<ffi::F32> d_h,
                     ffi::Buffer<ffi::F32> d_c, ffi::Buffer<ffi::F32> mask,
-                    ffi::ResultBuffer<ffi::F32> d_gates, ffi::ResultBuffer<ffi::F32> dh0,
-                    ffi::ResultBuffer<ffi::F32> dc0) {
+                    ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+                    ffi::Buffer<ffi::F32> h_prev, ffi::ResultBuffer<ffi::F32> d_gates,
+                    ffi::ResultBuffer<ffi::F32> dh0, ffi::ResultBuffer<ffi::F32> dc0,
+                    ffi::ResultBuffer<ffi::F32> d_x, ffi::ResultBuffer<ffi::F32> d_w_ih,
+                    ffi::ResultBuffer<ffi::F32> d_w_hh, ffi::ResultBuffer<ffi::F32> d_bias) {
   auto cd = cs.dimensions();
   if (cd.size() != 3) return ffi::Error::InvalidArgument("stacklstm LSTM kernel: cs must be 3-D");
   const int64_t time = cd[0], batch = cd[1], hidden = cd[2];
@@ -365,6 +394,14 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
     return true;
   });
   if (!ok) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "stacklstm: out of memory");
+  // The input, weight and bias gradients: one GEMM each over all (time * batch) rows, on all
+  // of oneMKL's threads.
+  const int64_t features = x.dimensions().size() == 3 ? x.dimensions()[2] : -1;
+  if (features < 0 || w_ih.dimensions().size() != 2 || w_ih.dimensions()[0] != features)
+    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: x must be (time, batch, features)");
+  gate_gradients(dg, x.typed_data(), w_ih.typed_data(), h_prev.typed_data(), time * batch,
+                 features, hidden, d_x->typed_data(), d_w_ih->typed_data(),
+                 d_w_hh->typed_data(), d_bias->typed_data());
   return ffi::Error::Success();
 }
 
@@ -411,9 +448,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmBackward, Backward,
                                   .Arg<ffi::Buffer<ffi::F32>>()  // d_h (batch, hidden)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // d_c (batch, hidden)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // mask
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // x (time, batch, features)
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // kernel_ih (features, 4H)
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // h_prev (time, batch, hidden)
                                   .Ret<ffi::Buffer<ffi::F32>>()  // d_gates (time, batch, 4H)
                                   .Ret<ffi::Buffer<ffi::F32>>()  // dh0
                                   .Ret<ffi::Buffer<ffi::F32>>()  // dc0
+                                  .Ret<ffi::Buffer<ffi::F32>>()  // d_x (time, batch, features)
+                                  .Ret<ffi::Buffer<ffi::F32>>()  // d_kernel_ih
+                                  .Ret<ffi::Buffer<ffi::F32>>()  // d_kernel_hh
+                                  .Ret<ffi::Buffer<ffi::F32>>()  // d_bias
 );
 
 // A tiny Python module: `handlers()` returns the three handlers as PyCapsules for

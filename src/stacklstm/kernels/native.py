@@ -1,9 +1,10 @@
 """The compiled CPU kernel of the LSTM recurrence (``csrc/lstm_cpu.cc``), called from JAX.
 
-Two XLA FFI custom calls do the per-step loop in C++ (one BLAS ``sgemm`` and one vectorised
-pass over the gates per step); JAX does everything that is one big matmul (the weight and input
-gradients). ``lstm.py`` picks this path on the CPU for float32 and keeps the pure-JAX scan as
-the portable path (other backends, bfloat16, float64); both are held to the same tests.
+Two XLA FFI custom calls do the per-step loop in C++ (one packed GEMM and one vectorised pass
+over the gates per step); the backward call also does the input, weight and bias gradients, one
+GEMM each over all steps. ``lstm.py`` picks this path on the CPU for float32 and keeps the
+pure-JAX scan as the portable path (other backends, bfloat16, float64); both are held to the
+same tests.
 
 ``STACKLSTM_KERNEL=xla`` in the environment turns this path off (read at trace time).
 """
@@ -94,19 +95,18 @@ def _recurrence_fwd(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
 def _recurrence_bwd(residuals, cotangents):
     acts, cs, h_prev, x, kernel_ih, kernel_hh, c0, mask = residuals
     d_ys, d_h, d_c = cotangents
-    time, batch, hidden = cs.shape
-    d_gates, dh0, dc0 = _call(
+
+    def like(a):
+        return jax.ShapeDtypeStruct(a.shape, _F32)
+
+    # The reverse recurrence, then the input, weight and bias gradients as one GEMM each over
+    # all (time * batch) rows (the gate gradients themselves are not needed here).
+    _, dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias = _call(
         "stacklstm_lstm_backward",
-        (jax.ShapeDtypeStruct(acts.shape, _F32),) + (jax.ShapeDtypeStruct(c0.shape, _F32),) * 2,
-        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask),
+        (like(acts), like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh),
+         like(acts[0, 0])),
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h_prev,
     )  # fmt: skip
-    # The weight and input gradients as one matmul each over all (time * batch) rows.
-    d_flat = d_gates.reshape(time * batch, 4 * hidden)
-    x_flat = x.reshape(time * batch, -1)
-    d_kernel_hh = (h_prev.reshape(time * batch, hidden).T @ d_flat).astype(kernel_hh.dtype)
-    d_kernel_ih = (x_flat.T @ d_flat).astype(kernel_ih.dtype)
-    d_bias = jnp.sum(d_flat, axis=0)
-    d_x = (d_flat @ kernel_ih.T).reshape(x.shape).astype(x.dtype)
     return d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, jnp.zeros_like(mask)
 
 
