@@ -223,18 +223,19 @@ void advise_huge_pages(void* data, size_t bytes) {
 }
 
 // From the gate gradients dg (rows, 4H) of all steps: d_x = dg @ w_ih^T, d_w_ih = x^T @ dg,
-// d_w_hh = h_prev^T @ dg, d_bias = column sums of dg. Rows go in pieces that fit BLAS's ints.
-void gate_gradients(const float* dg, const float* x, const float* w_ih, const float* h_prev,
-                    int64_t rows, int64_t features, int64_t hidden, float* d_x, float* d_w_ih,
-                    float* d_w_hh, float* d_bias) {
+// d_w_hh = h_prev^T @ dg, d_bias = column sums of dg. h_prev's first `batch` rows are h_first,
+// the others h_rest (so the outputs can stand in for h_prev: h_prev[t] = ys[t - 1]). Rows go in
+// pieces that fit BLAS's ints.
+void gate_gradients(const float* dg, const float* x, const float* w_ih, const float* h_first,
+                    const float* h_rest, int64_t rows, int64_t batch, int64_t features,
+                    int64_t hidden, float* d_x, float* d_w_ih, float* d_w_hh, float* d_bias) {
   const int64_t g4 = 4 * hidden, piece = int64_t{1} << 20;
+  const MKL_INT f = (MKL_INT)features, h = (MKL_INT)hidden, g = (MKL_INT)g4;
   std::memset(d_w_ih, 0, sizeof(float) * features * g4);
-  std::memset(d_w_hh, 0, sizeof(float) * hidden * g4);
   std::memset(d_bias, 0, sizeof(float) * g4);
   std::vector<float> ones(std::min(piece, rows), 1.0f);
   for (int64_t r = 0; r < rows; r += piece) {
-    const MKL_INT n = (MKL_INT)std::min(piece, rows - r), f = (MKL_INT)features,
-                  h = (MKL_INT)hidden, g = (MKL_INT)g4;
+    const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
     const float* dg_r = dg + r * g4;
     if (features > 0) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, f, g, 1.0f, dg_r, g, w_ih, g, 0.0f,
@@ -242,9 +243,14 @@ void gate_gradients(const float* dg, const float* x, const float* w_ih, const fl
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, f, g, n, 1.0f, x + r * features, f,
                   dg_r, g, 1.0f, d_w_ih, g);
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, n, 1.0f, h_prev + r * hidden, h,
-                dg_r, g, 1.0f, d_w_hh, g);
     cblas_sgemv(CblasRowMajor, CblasTrans, n, g, 1.0f, dg_r, g, ones.data(), 1, 1.0f, d_bias, 1);
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, (MKL_INT)batch, 1.0f, h_first, h,
+              dg, g, 0.0f, d_w_hh, g);
+  for (int64_t r = batch; r < rows; r += piece) {
+    const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, n, 1.0f,
+                h_rest + (r - batch) * hidden, h, dg + r * g4, g, 1.0f, d_w_hh, g);
   }
 }
 
@@ -267,8 +273,8 @@ ffi::Error check_dims(const Dims& d, ffi::Buffer<ffi::F32>& w_ih, ffi::Buffer<ff
 
 // The forward recurrence. With `saved` (training) the activations, the cell states and the h
 // each step starts from are written for the backward pass; the input projection of all steps goes
-// straight into the activations array. Without it, each thread projects its rows of one step
-// at a time into a small buffer.
+// straight into the activations array. Without it, nothing of the sequence is stored but the
+// outputs: a step is one GEMM of [x_t, h] with the stacked weights.
 ffi::Error forward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih, ffi::Buffer<ffi::F32> w_hh,
                    ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                    ffi::Buffer<ffi::F32> mask, float* ys, float* h, float* c, float* acts,
@@ -288,33 +294,48 @@ ffi::Error forward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih, ffi::Buf
   if (saving) {
     advise_huge_pages(acts, sizeof(float) * d.time * bg);
     advise_huge_pages(cs, sizeof(float) * d.time * bh);
-    advise_huge_pages(h_prev, sizeof(float) * d.time * bh);
+    if (h_prev != nullptr) advise_huge_pages(h_prev, sizeof(float) * d.time * bh);
     // Training: the input projection of all steps as one GEMM, straight into the activations.
     project(xp, w_ih.typed_data(), acts, d.time * d.batch, d.features, g4);
   }
   advise_huge_pages(ys, sizeof(float) * d.time * bh);
   const float* bias_p = bias.typed_data();
   bool ok = parallel_rows(d.batch, threads_for(d.batch, d.hidden), [&](int64_t lo, int64_t rows) {
-    PackedWeight w(w_hh.typed_data(), CblasNoTrans, rows, g4, d.hidden);
+    // Training: the gates already hold x_t @ kernel_ih; a step adds h @ kernel_hh. Inference:
+    // a step is ONE GEMM [x_t, h] @ [kernel_ih; kernel_hh] (no projection array at all).
+    const int64_t f = d.features, k = saving ? d.hidden : f + d.hidden;
+    std::vector<float> stacked;
+    if (!saving) {
+      stacked.resize(k * g4);
+      std::memcpy(stacked.data(), w_ih.typed_data(), sizeof(float) * f * g4);
+      std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * d.hidden * g4);
+    }
+    PackedWeight w(saving ? w_hh.typed_data() : stacked.data(), CblasNoTrans, rows, g4, k);
     if (!w.ok()) return false;
-    std::vector<float> buffer;  // inference: this step's gates of these rows
-    if (!saving) buffer.resize(rows * g4);
+    std::vector<float>().swap(stacked);
+    std::vector<float> buffer, xh;  // inference: this step's gates and [x_t, h] of these rows
+    if (!saving) {
+      buffer.resize(rows * g4);
+      xh.resize(rows * k);
+    }
     for (int64_t t = 0; t < d.time; ++t) {
       const int64_t row = t * d.batch + lo;  // first row of this step and thread
-      float* gates = saving ? acts + row * g4 : buffer.data();
-      if (!saving) {  // gates = x_t @ kernel_ih
-        if (d.features == 0) {
-          std::memset(gates, 0, sizeof(float) * rows * g4);
-        } else {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (MKL_INT)rows, (MKL_INT)g4,
-                      (MKL_INT)d.features, 1.0f, xp + row * d.features, (MKL_INT)d.features,
-                      w_ih.typed_data(), (MKL_INT)g4, 0.0f, gates, (MKL_INT)g4);
-        }
-      }
       float* h_rows = h + lo * d.hidden;
       float* c_rows = c + lo * d.hidden;
-      if (saving) std::memcpy(h_prev + row * d.hidden, h_rows, sizeof(float) * rows * d.hidden);
-      w.multiply(h_rows, 1.0f, gates);  // gates += h @ kernel_hh
+      float* gates;
+      if (saving) {
+        gates = acts + row * g4;
+        if (h_prev != nullptr)
+          std::memcpy(h_prev + row * d.hidden, h_rows, sizeof(float) * rows * d.hidden);
+        w.multiply(h_rows, 1.0f, gates);  // gates += h @ kernel_hh
+      } else {
+        gates = buffer.data();
+        for (int64_t b = 0; b < rows; ++b) {
+          std::memcpy(xh.data() + b * k, xp + (row + b) * f, sizeof(float) * f);
+          std::memcpy(xh.data() + b * k + f, h_rows + b * d.hidden, sizeof(float) * d.hidden);
+        }
+        w.multiply(xh.data(), 0.0f, gates);  // gates = [x_t, h] @ [kernel_ih; kernel_hh]
+      }
       forward_step_math(gates, bias_p, c_rows, h_rows, ys + row * d.hidden,
                         m ? m + row : nullptr, rows, d.hidden);
       if (saving) std::memcpy(cs + row * d.hidden, c_rows, sizeof(float) * rows * d.hidden);
@@ -342,7 +363,8 @@ ffi::Error ForwardTrain(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
                         ffi::ResultBuffer<ffi::F32> acts, ffi::ResultBuffer<ffi::F32> cs,
                         ffi::ResultBuffer<ffi::F32> h_prev) {
   return forward(x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(), h->typed_data(),
-                 c->typed_data(), acts->typed_data(), cs->typed_data(), h_prev->typed_data());
+                 c->typed_data(), acts->typed_data(), cs->typed_data(),
+                 h_prev->element_count() == 0 ? nullptr : h_prev->typed_data());
 }
 
 // The reverse recurrence: carries (dh, dc) from the last step to the first and writes the
@@ -352,7 +374,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
                     ffi::Buffer<ffi::F32> d_ys, ffi::Buffer<ffi::F32> d_h,
                     ffi::Buffer<ffi::F32> d_c, ffi::Buffer<ffi::F32> mask,
                     ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
-                    ffi::Buffer<ffi::F32> h_prev, ffi::ResultBuffer<ffi::F32> d_gates,
+                    ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> h_seq, bool h_is_output,
                     ffi::ResultBuffer<ffi::F32> dh0, ffi::ResultBuffer<ffi::F32> dc0,
                     ffi::ResultBuffer<ffi::F32> d_x, ffi::ResultBuffer<ffi::F32> d_w_ih,
                     ffi::ResultBuffer<ffi::F32> d_w_hh, ffi::ResultBuffer<ffi::F32> d_bias) {
@@ -364,6 +386,12 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
   if (!(md.size() == 0 || (md.size() == 2 && md[0] == time && md[1] == batch)))
     return ffi::Error::InvalidArgument("stacklstm LSTM kernel: mask must be () or (time, batch)");
   const float* m = md.size() == 0 ? nullptr : mask.typed_data();
+  auto xd = x.dimensions(), wi = w_ih.dimensions();
+  const int64_t features = xd.size() == 3 ? xd[2] : -1;
+  if (features < 0 || xd[0] != time || xd[1] != batch || wi.size() != 2 || wi[0] != features ||
+      wi[1] != g4 || h_seq.element_count() != static_cast<size_t>(time * bh) ||
+      h0.element_count() != static_cast<size_t>(bh))
+    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: inconsistent backward inputs");
   float* dh = dh0->typed_data();
   float* dc = dc0->typed_data();
   std::memcpy(dh, d_h.typed_data(), sizeof(float) * bh);
@@ -371,8 +399,17 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
   const float* a = acts.typed_data();
   const float* c = cs.typed_data();
   const float* dy = d_ys.typed_data();
-  float* dg = d_gates->typed_data();
-  advise_huge_pages(dg, sizeof(float) * time * bg);
+  // The gate gradients of all steps live only in this call: a buffer kept per thread across
+  // calls (fresh pages cost more than the work on them, see advise_huge_pages), let go of when
+  // it is very big.
+  static thread_local std::vector<float> gate_grads;
+  if (gate_grads.size() < static_cast<size_t>(time * bg)) {
+    std::vector<float>().swap(gate_grads);
+    gate_grads.reserve(time * bg);
+    advise_huge_pages(gate_grads.data(), sizeof(float) * time * bg);
+    gate_grads.resize(time * bg);
+  }
+  float* dg = gate_grads.data();
   bool ok = parallel_rows(batch, threads_for(batch, hidden), [&](int64_t lo, int64_t rows) {
     PackedWeight w(w_hh.typed_data(), CblasTrans, rows, hidden, g4);
     if (!w.ok()) return false;
@@ -396,12 +433,12 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
   if (!ok) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "stacklstm: out of memory");
   // The input, weight and bias gradients: one GEMM each over all (time * batch) rows, on all
   // of oneMKL's threads.
-  const int64_t features = x.dimensions().size() == 3 ? x.dimensions()[2] : -1;
-  if (features < 0 || w_ih.dimensions().size() != 2 || w_ih.dimensions()[0] != features)
-    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: x must be (time, batch, features)");
-  gate_gradients(dg, x.typed_data(), w_ih.typed_data(), h_prev.typed_data(), time * batch,
-                 features, hidden, d_x->typed_data(), d_w_ih->typed_data(),
-                 d_w_hh->typed_data(), d_bias->typed_data());
+  const float* hs = h_seq.typed_data();
+  gate_gradients(dg, x.typed_data(), w_ih.typed_data(), h_is_output ? h0.typed_data() : hs,
+                 h_is_output ? hs : hs + bh, time * batch, batch, features, hidden,
+                 d_x->typed_data(), d_w_ih->typed_data(), d_w_hh->typed_data(),
+                 d_bias->typed_data());
+  if (gate_grads.size() > (size_t{1} << 26)) std::vector<float>().swap(gate_grads);  // > 256 MB
   return ffi::Error::Success();
 }
 
@@ -435,7 +472,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForwardTrain, ForwardTrain,
                                   .Ret<ffi::Buffer<ffi::F32>>()  // c
                                   .Ret<ffi::Buffer<ffi::F32>>()  // acts (time, batch, 4H)
                                   .Ret<ffi::Buffer<ffi::F32>>()  // cs (time, batch, hidden)
-                                  .Ret<ffi::Buffer<ffi::F32>>()  // h_prev (time, batch, hidden)
+                                  .Ret<ffi::Buffer<ffi::F32>>()  // h_prev (time, batch, hidden),
+                                                                 // or (0,): not needed
 );
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmBackward, Backward,
@@ -450,8 +488,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmBackward, Backward,
                                   .Arg<ffi::Buffer<ffi::F32>>()  // mask
                                   .Arg<ffi::Buffer<ffi::F32>>()  // x (time, batch, features)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // kernel_ih (features, 4H)
-                                  .Arg<ffi::Buffer<ffi::F32>>()  // h_prev (time, batch, hidden)
-                                  .Ret<ffi::Buffer<ffi::F32>>()  // d_gates (time, batch, 4H)
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // h0 (batch, hidden)
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // h_prev, or ys if h_is_output
+                                  .Attr<bool>("h_is_output")
                                   .Ret<ffi::Buffer<ffi::F32>>()  // dh0
                                   .Ret<ffi::Buffer<ffi::F32>>()  // dc0
                                   .Ret<ffi::Buffer<ffi::F32>>()  // d_x (time, batch, features)

@@ -55,9 +55,9 @@ def _mask2d(mask: Array) -> Array:
     return mask if mask.ndim == 0 else mask[..., 0]
 
 
-def _call(name: str, outs, *args):
+def _call(name: str, outs, *args, **attrs):
     call = jax.ffi.ffi_call(name, outs, vmap_method="sequential")
-    return call(*(jnp.asarray(a, _F32) for a in args))
+    return call(*(jnp.asarray(a, _F32) for a in args), **attrs)
 
 
 def _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
@@ -71,8 +71,11 @@ def _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
             _mask2d(mask),
         )  # fmt: skip
     acts = jax.ShapeDtypeStruct((time, batch, 4 * hidden), _F32)
+    # The h each step starts from, for the weight gradient; without padding the outputs are
+    # that already (h_prev[t] = ys[t - 1]), so it is not written: shape (0,).
+    h_prev = seq if mask.ndim > 0 else jax.ShapeDtypeStruct((0,), _F32)
     return _call(
-        "stacklstm_lstm_forward_train", (seq, state, state, acts, seq, seq), x, kernel_ih,
+        "stacklstm_lstm_forward_train", (seq, state, state, acts, seq, h_prev), x, kernel_ih,
         kernel_hh, bias, h0, c0, _mask2d(mask),
     )  # fmt: skip
 
@@ -89,11 +92,12 @@ def recurrence(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
 
 def _recurrence_fwd(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
     ys, h, c, acts, cs, h_prev = _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=True)
-    return (ys, h, c), (acts, cs, h_prev, x, kernel_ih, kernel_hh, c0, mask)
+    h_seq = h_prev if mask.ndim > 0 else ys
+    return (ys, h, c), (acts, cs, h0, h_seq, x, kernel_ih, kernel_hh, c0, mask)
 
 
 def _recurrence_bwd(residuals, cotangents):
-    acts, cs, h_prev, x, kernel_ih, kernel_hh, c0, mask = residuals
+    acts, cs, h0, h_seq, x, kernel_ih, kernel_hh, c0, mask = residuals
     d_ys, d_h, d_c = cotangents
 
     def like(a):
@@ -101,11 +105,11 @@ def _recurrence_bwd(residuals, cotangents):
 
     # The reverse recurrence, then the input, weight and bias gradients as one GEMM each over
     # all (time * batch) rows (the gate gradients themselves are not needed here).
-    _, dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias = _call(
+    dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias = _call(
         "stacklstm_lstm_backward",
-        (like(acts), like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh),
-         like(acts[0, 0])),
-        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h_prev,
+        (like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh), like(acts[0, 0])),
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h0, h_seq,
+        h_is_output=mask.ndim == 0,
     )  # fmt: skip
     return d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, jnp.zeros_like(mask)
 
