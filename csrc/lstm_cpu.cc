@@ -1,4 +1,5 @@
-// The LSTM recurrence on the CPU as two XLA FFI custom calls, forward and backward.
+// The LSTM recurrence on the CPU as XLA FFI custom calls: forward (inference), forward saving
+// what the backward pass needs (training), and backward.
 //
 // Same numbers as the pure-JAX scan in src/stacklstm/kernels/lstm.py (the portable path):
 //
@@ -6,12 +7,12 @@
 //   i, f, o = sigmoid(.), g = tanh(.)    with sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5
 //   c_t = f * c_{t-1} + i * g,  h_t = o * tanh(c_t)
 //
-// Why it is faster than the scan: kernel_hh is packed ONCE per call for oneMKL's packed GEMM
-// (cblas_sgemm_pack/compute, the API MKL offers for the same matrix used at every step), each
+// Why it is faster than the scan: the step's weight is packed ONCE per call for oneMKL's packed
+// GEMM (cblas_sgemm_pack/compute, the API oneMKL offers for one matrix used at every step), each
 // step is that GEMM plus one vectorised pass over its gates, so there is no per-step dispatch
-// of separate XLA kernels and no while-loop bookkeeping; and the rows of the batch, which are
-// independent sequences, are split over the OpenMP threads for the whole call. The weight gradients are not done here: the backward call returns the gate
-// gradients of all steps, then the weight and input gradients as one GEMM each.
+// of separate XLA kernels and no while-loop bookkeeping; the rows of the batch, which are
+// independent sequences, are split over the OpenMP threads for the whole call; and after the
+// reverse loop the input, weight and bias gradients are one GEMM each over all steps.
 //
 // Layout: time-major, row-major, float32. Gates i, f, g, o along the last axis (PyTorch's).
 // A mask of shape (time, batch) marks valid steps (1) and padding (0); a rank-0 mask means
@@ -144,20 +145,21 @@ void project(const float* x, const float* w_ih, float* out, int64_t rows, int64_
       std::memset(out + r * g4, 0, sizeof(float) * n * g4);
       continue;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)g4,
-                      (int)features, 1.0f, x + r * features, (int)features, w_ih, (int)g4,
-                      0.0f, out + r * g4, (int)g4);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (MKL_INT)n, (MKL_INT)g4,
+                (MKL_INT)features, 1.0f, x + r * features, (MKL_INT)features, w_ih, (MKL_INT)g4,
+                0.0f, out + r * g4, (MKL_INT)g4);
   }
 }
 
-// kernel_hh packed once for oneMKL's packed GEMM, reused by every step of one call:
-// C (m, n) = beta * C + A (m, k) @ op(kernel_hh).
+// A weight packed once for oneMKL's packed GEMM, reused by every step of one call:
+// C (m, n) = beta * C + A (m, k) @ op(w).
 class PackedWeight {
  public:
   PackedWeight(const float* w, CBLAS_TRANSPOSE trans, int64_t m, int64_t n, int64_t k)
       : m_(m), n_(n), k_(k) {
-    data_ = static_cast<float*>(
-        mkl_malloc(cblas_sgemm_pack_get_size(CblasBMatrix, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k), 64));
+    const size_t bytes =
+        cblas_sgemm_pack_get_size(CblasBMatrix, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k);
+    data_ = static_cast<float*>(mkl_malloc(bytes, 64));
     if (data_ != nullptr)
       cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, trans, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k,
                        1.0f, w, trans == CblasNoTrans ? (MKL_INT)n : (MKL_INT)k, data_);
@@ -182,7 +184,8 @@ class PackedWeight {
 int threads_for(int64_t batch, int64_t hidden) {
   const int64_t step_flops = 2 * batch * 4 * hidden * hidden;
   if (step_flops < (int64_t{1} << 19)) return 1;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), batch / 4)));
+  const int64_t threads = std::min<int64_t>(omp_get_max_threads(), batch / 4);
+  return static_cast<int>(std::max<int64_t>(1, threads));
 }
 
 // Sets oneMKL's thread count for this thread for the lifetime of the object.
@@ -518,7 +521,8 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lstm_cpu",
-                      "The CPU LSTM kernel (XLA FFI custom calls).", -1, methods};
+                      "The CPU LSTM kernel (XLA FFI custom calls).", -1, methods,
+                      nullptr, nullptr, nullptr, nullptr};
 }  // namespace
 
 PyMODINIT_FUNC PyInit__lstm_cpu() { return PyModule_Create(&module); }

@@ -6,7 +6,8 @@ GEMM each over all steps. ``lstm.py`` picks this path on the CPU for float32 and
 pure-JAX scan as the portable path (other backends, bfloat16, float64); both are held to the
 same tests.
 
-``STACKLSTM_KERNEL=xla`` in the environment turns this path off (read at trace time).
+``STACKLSTM_KERNEL`` in the environment (read when a function is traced): ``auto`` (the default)
+or ``native`` use this path where it applies, ``xla`` turns it off.
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ def available() -> bool:
 def wanted(dtype, acc_dtype) -> bool:
     """True when ``lstm_layer`` should use this path: float32 on the CPU, kernel built, and
     not turned off with ``STACKLSTM_KERNEL=xla``."""
+    choice = os.environ.get("STACKLSTM_KERNEL", "auto")
+    if choice not in ("auto", "native", "xla"):
+        raise ValueError(f"STACKLSTM_KERNEL must be 'auto', 'native' or 'xla'; got {choice!r}")
     return (
-        os.environ.get("STACKLSTM_KERNEL", "auto") != "xla"
+        choice != "xla"
         and jnp.dtype(dtype) == _F32
         and jnp.dtype(acc_dtype) == _F32
         and jax.default_backend() == "cpu"
