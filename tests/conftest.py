@@ -3,16 +3,14 @@
 import jax
 import pytest
 
+from helpers import CACHE_SETTINGS
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _compilation_cache(tmp_path_factory):
     """Share compiled programs between the many small runs of the suite (the same model and
     settings compile to the same program); restores JAX's settings afterwards."""
-    names = (
-        "jax_compilation_cache_dir",
-        "jax_persistent_cache_min_compile_time_secs",
-        "jax_persistent_cache_min_entry_size_bytes",
-    )
+    names = [name for name, _ in CACHE_SETTINGS]
     old = {name: getattr(jax.config, name) for name in names}
     values = (str(tmp_path_factory.getbasetemp() / "jax_cache"), 0.3, 0)
     for name, value in zip(names, values, strict=True):

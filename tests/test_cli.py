@@ -4,35 +4,21 @@ import contextlib
 import dataclasses
 import io
 import json
-import os
 import subprocess
 import sys
 
-import jax
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import cache_env, tiny_run
 from stacklstm import cli
 from stacklstm.cli import build_parser, main
 from stacklstm.data import DataConfig, bundled_dataset_path, read_table
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig, read_run_info
+from stacklstm.train import ModelConfig, TrainConfig, read_run_info
 
 # The tiny run of test_train.py (same settings, so a shared compilation cache can hit).
-TINY_FLAGS = [
-    "--window", "6", "--hidden-size", "8", "--num-layers", "2", "--linear-layer-sizes", "8",
-    "--dropout", "0.2", "--epochs", "2", "--batch-size", "64", "--log-every", "10",
-    "--checkpoint-every", "20",
-]  # fmt: skip
-TINY_RUN = RunConfig(
-    DataConfig(window=6),
-    ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,), dropout=0.2),
-    TrainConfig(epochs=2, batch_size=64, log_every=10, checkpoint_every=20),
-)
-CACHE_SETTINGS = (
-    ("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR"),
-    ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"),
-)
+TINY_FLAGS, TINY_RUN = tiny_run()
 
 
 def _run(capsys, *argv):
@@ -83,9 +69,7 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
 
 @pytest.mark.slow
 def test_python_dash_m_stacklstm_trains(tmp_path):
-    env = {**os.environ}
-    for name, variable in CACHE_SETTINGS:
-        env[variable] = str(getattr(jax.config, name))
+    env = cache_env()
     done = subprocess.run(
         [sys.executable, "-m", "stacklstm", "train", "--out", str(tmp_path / "run"), *TINY_FLAGS],
         env=env,

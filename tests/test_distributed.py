@@ -16,6 +16,7 @@ import jax
 import numpy as np
 import pytest
 
+from helpers import cache_env, tiny_run
 from stacklstm import cli, distributed
 from stacklstm.distributed import launcher_detected, make_mesh, shard_batch
 from stacklstm.train import load_run
@@ -23,11 +24,7 @@ from stacklstm.train.checkpoint import METRICS_FILE, RunCheckpoints
 
 # The tiny run of test_train.py / test_cli.py: 24 steps per epoch, dropout on (so the
 # processes must also draw the same dropout masks as one device does).
-TINY_FLAGS = [
-    "--window", "6", "--hidden-size", "8", "--num-layers", "2", "--linear-layer-sizes", "8",
-    "--dropout", "0.2", "--epochs", "2", "--batch-size", "64", "--log-every", "10",
-    "--checkpoint-every", "20", "--quiet",
-]  # fmt: skip
+TINY_FLAGS = [*tiny_run()[0], "--quiet"]
 # The same settings for fit(), to stop a 2-process run part-way (the CLI has no such flag).
 STOP_SCRIPT = """
 from stacklstm import distributed
@@ -41,11 +38,6 @@ cfg = RunConfig().replace({
 result = fit(cfg, OUT, quiet=True, stop_after_steps=30)
 assert (result.step, result.report) == (30, None)
 """
-CACHE_SETTINGS = (
-    ("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR"),
-    ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"),
-    ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"),
-)
 TIMEOUT = 150
 
 
@@ -58,9 +50,7 @@ def _env(devices: int = 1, **extra: str) -> dict[str, str]:
     }
     env["JAX_PLATFORMS"] = "cpu"
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    for name, variable in CACHE_SETTINGS:
-        env[variable] = str(getattr(jax.config, name))
-    return {**env, **extra}
+    return {**cache_env(env), **extra}
 
 
 def _train(out, *flags, env) -> subprocess.Popen:

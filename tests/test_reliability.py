@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stacklstm.train.loop as loop
+from helpers import cache_env, tiny_run
 from stacklstm import LSTMModel, LSTMState, StackedLSTM, lstm_layer
 from stacklstm.cli import _ints, _names, main
 from stacklstm.data import DataConfig
@@ -41,21 +42,8 @@ from stacklstm.train.step import StepMetrics, TrainState, init_state, make_optim
 # Small enough to run in seconds, long enough to kill in the middle of an epoch: 1592
 # training windows of 6 weeks -> 99 steps per epoch at batch 16, 198 in all; a metrics line
 # every 5 steps, a checkpoint every 10. Dropout is on, so a resume must restore the RNG too.
-CRASH_FLAGS = [
-    "--window", "6", "--hidden-size", "8", "--num-layers", "2", "--linear-layer-sizes", "8",
-    "--dropout", "0.2", "--epochs", "2", "--batch-size", "16", "--log-every", "5",
-    "--checkpoint-every", "10",
-]  # fmt: skip
-CRASH_RUN = RunConfig(
-    DataConfig(window=6),
-    ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,), dropout=0.2),
-    TrainConfig(epochs=2, batch_size=16, log_every=5, checkpoint_every=10),
-)
+CRASH_FLAGS, CRASH_RUN = tiny_run(batch_size=16, log_every=5, checkpoint_every=10)
 STEPS_PER_EPOCH = 99
-CACHE_SETTINGS = (
-    ("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR"),
-    ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"),
-)
 # When one array of a checkpoint cannot be read, Orbax's other reads are dropped unawaited.
 ORBAX_ABANDONS_READS = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 PROPERTY = settings(
@@ -123,14 +111,6 @@ def _assert_same_run(got, expected):
     assert got["report"] == expected["report"]
 
 
-def _subprocess_env():
-    """The test session's compilation cache, so a child compiles nothing new."""
-    env = {**os.environ}
-    for name, variable in CACHE_SETTINGS:
-        env[variable] = str(getattr(jax.config, name))
-    return env
-
-
 def _complete_steps(run_dir):
     """Committed checkpoint steps (Orbax renames ``<step>.orbax-checkpoint-tmp`` when done)."""
     folder = Path(run_dir) / "checkpoints"
@@ -185,7 +165,7 @@ def test_sigkill_mid_epoch_then_resume_equals_an_uninterrupted_run(reference, tm
         child = subprocess.Popen(
             [sys.executable, "-m", "stacklstm", "train", "--out", str(run), "--quiet",
              *CRASH_FLAGS],
-            env=_subprocess_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
+            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
         )  # fmt: skip
         # at least one checkpoint besides step 0, and well inside epoch 1
         started = lambda: _last_logged_step(run) >= 30 and max(_complete_steps(run)) >= 10  # noqa: E731
@@ -232,7 +212,7 @@ def test_kill_during_a_checkpoint_write_keeps_the_previous_checkpoint(reference,
         child = subprocess.Popen(
             [sys.executable, "-c", STALL_COMMIT_OF_STEP_40, str(marker), "train", "--out",
              str(run), "--quiet", *CRASH_FLAGS],
-            env=_subprocess_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
+            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
         )  # fmt: skip
         _wait_for(child, marker.exists, log)
         partial = Path(marker.read_text())

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import tiny_run
 from stacklstm.data import (
     DataConfig,
     DataError,
@@ -50,11 +51,7 @@ from stacklstm.train.step import (
 TINY = ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,))
 # 2284 weekly rows -> windows of 6: 1592 training windows, 24 steps per epoch at batch 64.
 # Dropout (between the two LSTM layers) on, so resuming must restore the RNG stream too.
-TINY_RUN = RunConfig(
-    DataConfig(window=6),
-    ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,), dropout=0.2),
-    TrainConfig(epochs=2, batch_size=64, log_every=10, checkpoint_every=20),
-)
+TINY_RUN = tiny_run()[1]
 
 
 def _leaves(tree):
