@@ -129,6 +129,20 @@ def _is_real(value: object) -> bool:
     )
 
 
+def reject_unknown_keys(
+    cls: type, data: Mapping[str, Any], what: str, error: type[Exception]
+) -> None:
+    """Raises ``error`` naming the keys of ``data`` that are not fields of dataclass ``cls``,
+    and the fields it has (``what`` names the settings in the message)."""
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise error(
+            f"unknown {what} key(s) {', '.join(map(repr, unknown))}; "
+            f"expected some of: {', '.join(known)}"
+        )
+
+
 @dataclass(frozen=True)
 class DataConfig:
     """How a table becomes windows. The defaults here are the only defaults.
@@ -250,13 +264,7 @@ class DataConfig:
         """
         if not isinstance(data, Mapping):
             raise DataError(f"expected a mapping of DataConfig settings, got {type(data).__name__}")
-        known = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
-            raise DataError(
-                f"unknown DataConfig key(s) {', '.join(map(repr, unknown))}; "
-                f"expected some of: {', '.join(known)}"
-            )
+        reject_unknown_keys(cls, data, "DataConfig", DataError)
         kwargs = dict(data)
         for name in ("target", "features"):
             if isinstance(kwargs.get(name), list):

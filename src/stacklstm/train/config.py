@@ -32,7 +32,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ..data import DataConfig, DataError
+from ..data import DataConfig, DataError, reject_unknown_keys
 
 LossKind = Literal["mse", "mae", "huber"]
 
@@ -83,13 +83,7 @@ def _normalise_numbers(obj: Any) -> None:
 def _from_mapping(cls: type, data: Any, section: str) -> Any:
     if not isinstance(data, Mapping):
         raise ValueError(f"[{section}] must be a table of settings, got {type(data).__name__}")
-    known = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(str(k) for k in data if k not in known)
-    if unknown:
-        raise ValueError(
-            f"unknown [{section}] key(s) {', '.join(map(repr, unknown))}; "
-            f"expected some of: {', '.join(known)}"
-        )
+    reject_unknown_keys(cls, data, f"[{section}]", ValueError)
     return cls(**dict(data))
 
 
