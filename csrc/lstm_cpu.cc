@@ -261,17 +261,26 @@ struct Dims {
   int64_t time, batch, features, hidden;
 };
 
+// A mask is () for "all valid" or (time, batch); the per-step 1/0 values, or nullptr.
+ffi::Error check_mask(ffi::Buffer<ffi::F32>& mask, int64_t time, int64_t batch) {
+  auto m = mask.dimensions();
+  if (!(m.size() == 0 || (m.size() == 2 && m[0] == time && m[1] == batch)))
+    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: mask must be () or (time, batch)");
+  return ffi::Error::Success();
+}
+
+const float* valid_steps(ffi::Buffer<ffi::F32>& mask) {
+  return mask.dimensions().size() == 0 ? nullptr : mask.typed_data();
+}
+
 ffi::Error check_dims(const Dims& d, ffi::Buffer<ffi::F32>& w_ih, ffi::Buffer<ffi::F32>& w_hh,
                       ffi::Buffer<ffi::F32>& bias, ffi::Buffer<ffi::F32>& mask) {
-  auto wi = w_ih.dimensions(), wh = w_hh.dimensions(), bb = bias.dimensions(),
-       m = mask.dimensions();
+  auto wi = w_ih.dimensions(), wh = w_hh.dimensions(), bb = bias.dimensions();
   const int64_t g4 = 4 * d.hidden;
   if (wi.size() != 2 || wi[0] != d.features || wi[1] != g4 || wh.size() != 2 ||
       wh[1] != g4 || bb.size() != 1 || bb[0] != g4)
     return ffi::Error::InvalidArgument("stacklstm LSTM kernel: inconsistent weight shapes");
-  if (!(m.size() == 0 || (m.size() == 2 && m[0] == d.time && m[1] == d.batch)))
-    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: mask must be () or (time, batch)");
-  return ffi::Error::Success();
+  return check_mask(mask, d.time, d.batch);
 }
 
 // The forward recurrence. With `saved` (training) the activations, the cell states and the h
@@ -291,7 +300,7 @@ ffi::Error forward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih, ffi::Buf
   std::memcpy(c, c0.typed_data(), sizeof(float) * bh);
   if (d.time == 0) return ffi::Error::Success();
   const float* xp = x.typed_data();
-  const float* m = mask.dimensions().size() == 0 ? nullptr : mask.typed_data();
+  const float* m = valid_steps(mask);
 
   const bool saving = acts != nullptr;
   if (saving) {
@@ -303,19 +312,19 @@ ffi::Error forward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih, ffi::Buf
   }
   advise_huge_pages(ys, sizeof(float) * d.time * bh);
   const float* bias_p = bias.typed_data();
+  // Training: the gates already hold x_t @ kernel_ih; a step adds h @ kernel_hh. Inference: a
+  // step is ONE GEMM [x_t, h] @ [kernel_ih; kernel_hh] (no projection array at all).
+  const int64_t f = d.features, k = saving ? d.hidden : f + d.hidden;
+  std::vector<float> stacked;
+  if (!saving) {
+    stacked.resize(k * g4);
+    std::memcpy(stacked.data(), w_ih.typed_data(), sizeof(float) * f * g4);
+    std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * d.hidden * g4);
+  }
+  const float* step_weight = saving ? w_hh.typed_data() : stacked.data();
   bool ok = parallel_rows(d.batch, threads_for(d.batch, d.hidden), [&](int64_t lo, int64_t rows) {
-    // Training: the gates already hold x_t @ kernel_ih; a step adds h @ kernel_hh. Inference:
-    // a step is ONE GEMM [x_t, h] @ [kernel_ih; kernel_hh] (no projection array at all).
-    const int64_t f = d.features, k = saving ? d.hidden : f + d.hidden;
-    std::vector<float> stacked;
-    if (!saving) {
-      stacked.resize(k * g4);
-      std::memcpy(stacked.data(), w_ih.typed_data(), sizeof(float) * f * g4);
-      std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * d.hidden * g4);
-    }
-    PackedWeight w(saving ? w_hh.typed_data() : stacked.data(), CblasNoTrans, rows, g4, k);
+    PackedWeight w(step_weight, CblasNoTrans, rows, g4, k);
     if (!w.ok()) return false;
-    std::vector<float>().swap(stacked);
     std::vector<float> buffer, xh;  // inference: this step's gates and [x_t, h] of these rows
     if (!saving) {
       buffer.resize(rows * g4);
@@ -385,10 +394,8 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
   if (cd.size() != 3) return ffi::Error::InvalidArgument("stacklstm LSTM kernel: cs must be 3-D");
   const int64_t time = cd[0], batch = cd[1], hidden = cd[2];
   const int64_t bh = batch * hidden, g4 = 4 * hidden, bg = batch * g4;
-  auto md = mask.dimensions();
-  if (!(md.size() == 0 || (md.size() == 2 && md[0] == time && md[1] == batch)))
-    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: mask must be () or (time, batch)");
-  const float* m = md.size() == 0 ? nullptr : mask.typed_data();
+  if (auto e = check_mask(mask, time, batch); e.failure()) return e;
+  const float* m = valid_steps(mask);
   auto xd = x.dimensions(), wi = w_ih.dimensions();
   const int64_t features = xd.size() == 3 ? xd[2] : -1;
   if (features < 0 || xd[0] != time || xd[1] != batch || wi.size() != 2 || wi[0] != features ||
