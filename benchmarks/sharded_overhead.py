@@ -33,8 +33,8 @@ def worker(args: argparse.Namespace) -> None:
     import jax
     import numpy as np
 
+    from stacklstm.config import ModelConfig, TrainConfig
     from stacklstm.distributed import make_mesh, replicate, shard_batch
-    from stacklstm.train.config import ModelConfig, TrainConfig
     from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
 
     if jax.device_count() != args.devices:
@@ -44,7 +44,9 @@ def worker(args: argparse.Namespace) -> None:
     y = rng.normal(size=(args.batch, 1, 1)).astype(np.float32)  # (batch, horizon, targets)
     batch = Batch(x, y, np.ones(args.batch, np.float32))
     cfg = TrainConfig(batch_size=args.batch)
-    model = ModelConfig(hidden_size=args.hidden, num_layers=args.layers).build(output_size=1)
+    model = ModelConfig(lstm_hidden_size=args.hidden, num_lstm_layers=args.layers).build(
+        output_size=1
+    )
     optimizer = make_optimizer(cfg, total_steps=10**6)
     state = init_state(model, optimizer, jax.random.key(0), x)
     key = jax.random.key(1)

@@ -22,7 +22,7 @@ def main(quick: bool = False, out: str | None = None) -> dict:
     if quick:
         cfg = RunConfig(
             DataConfig(window=6),
-            ModelConfig(hidden_size=8, num_layers=1, linear_layer_sizes=(8,)),
+            ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=(8,)),
             TrainConfig(epochs=2, batch_size=64),
         )
     out = out or os.path.join(tempfile.mkdtemp(prefix="stacklstm-"), "co2")

@@ -39,7 +39,9 @@ def tiny_run(
     ]  # fmt: skip
     run = RunConfig(
         DataConfig(window=6),
-        ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,), dropout=0.2),
+        ModelConfig(
+            lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,), dropout_rate=0.2
+        ),
         TrainConfig(
             epochs=2, batch_size=batch_size, log_every=log_every, checkpoint_every=checkpoint_every
         ),

@@ -144,16 +144,16 @@ BAD_INPUTS = {
     "unparseable time": (["--data", "{tmp}/time.csv"], "cannot parse 'yesterday' in row 2"),
     "duplicated stamps": (["--data", "{tmp}/dup.csv"], "repeats 2000-01-09 (rows 2 and 3)"),
     "window 0": (["--window", "0"], "window must be an integer >= 1, got 0"),
-    "negative size": (["--hidden-size", "-3"], "hidden_size must be an integer >= 1, got -3"),
+    "negative size": (["--hidden-size", "-3"], "--hidden-size must be an integer >= 1, got -3"),
     "bad sizes": (["--linear-layer-sizes", "3,x"], "expected comma-separated integers"),
     "bad number": (["--lr", "fast"], "argument --lr: expected a number, got 'fast'"),
     "bad choice": (["--loss", "l2"], "argument --loss: invalid choice: 'l2'"),
-    "nan fraction": (["--val-fraction", "nan"], "val_fraction must be a number in [0, 1)"),
+    "nan fraction": (["--val-fraction", "nan"], "--val-fraction must be a number in [0.0, 1.0)"),
     "unknown flag": (["--hiden-size", "3"], "unrecognized arguments: --hiden-size 3"),
     "missing config": (["--config", "{tmp}/none.toml"], "config file not found"),
     "bad config key": (["--config", "{tmp}/bad.toml"], "unknown [model] key(s) 'hidden'"),
     "resume without out": (["--resume"], "--resume needs --out RUN_DIR"),
-    "batch too big": (["--batch-size", "4096"], "batch_size (4096) is larger than the 1588"),
+    "batch too big": (["--batch-size", "4096"], "--batch-size (4096) is larger than the 1588"),
 }
 
 

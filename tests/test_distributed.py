@@ -20,7 +20,8 @@ from helpers import cache_env, tiny_run
 from stacklstm import cli, distributed
 from stacklstm.distributed import launcher_detected, make_mesh, shard_batch
 from stacklstm.train import load_run
-from stacklstm.train.checkpoint import METRICS_FILE, RunCheckpoints
+from stacklstm.train.checkpoint import RunCheckpoints
+from stacklstm.train.rundir import METRICS_FILE
 
 # The tiny run of test_train.py / test_cli.py: 24 steps per epoch, dropout on (so the
 # processes must also draw the same dropout masks as one device does).
@@ -138,11 +139,11 @@ def test_initialize_without_settings_is_a_single_process():
 @pytest.mark.parametrize(
     ("kwargs", "environ", "message"),
     [
-        ({"coordinator": "10.0.0.1:1234"}, {}, "missing: --num-processes, --process-id"),
-        ({}, {"STACKLSTM_NUM_PROCESSES": "2"}, "missing: --coordinator, --process-id"),
+        ({"coordinator": "10.0.0.1:1234"}, {}, "missing: `num_processes`, `process_id`"),
+        ({}, {"STACKLSTM_NUM_PROCESSES": "2"}, "missing: `coordinator`, `process_id`"),
         ({"coordinator": "10.0.0.1"}, {}, "must be HOST:PORT (e.g. 10.0.0.1:1234), got '10.0.0.1'"),
-        ({"num_processes": 0}, {}, "number of processes must be >= 1, got 0"),
-        ({"num_processes": 2, "process_id": 2}, {}, "process id must be in [0, 2)"),
+        ({"num_processes": 0}, {}, "`num_processes` must be >= 1, got 0"),
+        ({"num_processes": 2, "process_id": 2}, {}, "`process_id` must be in [0, 2)"),
         ({}, {"STACKLSTM_PROCESS_ID": "one"}, "STACKLSTM_PROCESS_ID must be an integer"),
     ],
 )
@@ -218,8 +219,8 @@ def test_four_cpu_devices_train_the_one_device_numbers(one_device_run, tmp_path)
     [(code, out, err)] = _finish(_train(tmp_path / "bad", "--batch-size", "66", env=env))
     assert code == 2 and out == "", err[-3000:]
     assert err.strip().splitlines() == [
-        "stacklstm: error: batch_size (66) must be a multiple of the device count (4); "
-        "use e.g. --batch-size 64 or 68"
+        "stacklstm: error: --batch-size (66) must be a multiple of the device count (4); "
+        "use e.g. --batch-size 64 or --batch-size 68"
     ]
     assert not (tmp_path / "bad").exists()  # refused before the run folder was made
 

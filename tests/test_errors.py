@@ -67,13 +67,16 @@ def test_model_rejects_bad_seq_lengths(lengths, error, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(num_lstm_layers=0), "num_lstm_layers must be an int >= 1; got 0"),
-        (dict(lstm_hidden_size=0), "lstm_hidden_size must be an int >= 1; got 0"),
-        (dict(lstm_hidden_size=2.5), "lstm_hidden_size must be an int >= 1; got 2.5"),
-        (dict(linear_layer_sizes=(8, -1)), r"ints >= 1; got \[8, -1\]"),
-        (dict(dropout_rate=1.0), r"dropout_rate must be a number in \[0, 1\); got 1.0"),
-        (dict(dropout_rate=-0.1), r"\[0, 1\); got -0.1"),
-        (dict(output_size=0), "output_size must be an int >= 1"),
+        (dict(num_lstm_layers=0), "num_lstm_layers must be an integer >= 1, got 0"),
+        (dict(lstm_hidden_size=0), "lstm_hidden_size must be an integer >= 1, got 0"),
+        (dict(lstm_hidden_size=2.5), "lstm_hidden_size must be an integer >= 1, got 2.5"),
+        (
+            dict(linear_layer_sizes=(8, -1)),
+            r"integers >= 1 \(e.g. \(32, 16\) or \(\)\), got \[8, -1\]",
+        ),
+        (dict(dropout_rate=1.0), r"dropout_rate must be a number in \[0.0, 1.0\), got 1.0"),
+        (dict(dropout_rate=-0.1), r"\[0.0, 1.0\), got -0.1"),
+        (dict(output_size=0), "output_size must be an integer >= 1"),
     ],
 )
 def test_model_rejects_bad_config(kwargs, match):
@@ -82,11 +85,11 @@ def test_model_rejects_bad_config(kwargs, match):
 
 
 def test_stacked_lstm_and_kernel_reject_bad_input():
-    with pytest.raises(ValueError, match="hidden_size must be an int >= 1"):
+    with pytest.raises(ValueError, match="hidden_size must be an integer >= 1"):
         StackedLSTM(0)
-    with pytest.raises(ValueError, match="num_layers must be an int >= 1"):
+    with pytest.raises(ValueError, match="num_layers must be an integer >= 1"):
         StackedLSTM(3, num_layers=0)
-    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
         MODEL.initialize_carry(0)
     p = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)), "bias": jnp.zeros(8)}
     s = LSTMState(jnp.zeros((4, 2)), jnp.zeros((4, 2)))

@@ -1,12 +1,17 @@
 """``stacklstm train | evaluate | predict``: parse -> config -> call. No logic of its own.
 
 Every setting flag is made from a field of ``DataConfig``, ``ModelConfig`` or ``TrainConfig``
-(``hidden_size`` -> ``--hidden-size``) with no default of its own: a flag that is not given
-takes the value from ``--config FILE``, the resumed run, or the dataclass default.
+(``lstm_hidden_size`` -> ``--lstm-hidden-size``; the older spellings of
+``stacklstm.config.ALIASES`` as aliases, ``--hidden-size``), with its help text from the
+field's metadata and no default of its own: a flag that is not given takes the value from
+``--config FILE``, the resumed run, or the dataclass default.
 
-A user error (bad flag, bad config, bad data, bad run folder) prints exactly one line
-``stacklstm: error: ...`` on stderr and exits with status 2; set ``STACKLSTM_TRACEBACK=1`` to
-see the traceback instead.
+A user error (bad flag, bad config, bad data, bad run folder: a ``ValueError``, which the
+project's ``SettingError`` and ``DataError`` are, or an ``OSError``) prints exactly one line
+``stacklstm: error: ...`` on stderr and exits with status 2; the library's messages name
+Python fields, which :func:`in_flag_words` turns into the flags the user typed. Anything else
+is a bug and keeps its traceback. Set ``STACKLSTM_TRACEBACK=1`` to see the traceback of a
+user error too.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import argparse
 import dataclasses
 import logging
 import os
+import re
 import sys
 import typing
 from collections.abc import Sequence
@@ -22,8 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .data import DataConfig
-from .train.config import ModelConfig, RunConfig, TrainConfig
+from .config import ALIASES, SECTIONS, RunConfig, describe, load_config
 
 PROG = "stacklstm"
 
@@ -47,48 +52,74 @@ names of the flags below (written with underscores), e.g.
   epochs = 30
 """
 
-_HELP = {
-    # data
-    "target": "column(s) to forecast, comma separated",
-    "features": "extra input column(s), comma separated ('' for none)",
-    "time_column": "column of time stamps ('none': use the row order)",
-    "window": "input time steps per window",
-    "horizon": "time steps forecast per window",
-    "stride": "step between training windows",
-    "val_fraction": "share of the rows (the latest before test) for validation",
-    "test_fraction": "share of the rows (the latest) for test",
-    "scaler": "per-column scaling fitted on the training rows",
-    "normalize": "'window': subtract each window's last target value",
-    "difference": "model first differences instead of levels",
-    "gaps": "fill missing values/time stamps, or reject them",
-    # model
-    "hidden_size": "hidden size of each LSTM layer",
-    "num_layers": "stacked LSTM layers",
-    "linear_layer_sizes": "Dense+ELU head sizes, comma separated ('' for none)",
-    "mean_aggregation": "average LSTM outputs over time instead of the last step",
-    "bidirectional": "bidirectional LSTM layers",
-    "dropout": "dropout between LSTM layers",
-    # train
-    "epochs": "passes over the training windows",
-    "batch_size": "windows per step (a multiple of the device count)",
-    "lr": "peak learning rate (AdamW, warm-up then cosine decay)",
-    "weight_decay": "AdamW weight decay",
-    "warmup_fraction": "share of steps for the learning-rate warm-up",
-    "clip_norm": "clip gradients to this global norm",
-    "loss": "training loss",
-    "patience": "early stopping: epochs without a better val loss (0: never)",
-    "seed": "seed of initialisation, shuffling and dropout",
-    "season": "period of the seasonal-naive baseline, in time steps",
-    "log_every": "steps between metrics.jsonl lines (and NaN checks)",
-    "checkpoint_every": "steps between checkpoints besides each epoch end (0: epoch ends only)",
-    "skip_nonfinite": "skip NaN/Inf updates instead of stopping",
+#: Arguments of ``fit``, ``initialize`` and friends -> the flags that set them.
+_ARGUMENT_FLAGS = {
+    "out_dir": "--out",
+    "resume": "--resume",
+    "data_path": "--data",
+    "coordinator": "--coordinator",
+    "num_processes": "--num-processes",
+    "process_id": "--process-id",
 }
 
-_SECTIONS: tuple[tuple[str, type], ...] = (
-    ("data", DataConfig),
-    ("model", ModelConfig),
-    ("train", TrainConfig),
-)
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _setting_flags() -> dict[str, list[str]]:
+    """``{field: [flag, alias flags...]}`` for every config field."""
+    flags = {f.name: [_flag(f.name)] for cls in SECTIONS.values() for f in dataclasses.fields(cls)}
+    for (_, old), (_, new) in ALIASES.items():
+        if _flag(old) not in flags[new]:
+            flags[new].append(_flag(old))
+    return flags
+
+
+def typed_flags(argv: Sequence[str]) -> dict[str, str]:
+    """``{field: flag}`` for the setting flags as ``argv`` spells them (an alias included)."""
+    typed = {}
+    for name, flags in _setting_flags().items():
+        for flag in flags:
+            if any(arg == flag or arg.startswith(flag + "=") for arg in argv):
+                typed[name] = flag
+    return typed
+
+
+def in_flag_words(err: BaseException, typed: dict[str, str] | None = None) -> str:
+    """The one-line message of a library error, with Python names turned into flags.
+
+    The library writes a name it suggests changing in backticks (`` `batch_size` ``,
+    `` `resume=True` ``); a :class:`~stacklstm.checks.SettingError` about one field starts
+    with that field's name. Each becomes the flag the user typed (``--hidden-size`` for
+    ``lstm_hidden_size`` if that is what they typed).
+
+    Example:
+        >>> in_flag_words(ValueError("lower `batch_size` or pass `resume=True`"))
+        'lower --batch-size or pass --resume'
+    """
+    typed = typed or {}
+    known = {name: flags[0] for name, flags in _setting_flags().items()} | _ARGUMENT_FLAGS
+
+    def flag(name: str) -> str | None:
+        return typed.get(name) or known.get(name)
+
+    def replace(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        if flag(name) is None:
+            return match.group(0)
+        if value == "True":
+            return flag(name)
+        if value == "False":
+            return "--no-" + flag(name).removeprefix("--")
+        return flag(name) if value is None else f"{flag(name)} {value}"
+
+    message = " ".join(str(err).split()) or type(err).__name__
+    message = re.sub(r"`([a-z_]+)(?:=([^`]*))?`", replace, message)
+    field = getattr(err, "field", None)
+    if field is not None and flag(field) and message.startswith(field + " "):
+        message = flag(field) + message[len(field) :]
+    return message
 
 
 class UsageError(Exception):
@@ -143,16 +174,20 @@ def _shown(value: Any) -> str:
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per config field; defaults are SUPPRESSed so only given flags override."""
-    for section, cls in _SECTIONS:
+    flags = _setting_flags()
+    for section, cls in SECTIONS.items():
         group = parser.add_argument_group(f"{section} settings")
         hints = typing.get_type_hints(cls)
+        helps = describe(cls)
         for field in dataclasses.fields(cls):
             kind = hints[field.name]
             default = field.default
+            aliases = flags[field.name][1:]
+            also = f"; also {', '.join(aliases)}" if aliases else ""
             kwargs: dict[str, Any] = {
                 "dest": f"{section}.{field.name}",
                 "default": argparse.SUPPRESS,
-                "help": f"{_HELP[field.name]} (default: {_shown(default)})",
+                "help": f"{helps[field.name]} (default: {_shown(default)}{also})",
             }
             if kind is bool:
                 kwargs["action"] = argparse.BooleanOptionalAction
@@ -170,7 +205,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                 kwargs.update(type=_column_or_none, metavar="NAME")
             else:  # a new field type: teach this function about it
                 raise TypeError(f"no flag type for {cls.__name__}.{field.name}: {kind}")
-            group.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+            group.add_argument(*flags[field.name], **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -250,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``{"section": {"field": value}}`` of the setting flags actually given."""
-    out: dict[str, dict[str, Any]] = {section: {} for section, _ in _SECTIONS}
+    out: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
     for dest, value in vars(args).items():
         section, _, name = dest.partition(".")
         if name and section in out:
@@ -260,9 +295,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def _train(args: argparse.Namespace) -> int:
     from . import distributed
-    from .train.checkpoint import read_run_info
-    from .train.config import load_config
     from .train.loop import fit
+    from .train.rundir import read_run_info
 
     if args.resume and args.out is None:
         raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
@@ -299,7 +333,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from .train.report import PREDICTIONS_FILE, predict
+    from .train.inference import PREDICTIONS_FILE, predict
 
     output = Path(args.output) if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output)
@@ -383,13 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler.flush_held()
         if traceback:
             raise
-        _fail(str(err))
+        _fail(in_flag_words(err, typed_flags(argv)))
         return 1
-    except (ValueError, TypeError, OSError) as err:  # DataError is a ValueError
+    except (ValueError, OSError) as err:  # SettingError and DataError are ValueErrors
         handler.drop_held()
         if traceback:
             raise
-        _fail(str(err) or type(err).__name__)
+        _fail(in_flag_words(err, typed_flags(argv)))
         return 2
     except KeyboardInterrupt:
         handler.flush_held()

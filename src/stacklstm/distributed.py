@@ -119,17 +119,17 @@ def initialize(
         host, _, port = coordinator.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(
-                f"the coordinator must be HOST:PORT (e.g. 10.0.0.1:1234), got {coordinator!r}"
+                f"`coordinator` must be HOST:PORT (e.g. 10.0.0.1:1234), got {coordinator!r}"
             )
     if num_processes is not None and (isinstance(num_processes, bool) or num_processes < 1):
-        raise ValueError(f"the number of processes must be >= 1, got {num_processes}")
+        raise ValueError(f"`num_processes` must be >= 1, got {num_processes}")
     if process_id is not None and not 0 <= process_id < (num_processes or process_id + 1):
         raise ValueError(
-            f"the process id must be in [0, {num_processes}) for {num_processes} processes, "
+            f"`process_id` must be in [0, {num_processes}) for {num_processes} processes, "
             f"got {process_id}"
         )
-    given = {"--coordinator": coordinator, "--num-processes": num_processes,
-             "--process-id": process_id}  # fmt: skip
+    given = {"`coordinator`": coordinator, "`num_processes`": num_processes,
+             "`process_id`": process_id}  # fmt: skip
     launcher = launcher_detected(environ)
     if launcher is None:
         if num_processes == 1 or all(value is None for value in given.values()):
@@ -137,7 +137,7 @@ def initialize(
         missing = [flag for flag, value in given.items() if value is None]
         if missing:
             raise ValueError(
-                f"a multi-process run needs --coordinator, --num-processes and --process-id "
+                f"a multi-process run needs `coordinator`, `num_processes` and `process_id` "
                 f"(or {ENV_COORDINATOR}, {ENV_NUM_PROCESSES}, {ENV_PROCESS_ID}); "
                 f"missing: {', '.join(missing)}"
             )
@@ -225,8 +225,8 @@ def check_batch_size(batch_size: int, mesh: Mesh) -> None:
     if batch_size % n:
         lower = batch_size - batch_size % n
         raise ValueError(
-            f"batch_size ({batch_size}) must be a multiple of the device count ({n}); "
-            f"use e.g. --batch-size {lower or n} or {lower + n}"
+            f"`batch_size` ({batch_size}) must be a multiple of the device count ({n}); "
+            f"use e.g. `batch_size={lower or n}` or `batch_size={lower + n}`"
         )
     processes = {d.process_index for d in mesh.devices.flat}
     local = sum(d.process_index == jax.process_index() for d in mesh.devices.flat)

@@ -9,6 +9,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from .checks import check_bool, check_fraction, check_positive_int
 from .kernels.lstm import LSTMState, check_seq_lengths, lstm_layer
 
 Array = jax.Array
@@ -118,8 +119,7 @@ def zero_state(
     batch_size: int, hidden_size: int, num_states: int, dtype: Dtype = jnp.float32
 ) -> tuple[LSTMState, ...]:
     """``num_states`` zero ``LSTMState``s with ``h`` and ``c`` of shape ``(batch, hidden)``."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
+    check_positive_int("batch_size", batch_size)
     zeros = jnp.zeros((batch_size, hidden_size), dtype)
     return tuple(LSTMState(zeros, zeros) for _ in range(num_states))
 
@@ -201,10 +201,10 @@ class StackedLSTM(nn.Module):
     remat: bool | int = False
 
     def __post_init__(self) -> None:
-        _check_positive_int("hidden_size", self.hidden_size)
-        _check_positive_int("num_layers", self.num_layers)
-        _check_bool("bidirectional", self.bidirectional)
-        _check_dropout(self.dropout_rate)
+        check_positive_int("hidden_size", self.hidden_size)
+        check_positive_int("num_layers", self.num_layers)
+        check_bool("bidirectional", self.bidirectional)
+        check_fraction("dropout_rate", self.dropout_rate)
         super().__post_init__()
 
     @property
@@ -276,18 +276,3 @@ class StackedLSTM(nn.Module):
             if self.dropout_rate > 0 and layer < self.num_layers - 1:
                 x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
         return jnp.swapaxes(x, 0, 1), tuple(finals)
-
-
-def _check_positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1; got {value!r}")
-
-
-def _check_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False; got {value!r}")
-
-
-def _check_dropout(rate: Any) -> None:
-    if not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
-        raise ValueError(f"dropout_rate must be a number in [0, 1); got {rate!r}")

@@ -9,15 +9,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from .checks import check_bool, check_fraction, check_positive_int, check_sizes
 from .kernels.lstm import LSTMState, check_seq_lengths
-from .layers import (
-    StackedLSTM,
-    _check_bool,
-    _check_dropout,
-    _check_positive_int,
-    check_input,
-    zero_state,
-)
+from .layers import StackedLSTM, check_input, zero_state
 
 Array = jax.Array
 Dtype = Any
@@ -109,23 +103,13 @@ class LSTMModel(nn.Module):
     remat: bool | int = False
 
     def __post_init__(self) -> None:
-        _check_positive_int("lstm_hidden_size", self.lstm_hidden_size)
-        _check_positive_int("num_lstm_layers", self.num_lstm_layers)
-        _check_positive_int("output_size", self.output_size)
-        if isinstance(self.linear_layer_sizes, (str, bytes)) or not isinstance(
-            self.linear_layer_sizes, Sequence
-        ):
-            raise TypeError(
-                f"linear_layer_sizes must be a sequence of ints; got {self.linear_layer_sizes!r}"
-            )
-        for size in self.linear_layer_sizes:
-            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-                raise ValueError(
-                    f"linear_layer_sizes must hold ints >= 1; got {list(self.linear_layer_sizes)}"
-                )
-        _check_bool("mean_aggregation", self.mean_aggregation)
-        _check_bool("bidirectional", self.bidirectional)
-        _check_dropout(self.dropout_rate)
+        check_positive_int("lstm_hidden_size", self.lstm_hidden_size)
+        check_positive_int("num_lstm_layers", self.num_lstm_layers)
+        check_positive_int("output_size", self.output_size)
+        check_sizes("linear_layer_sizes", self.linear_layer_sizes)
+        check_bool("mean_aggregation", self.mean_aggregation)
+        check_bool("bidirectional", self.bidirectional)
+        check_fraction("dropout_rate", self.dropout_rate)
         super().__post_init__()
 
     @property

@@ -1,0 +1,467 @@
+"""Run settings: ``DataConfig``, ``ModelConfig``, ``TrainConfig``, ``RunConfig``.
+
+The only place defaults and help texts live: each field carries its help in its metadata,
+and the command line builds one flag per field from it (``lstm_hidden_size`` ->
+``--lstm-hidden-size``). A ``RunConfig`` round-trips through ``to_dict``/``from_dict`` (JSON,
+TOML and YAML files hold the same nesting)::
+
+    [data]               # DataConfig fields
+    window = 24
+    [model]              # ModelConfig fields
+    lstm_hidden_size = 32
+    [train]              # TrainConfig fields
+    epochs = 10
+
+Older spellings stay accepted as aliases (:data:`ALIASES`): ``hidden_size``, ``num_layers``
+and ``dropout`` in ``[model]``, ``season`` in ``[train]``.
+
+Every bad value is a :class:`~stacklstm.checks.SettingError` (a ``ValueError``; a
+:class:`~stacklstm.checks.SettingTypeError` for a wrong type) with a one-line message naming
+the field, what was expected and what was given.
+
+Example:
+    >>> cfg = RunConfig.from_dict({"train": {"epochs": 3}, "model": {"hidden_size": 8}})
+    >>> cfg.train.epochs, cfg.model.lstm_hidden_size, cfg.data.window
+    (3, 8, 10)
+    >>> RunConfig.from_dict(cfg.to_dict()) == cfg
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from .checks import (
+    SettingError,
+    SettingTypeError,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_names,
+    check_positive_int,
+    check_real,
+    check_sizes,
+    is_int,
+    reject_unknown_keys,
+)
+
+ScalerKind = Literal["standard", "minmax", "robust", "none"]
+NormalizeKind = Literal["none", "window"]
+GapPolicy = Literal["interpolate", "reject"]
+LossKind = Literal["mse", "mae", "huber"]
+
+#: Version of the run folder's layout (config.json keys, checkpoint items). Version 1 had the
+#: model keys ``hidden_size``/``num_layers``/``dropout`` and ``season`` under ``train``; it is
+#: read through :data:`ALIASES`. A newer version is refused instead of misread.
+LAYOUT_VERSION = 2
+READABLE_LAYOUTS = (1, 2)
+
+#: Most LSTM layers, and most head layers, a ModelConfig accepts: each layer is traced and
+#: compiled on its own, so a deeper stack takes minutes to build.
+MAX_LAYERS = 128
+
+#: ``(section, old key) -> (section, key)``: spellings accepted in config files, run folders
+#: and as flags, besides the field names.
+ALIASES: dict[tuple[str, str], tuple[str, str]] = {
+    ("model", "hidden_size"): ("model", "lstm_hidden_size"),
+    ("model", "num_layers"): ("model", "num_lstm_layers"),
+    ("model", "dropout"): ("model", "dropout_rate"),
+    ("train", "season"): ("data", "season"),
+}
+
+
+def setting(default: Any = dataclasses.MISSING, *, help: str, **kwargs: Any) -> Any:
+    """A dataclass field with its help text (read by the CLI and by :func:`describe`).
+
+    A field added after layout version 1 also passes ``legacy=VALUE``: the value that gives
+    the behaviour runs had before the field existed, used when a saved ``config.json`` lacks it.
+    """
+    metadata = {"help": help}
+    if "legacy" in kwargs:
+        metadata["legacy"] = kwargs.pop("legacy")
+    return field(default=default, metadata=metadata, **kwargs)
+
+
+def describe(cls: type) -> dict[str, str]:
+    """``{field: help}`` of a config dataclass.
+
+    Example:
+        >>> describe(TrainConfig)["lr"]
+        'peak learning rate (AdamW, warm-up then cosine decay)'
+    """
+    return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
+
+
+def _normalise(obj: Any) -> None:
+    """numpy scalars -> Python, lists -> tuples, ints -> float for float fields (stable JSON)."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, (np.integer, np.floating, np.bool_)):
+            value = value.item()
+        if isinstance(value, list):
+            value = tuple(value)
+        if f.type == "float" and is_int(value):
+            value = float(value)
+        object.__setattr__(obj, f.name, value)
+
+
+class _Section:
+    """What the three config sections share: normalising, validation, dict round trip."""
+
+    def __post_init__(self) -> None:
+        _normalise(self)
+        self.validate()
+
+    def validate(self) -> None:  # pragma: no cover - each section defines it
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict of every setting (tuples become lists)."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], what: str | None = None) -> Any:
+        """Build from :meth:`to_dict` output; missing keys take the defaults.
+
+        Raises:
+            SettingError: ``data`` is not a mapping, has unknown keys, or holds a bad value.
+        """
+        what = what or cls.__name__
+        if not isinstance(data, Mapping):
+            raise SettingTypeError(f"{what} must be a table of settings, got {type(data).__name__}")
+        reject_unknown_keys(cls, data, what)
+        return cls(**dict(data))
+
+
+@dataclass(frozen=True)
+class DataConfig(_Section):
+    """How a table becomes windows, and what the series is (its season).
+
+    Example:
+        >>> DataConfig(window=24, horizon=4).to_dict()["window"]
+        24
+    """
+
+    target: tuple[str, ...] = setting(
+        ("co2",), help="column(s) to forecast, comma separated; also model inputs"
+    )
+    features: tuple[str, ...] = setting(
+        (), help="extra input column(s) (past covariates), comma separated ('' for none)"
+    )
+    time_column: str | None = setting(
+        "date", help="column of time stamps ('none': use the row order)"
+    )
+    window: int = setting(10, help="input time steps per window")
+    horizon: int = setting(1, help="time steps forecast per window")
+    stride: int = setting(
+        1, help="step between training and validation windows (test windows step by horizon)"
+    )
+    val_fraction: float = setting(
+        0.15, help="share of the rows (the latest before test) for validation, in [0, 1)"
+    )
+    test_fraction: float = setting(0.15, help="share of the rows (the latest) for test, in [0, 1)")
+    scaler: ScalerKind = setting("standard", help="per-column scaling fitted on the training rows")
+    normalize: NormalizeKind = setting(
+        "window", help="'window': subtract each window's last target value from that target"
+    )
+    difference: bool = setting(False, help="model first differences instead of levels")
+    gaps: GapPolicy = setting(
+        "interpolate", help="fill missing values and time stamps linearly, or reject them"
+    )
+    season: int = setting(
+        52, help="period of the series in time steps (52: yearly for weekly data)"
+    )
+
+    def validate(self) -> None:
+        """Raise SettingError on the first bad setting."""
+        for name in ("target", "features"):
+            names = check_names(name, getattr(self, name), allow_empty=name == "features")
+            object.__setattr__(self, name, names)
+        both = [name for name in self.features if name in self.target]
+        if both:
+            raise SettingError(
+                f"column {both[0]!r} is in both target and features; a target is already an input"
+            )
+        if self.time_column is not None:
+            if not isinstance(self.time_column, str) or not self.time_column:
+                raise SettingTypeError(
+                    f"time_column must be a column name or None, got {self.time_column!r}",
+                    "time_column",
+                )
+            if self.time_column in self.target + self.features:
+                raise SettingError(
+                    f"time_column {self.time_column!r} is also listed as a target or feature",
+                    "time_column",
+                )
+        for name in ("window", "horizon", "stride"):
+            check_positive_int(name, getattr(self, name))
+        check_fraction("val_fraction", self.val_fraction)
+        check_fraction("test_fraction", self.test_fraction)
+        if self.val_fraction + self.test_fraction >= 1.0:
+            raise SettingError(
+                "val_fraction + test_fraction must be below 1 so that rows remain for training, "
+                f"got {self.val_fraction} + {self.test_fraction}"
+            )
+        check_choice("scaler", self.scaler, get_args(ScalerKind))
+        check_choice("normalize", self.normalize, get_args(NormalizeKind))
+        check_choice("gaps", self.gaps, get_args(GapPolicy))
+        check_bool("difference", self.difference)
+        check_int("season", self.season, 1, 2**31 - 1)  # larger ones overflow the indexing
+
+
+@dataclass(frozen=True)
+class ModelConfig(_Section):
+    """The ``LSTMModel`` to build: its field names and defaults are ``LSTMModel``'s.
+
+    Its ``output_size`` is ``horizon * n_targets`` of the data.
+
+    Example:
+        >>> ModelConfig(lstm_hidden_size=8).build(output_size=3).output_size
+        3
+    """
+
+    lstm_hidden_size: int = setting(64, help="hidden size of each LSTM layer")
+    num_lstm_layers: int = setting(2, help="stacked LSTM layers")
+    linear_layer_sizes: tuple[int, ...] = setting(
+        (32, 16), help="Dense+ELU head sizes, comma separated ('' for none)"
+    )
+    mean_aggregation: bool = setting(
+        False, help="average the LSTM outputs over time instead of taking the last step"
+    )
+    bidirectional: bool = setting(False, help="add a reverse direction to every LSTM layer")
+    dropout_rate: float = setting(0.0, help="dropout between LSTM layers in training, in [0, 1)")
+
+    def validate(self) -> None:
+        """Raise SettingError on the first bad setting."""
+        check_positive_int("lstm_hidden_size", self.lstm_hidden_size)
+        check_positive_int("num_lstm_layers", self.num_lstm_layers, MAX_LAYERS)
+        sizes = check_sizes("linear_layer_sizes", self.linear_layer_sizes, MAX_LAYERS)
+        object.__setattr__(self, "linear_layer_sizes", sizes)
+        check_bool("mean_aggregation", self.mean_aggregation)
+        check_bool("bidirectional", self.bidirectional)
+        check_fraction("dropout_rate", self.dropout_rate)
+
+    def build(self, output_size: int):
+        """The ``LSTMModel`` with these settings and ``output_size`` outputs."""
+        from .model import LSTMModel
+
+        return LSTMModel(**dataclasses.asdict(self), output_size=output_size)
+
+
+@dataclass(frozen=True)
+class TrainConfig(_Section):
+    """How to train. The defaults train the default model on the bundled CO2 data in seconds.
+
+    Example:
+        >>> TrainConfig(epochs=2).batch_size
+        32
+    """
+
+    epochs: int = setting(60, help="passes over the training windows")
+    batch_size: int = setting(32, help="windows per step (global; a multiple of the device count)")
+    lr: float = setting(3e-3, help="peak learning rate (AdamW, warm-up then cosine decay)")
+    weight_decay: float = setting(1e-4, help="AdamW's decoupled weight decay")
+    warmup_fraction: float = setting(
+        0.05, help="share of all steps for the learning-rate warm-up, in [0, 1)"
+    )
+    clip_norm: float = setting(1.0, help="clip gradients to this global norm")
+    loss: LossKind = setting("mse", help="training loss (huber: delta 1, in scaled units)")
+    patience: int = setting(
+        15, help="early stopping: epochs without a better validation loss (0: never stop)"
+    )
+    seed: int = setting(0, help="seed of the initialisation, the shuffling and dropout")
+    log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
+    checkpoint_every: int = setting(
+        1000, help="steps between checkpoints besides each epoch end (0: epoch ends only)"
+    )
+    skip_nonfinite: bool = setting(
+        False, help="skip updates whose loss or gradients are NaN/Inf instead of stopping"
+    )
+
+    def validate(self) -> None:
+        """Raise SettingError on the first bad setting."""
+        check_positive_int("epochs", self.epochs)
+        check_positive_int("batch_size", self.batch_size)
+        check_real("lr", self.lr, 0.0, open_low=True)
+        check_real("weight_decay", self.weight_decay, 0.0)
+        check_fraction("warmup_fraction", self.warmup_fraction)
+        check_real("clip_norm", self.clip_norm, 0.0, open_low=True)
+        check_choice("loss", self.loss, get_args(LossKind))
+        check_int("patience", self.patience, 0)
+        check_int("seed", self.seed, 0, 2**63 - 1)  # jax.random.key takes an int64
+        check_positive_int("log_every", self.log_every)
+        check_int("checkpoint_every", self.checkpoint_every, 0)
+        check_bool("skip_nonfinite", self.skip_nonfinite)
+
+
+SECTIONS: dict[str, type] = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig}
+
+
+def resolve_aliases(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{"section": {key: value}}`` with every alias renamed to its field.
+
+    Raises:
+        SettingError: A section is not a table, or a field is given under both its names.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for section, values in data.items():
+        if not isinstance(values, Mapping):
+            raise SettingTypeError(
+                f"[{section}] must be a table of settings, got {type(values).__name__}"
+            )
+        out.setdefault(str(section), {})
+    for section, values in data.items():
+        for key, value in values.items():
+            new_section, new_key = ALIASES.get((section, key), (section, key))
+            target = out.setdefault(new_section, {})
+            if new_key in target:
+                raise SettingError(
+                    f"[{new_section}] {new_key} is given twice (also as [{section}] {key})",
+                    new_key,
+                )
+            target[new_key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run: data, model and training settings.
+
+    Example:
+        >>> RunConfig().train.batch_size
+        32
+    """
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        for name, cls in SECTIONS.items():
+            if not isinstance(getattr(self, name), cls):
+                raise SettingTypeError(
+                    f"RunConfig.{name} must be a {cls.__name__}, got "
+                    f"{type(getattr(self, name)).__name__}",
+                    name,
+                )
+
+    def validate(self) -> None:
+        """Raise SettingError on the first bad setting."""
+        self.data.validate()
+        self.model.validate()
+        self.train.validate()
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """JSON-able nested dict ``{"data": ..., "model": ..., "train": ...}``."""
+        return {name: getattr(self, name).to_dict() for name in SECTIONS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, saved: bool = False) -> RunConfig:
+        """Build from a nested mapping (aliases accepted).
+
+        Args:
+            data: ``{"data": {...}, "model": {...}, "train": {...}}``; sections may be absent.
+            saved: ``data`` comes from a run folder's ``config.json``: a missing key then takes
+                the field's ``legacy`` value (the behaviour of runs written before the field
+                existed), never a newer default; a missing key without one is refused.
+
+        Raises:
+            SettingError: Unknown section or key (the message lists the known ones), or a bad
+                value.
+        """
+        if not isinstance(data, Mapping):
+            raise SettingTypeError(f"expected a table of run settings, got {type(data).__name__}")
+        unknown = sorted(str(k) for k in data if k not in SECTIONS)
+        if unknown:
+            raise SettingError(
+                f"unknown config section(s) {', '.join(map(repr, unknown))}; "
+                f"expected some of: {', '.join(SECTIONS)}"
+            )
+        sections = resolve_aliases(data)
+        built = {}
+        for name, section_cls in SECTIONS.items():
+            values = sections.get(name, {})
+            if saved:
+                values = {**_legacy_values(section_cls, values, name), **values}
+            built[name] = section_cls.from_dict(values, f"[{name}]")
+        return cls(**built)
+
+    def replace(self, overrides: Mapping[str, Mapping[str, Any]]) -> RunConfig:
+        """A copy with ``{"section": {"key": value}}`` overrides applied (and validated)."""
+        merged = self.to_dict()
+        for section, values in resolve_aliases(overrides).items():
+            if section not in merged:
+                raise SettingError(f"unknown config section {section!r}")
+            merged[section] = {**merged[section], **values}
+        return RunConfig.from_dict(merged)
+
+    def diff(self, other: RunConfig) -> list[str]:
+        """Lines ``section.key: self_value != other_value`` for every setting that differs."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return [
+            f"{section}.{key}: {mine[section][key]!r} != {theirs[section][key]!r}"
+            for section in mine
+            for key in mine[section]
+            if mine[section][key] != theirs[section][key]
+        ]
+
+
+def _legacy_values(cls: type, values: Mapping[str, Any], section: str) -> dict[str, Any]:
+    """For a saved config: the legacy value of every field ``values`` lacks."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name in values:
+            continue
+        if "legacy" not in f.metadata:
+            raise SettingError(
+                f"the saved config lacks [{section}] {f.name}, which every run folder holds; "
+                "the file was edited or damaged",
+                f.name,
+            )
+        out[f.name] = f.metadata["legacy"]
+    return out
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read a ``RunConfig`` from a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file.
+
+    Raises:
+        SettingError: Missing file, unknown suffix, a syntax error (with its line), or bad
+            settings; the message starts with the file's path.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SettingError(f"config file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            with path.open("rb") as fh:
+                raw = tomllib.load(fh)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            with path.open("r", encoding="utf-8") as fh:
+                raw = yaml.safe_load(fh)
+            raw = {} if raw is None else raw
+        else:
+            raise SettingError(f"config file must end in .toml, .yaml or .yml, got {path.name!r}")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise SettingError(f"cannot parse {path}: {err}") from err
+    except Exception as err:  # yaml.YAMLError, without importing yaml at module level
+        if type(err).__module__.startswith("yaml"):
+            raise SettingError(f"cannot parse {path}: {err}") from err
+        raise
+    try:
+        return RunConfig.from_dict(raw)
+    except SettingError as err:
+        raise type(err)(f"{path}: {err}", err.field) from err

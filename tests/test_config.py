@@ -1,0 +1,137 @@
+"""Configs: one home for defaults, help texts, field checks and the older spellings."""
+
+import dataclasses
+import inspect
+import json
+
+import pytest
+
+from stacklstm import LSTMModel, StackedLSTM
+from stacklstm.checks import SettingError, SettingTypeError
+from stacklstm.config import (
+    ALIASES,
+    SECTIONS,
+    DataConfig,
+    ModelConfig,
+    RunConfig,
+    TrainConfig,
+    _legacy_values,
+    describe,
+    setting,
+)
+
+#: Every key a layout-2 config.json holds. A field added later must carry `legacy=` (the
+#: behaviour before it existed), so that older run folders keep meaning what they meant.
+LAYOUT_2_KEYS = {
+    "data": {"target", "features", "time_column", "window", "horizon", "stride",
+             "val_fraction", "test_fraction", "scaler", "normalize", "difference", "gaps",
+             "season"},
+    "model": {"lstm_hidden_size", "num_lstm_layers", "linear_layer_sizes", "mean_aggregation",
+              "bidirectional", "dropout_rate"},
+    "train": {"epochs", "batch_size", "lr", "weight_decay", "warmup_fraction", "clip_norm",
+              "loss", "patience", "seed", "log_every", "checkpoint_every", "skip_nonfinite"},
+}  # fmt: skip
+
+
+def test_model_config_defaults_are_lstm_models():
+    model_defaults = {
+        name: p.default
+        for name, p in inspect.signature(LSTMModel).parameters.items()
+        if name in {f.name for f in dataclasses.fields(ModelConfig)}
+    }
+    config_defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    assert config_defaults == model_defaults
+    assert ModelConfig().build(output_size=1) == LSTMModel()
+
+
+def test_every_field_has_help():
+    for cls in SECTIONS.values():
+        for name, text in describe(cls).items():
+            assert isinstance(text, str) and len(text) > 10, (cls.__name__, name)
+
+
+def test_new_fields_say_what_older_runs_meant():
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            assert f.name in LAYOUT_2_KEYS[section] or "legacy" in f.metadata, (section, f.name)
+
+
+def test_older_spellings_are_aliases():
+    old = RunConfig.from_dict(
+        {"model": {"hidden_size": 8, "num_layers": 3, "dropout": 0.5}, "train": {"season": 12}}
+    )
+    assert old.model == ModelConfig(lstm_hidden_size=8, num_lstm_layers=3, dropout_rate=0.5)
+    assert old.data.season == 12
+    assert set(ALIASES) == {("model", "hidden_size"), ("model", "num_layers"),
+                            ("model", "dropout"), ("train", "season")}  # fmt: skip
+    assert RunConfig().replace({"model": {"hidden_size": 4}}).model.lstm_hidden_size == 4
+
+
+def test_a_field_given_under_both_names_is_refused():
+    with pytest.raises(SettingError, match=r"\[model\] lstm_hidden_size is given twice"):
+        RunConfig.from_dict({"model": {"hidden_size": 8, "lstm_hidden_size": 9}})
+    with pytest.raises(SettingError, match=r"\[data\] season is given twice"):
+        RunConfig.from_dict({"data": {"season": 7}, "train": {"season": 12}})
+
+
+def test_layout_1_config_json_reads_as_it_was_written():
+    """A config.json written before the rename (hidden_size, train.season) keeps its values."""
+    v1 = RunConfig().to_dict()
+    v1["model"] = {"hidden_size": 16, "num_layers": 1, "linear_layer_sizes": [8],
+                   "mean_aggregation": True, "bidirectional": False, "dropout": 0.1}  # fmt: skip
+    season = v1["data"].pop("season")
+    v1["train"]["season"] = 12
+    cfg = RunConfig.from_dict(json.loads(json.dumps(v1)), saved=True)
+    assert (cfg.model.lstm_hidden_size, cfg.model.dropout_rate, cfg.data.season) == (16, 0.1, 12)
+    assert season == 52
+
+
+def test_a_saved_config_missing_a_key_without_legacy_is_refused():
+    saved = RunConfig().to_dict()
+    del saved["train"]["lr"]
+    with pytest.raises(SettingError, match=r"lacks \[train\] lr"):
+        RunConfig.from_dict(saved, saved=True)
+    del saved["train"]  # a config file (not saved) may leave anything out
+    RunConfig.from_dict({k: v for k, v in saved.items() if k != "model"})
+
+
+def test_a_missing_key_with_legacy_takes_the_legacy_value_not_the_default():
+    @dataclasses.dataclass(frozen=True)
+    class Later:
+        old: int = setting(1, help="a field every run has")
+        new: int = setting(5, help="added later; older runs behaved as 0", legacy=0)
+
+    assert _legacy_values(Later, {"old": 1}, "x") == {"new": 0}
+    with pytest.raises(SettingError, match=r"lacks \[x\] old"):
+        _legacy_values(Later, {"new": 1}, "x")
+
+
+def test_one_exception_type_and_message_per_kind_of_mistake():
+    """The model and the config reject the same value the same way."""
+    for bad, kind in (("32,16", SettingTypeError), ([32, 0], SettingError)):
+        with pytest.raises(kind) as from_model:
+            LSTMModel(linear_layer_sizes=bad)
+        with pytest.raises(kind) as from_config:
+            ModelConfig(linear_layer_sizes=bad)
+        assert str(from_model.value) == str(from_config.value)
+    with pytest.raises(SettingTypeError, match="bidirectional must be true or false"):
+        StackedLSTM(4, bidirectional="yes")
+    with pytest.raises(SettingTypeError, match="bidirectional must be true or false"):
+        ModelConfig(bidirectional="yes")
+    # a type mistake is both a TypeError and a ValueError
+    assert issubclass(SettingTypeError, TypeError) and issubclass(SettingTypeError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "message"),
+    [
+        (DataConfig, {"window": 0}, "window must be an integer >= 1, got 0"),
+        (ModelConfig, {"dropout_rate": 1.0}, r"dropout_rate must be a number in \[0.0, 1.0\)"),
+        (TrainConfig, {"lr": 0.0}, r"lr must be a number in \(0.0, inf\), got 0.0"),
+        (TrainConfig, {"loss": "l3"}, "loss must be one of 'mse', 'mae', 'huber', got 'l3'"),
+    ],
+)
+def test_setting_errors_name_the_field(cls, kwargs, message):
+    with pytest.raises(SettingError, match=message) as err:
+        cls(**kwargs)
+    assert err.value.field == next(iter(kwargs))
