@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stacklstm import data
+from stacklstm.checks import SettingError
 from stacklstm.data import (
     DataConfig,
     DataError,
@@ -42,8 +43,8 @@ def series_of(values, **overrides):
     return prepare_series(pd.DataFrame(columns), cfg), cfg
 
 
-def raises_one_line(match, fn, *args, **kwargs):
-    with pytest.raises(DataError, match=match) as info:
+def raises_one_line(match, fn, *args, error=DataError, **kwargs):
+    with pytest.raises(error, match=match) as info:
         fn(*args, **kwargs)
     assert "\n" not in str(info.value)
     return info.value
@@ -618,8 +619,8 @@ def test_prepare_series_gaps_reject_names_rows():
         ({"window": 0}, "window must be an integer >= 1, got 0"),
         ({"horizon": 1.5}, "horizon must be an integer >= 1, got 1.5"),
         ({"stride": True}, "stride must be an integer >= 1, got True"),
-        ({"val_fraction": 1.0}, r"val_fraction must be a number in \[0, 1\), got 1.0"),
-        ({"test_fraction": -0.1}, r"test_fraction must be a number in \[0, 1\), got -0.1"),
+        ({"val_fraction": 1.0}, r"val_fraction must be a number in \[0.0, 1.0\), got 1.0"),
+        ({"test_fraction": -0.1}, r"test_fraction must be a number in \[0.0, 1.0\), got -0.1"),
         ({"val_fraction": 0.5, "test_fraction": 0.5}, "below 1 .* got 0.5 \\+ 0.5"),
         ({"target": ()}, "target must name at least one column"),
         ({"target": "co2"}, "got the string 'co2'; write \\('co2',\\)"),
@@ -633,7 +634,7 @@ def test_prepare_series_gaps_reject_names_rows():
     ],
 )
 def test_config_rejects_bad_values(overrides, match):
-    raises_one_line(match, DataConfig, **overrides)
+    raises_one_line(match, DataConfig, error=SettingError, **overrides)
 
 
 def test_config_dict_round_trip_and_unknown_keys():
@@ -645,8 +646,11 @@ def test_config_dict_round_trip_and_unknown_keys():
         "unknown DataConfig key\\(s\\) 'windw'; expected some of: target",
         DataConfig.from_dict,
         {"windw": 3},
+        error=SettingError,
     )
-    raises_one_line("window must be an integer", DataConfig.from_dict, {"window": "3"})
+    raises_one_line(
+        "window must be an integer", DataConfig.from_dict, {"window": "3"}, error=SettingError
+    )
 
 
 def test_make_splits_errors():

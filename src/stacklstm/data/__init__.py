@@ -1,0 +1,47 @@
+"""Tables to forecasting windows: read, clean, split by time, scale, cut windows, batch.
+
+numpy and pandas only; nothing here imports JAX. One idea per file, in the order the data
+flows, each inverted exactly before metrics by :meth:`WindowSet.to_original`::
+
+    table.read_table -> clean.prepare_series   check columns and types, parse and sort time,
+                                               insert missing time stamps, fill (or reject)
+                                               gaps                  -> Series (time, columns)
+                     -> windows.make_splits    difference (optional) -> scale.Scaler (fitted
+                                               on train rows only) -> cut windows -> window-
+                                               relative normalisation -> Splits of WindowSets
+                     -> batches                shuffled index batches, per-process slices
+
+Row counts of the splits are taken on the rows of the prepared series (after gap filling, before
+differencing): with ``T`` rows, ``n_test = round(test_fraction * T)``, ``n_val =
+round(val_fraction * T)`` (Python's ``round``, half to even) and the first ``n_train = T - n_val -
+n_test`` rows are the training rows. A window belongs to the split that holds all of its targets;
+its inputs may reach back into earlier splits but never forward.
+
+Example:
+    >>> import numpy as np, pandas as pd
+    >>> frame = pd.DataFrame({"date": pd.date_range("2000-01-01", periods=40, freq="W"),
+    ...                       "co2": np.arange(40.0)})
+    >>> cfg = DataConfig(window=4, horizon=2)
+    >>> splits, scaler = make_splits(prepare_series(frame, cfg), cfg)
+    >>> splits.train.x.shape, splits.train.y.shape, splits.test.origin.tolist()
+    ((23, 4, 1), (23, 2, 1), [33, 35, 37])
+"""
+
+from ..checks import DataError as DataError
+from ..config import DataConfig as DataConfig
+from ..config import GapPolicy as GapPolicy
+from ..config import NormalizeKind as NormalizeKind
+from ..config import ScalerKind as ScalerKind
+from .batches import iterate_batches as iterate_batches
+from .batches import process_slice as process_slice
+from .batches import steps_per_epoch as steps_per_epoch
+from .clean import Series as Series
+from .clean import prepare_series as prepare_series
+from .scale import Scaler as Scaler
+from .table import bundled_dataset_path as bundled_dataset_path
+from .table import read_table as read_table
+from .windows import Splits as Splits
+from .windows import WindowSet as WindowSet
+from .windows import make_inference_windows as make_inference_windows
+from .windows import make_splits as make_splits
+from .windows import split_rows as split_rows

@@ -1,0 +1,127 @@
+"""Scaling: per-column affine maps fitted on the training rows, and their exact inverse."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, get_args
+
+import numpy as np
+
+from ..checks import DataError, is_int
+from ..config import ScalerKind
+
+
+@dataclass(frozen=True, eq=False)
+class Scaler:
+    """Per-column affine scaling ``(value - center) / scale``, fitted on training rows.
+
+    ``standard``: mean and standard deviation; ``minmax``: minimum and range (maps the
+    training rows to [0, 1]); ``robust``: median and interquartile range; ``none``: 0 and 1.
+    A column with zero spread gets scale 1.
+
+    Attributes:
+        kind: Which statistic pair.
+        columns: Column names; the first ``n_targets`` are the targets.
+        n_targets: Number of target columns.
+        center: ``(n_columns,)`` float64.
+        scale: ``(n_columns,)`` float64, all > 0.
+
+    Example:
+        >>> s = Scaler.fit(np.array([[0.0], [10.0]]), "minmax", ("co2",), 1)
+        >>> s.transform(np.array([[5.0]])).tolist(), s.inverse_transform(np.array([[1.0]])).tolist()
+        ([[0.5]], [[10.0]])
+    """
+
+    kind: ScalerKind
+    columns: tuple[str, ...]
+    n_targets: int
+    center: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def fit(
+        cls, values: np.ndarray, kind: ScalerKind, columns: Sequence[str], n_targets: int
+    ) -> Scaler:
+        """Fit on ``values`` of shape ``(rows, n_columns)`` (the training rows only)."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] != len(columns):
+            raise ValueError(f"expected values of shape (rows, {len(columns)}), got {values.shape}")
+        if values.shape[0] == 0:
+            raise DataError("cannot fit the scaler on zero training rows")
+        if kind == "standard":
+            center, spread = values.mean(axis=0), values.std(axis=0)
+        elif kind == "minmax":
+            center = values.min(axis=0)
+            spread = values.max(axis=0) - center
+        elif kind == "robust":
+            q25, center, q75 = np.percentile(values, [25.0, 50.0, 75.0], axis=0)
+            spread = q75 - q25
+        elif kind == "none":
+            center, spread = np.zeros(values.shape[1]), np.ones(values.shape[1])
+        else:
+            allowed = ", ".join(repr(k) for k in get_args(ScalerKind))
+            raise DataError(f"scaler must be one of {allowed}, got {kind!r}")
+        scale = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
+        return cls(kind, tuple(columns), int(n_targets), center.astype(np.float64), scale)
+
+    def _check(self, values: np.ndarray, width: int, what: str) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim < 1 or values.shape[-1] != width:
+            raise ValueError(
+                f"expected the last axis to hold the {width} {what} columns, got shape "
+                f"{values.shape}"
+            )
+        return values
+
+    def transform(self, values: np.ndarray) -> np.ndarray:
+        """Scale ``(..., n_columns)`` values; returns float64 of the same shape."""
+        values = self._check(values, len(self.columns), "scaler")
+        return (values - self.center) / self.scale
+
+    def inverse_transform(self, values: np.ndarray, *, targets_only: bool = False) -> np.ndarray:
+        """Undo :meth:`transform` on ``(..., n_columns)``, or ``(..., n_targets)`` values."""
+        width = self.n_targets if targets_only else len(self.columns)
+        values = self._check(values, width, "target" if targets_only else "scaler")
+        return values * self.scale[:width] + self.center[:width]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict; floats round-trip exactly through JSON."""
+        return {
+            "kind": self.kind,
+            "columns": list(self.columns),
+            "n_targets": self.n_targets,
+            "center": [float(v) for v in self.center],
+            "scale": [float(v) for v in self.scale],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scaler:
+        """Inverse of :meth:`to_dict`; raises DataError on missing keys or bad values."""
+        keys = ("kind", "columns", "n_targets", "center", "scale")
+        if not isinstance(data, Mapping) or sorted(data) != sorted(keys):
+            got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+            raise DataError(f"expected scaler keys {list(keys)}, got {got}")
+        try:  # a hand-edited or damaged config.json may hold anything
+            center = np.asarray(data["center"], dtype=np.float64)
+            scale = np.asarray(data["scale"], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise DataError(f"scaler centers and scales must be lists of numbers: {err}") from err
+        columns, n_targets = data["columns"], data["n_targets"]
+        if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+            raise DataError(f"scaler columns must be a list of column names, got {columns!r}")
+        columns = tuple(columns)
+        n = len(columns)
+        if data["kind"] not in get_args(ScalerKind):
+            raise DataError(f"unknown scaler kind {data['kind']!r}")
+        if center.shape != (n,) or scale.shape != (n,) or not is_int(n_targets):
+            n_targets = None  # reported as not an integer in 1..n below
+        if n_targets is None or not 1 <= n_targets <= n:
+            raise DataError(
+                f"scaler for {n} columns needs {n} centers and scales and 1..{n} targets, got "
+                f"centers of shape {center.shape}, scales of shape {scale.shape} and "
+                f"{data['n_targets']!r} targets"
+            )
+        if not (np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()):
+            raise DataError("scaler centers must be finite and scales finite and positive")
+        return cls(data["kind"], columns, int(data["n_targets"]), center, scale)
