@@ -9,10 +9,9 @@ import pytest
 
 from stacklstm.data import Scaler
 from stacklstm.train import LAYOUT_VERSION, RunConfig, TrainConfig
-from stacklstm.train.checkpoint import (
+from stacklstm.train.checkpoint import Progress, RunCheckpoints
+from stacklstm.train.rundir import (
     CONFIG_FILE,
-    Progress,
-    RunCheckpoints,
     RunInfo,
     atomic_write,
     atomic_write_text,
@@ -35,7 +34,7 @@ def _state(scale=1.0):
 def test_checkpoint_round_trip_restores_tree_rng_and_progress(tmp_path):
     state, rng = _state(), jax.random.key(42)
     progress = Progress(epoch=2, step_in_epoch=5, best_val_loss=0.125, best_step=3, bad_epochs=1)
-    progress.interval_loss_sum = 0.1 + 0.2  # not a "round" float: must come back exactly
+    progress.interval.loss_sum = 0.1 + 0.2  # not a "round" float: must come back exactly
     with RunCheckpoints(tmp_path) as ckpts:
         assert ckpts.save("latest", 3, state, rng, progress)
     with RunCheckpoints(tmp_path) as ckpts:
@@ -48,7 +47,7 @@ def test_checkpoint_round_trip_restores_tree_rng_and_progress(tmp_path):
         assert np.asarray(a).dtype == np.asarray(b).dtype
     np.testing.assert_array_equal(jax.random.key_data(rng), jax.random.key_data(restored_rng))
     assert restored_progress == progress
-    assert restored_progress.interval_loss_sum == 0.30000000000000004
+    assert restored_progress.interval.loss_sum == 0.30000000000000004
 
 
 def test_latest_keeps_two_steps_and_best_keeps_one(tmp_path):
@@ -115,7 +114,7 @@ def test_check_new_run_dir(tmp_path):
     assert not (tmp_path / "a").exists()
     check_new_run_dir(tmp_path)  # empty folder: fine
     write_run_info(tmp_path / "", _info())
-    with pytest.raises(ValueError, match="already holds a run; pass --resume"):
+    with pytest.raises(ValueError, match="already holds a run; pass `resume=True`"):
         check_new_run_dir(tmp_path)
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="is a file"):

@@ -36,7 +36,8 @@ from stacklstm import LSTMModel, LSTMState, StackedLSTM, lstm_layer
 from stacklstm.cli import _ints, _names, main
 from stacklstm.data import DataConfig
 from stacklstm.train import ModelConfig, RunConfig, TrainConfig, fit, read_run_info
-from stacklstm.train.checkpoint import CONFIG_FILE, METRICS_FILE, Progress, RunCheckpoints
+from stacklstm.train.checkpoint import Meter, Progress, RunCheckpoints
+from stacklstm.train.rundir import CONFIG_FILE, METRICS_FILE
 from stacklstm.train.step import StepMetrics, TrainState, init_state, make_optimizer
 
 # Small enough to run in seconds, long enough to kill in the middle of an epoch: 1592
@@ -355,7 +356,7 @@ def big_checkpoints(tmp_path_factory):
         params = {"w": jnp.asarray(rng.normal(size=(64, 256)), jnp.float32),
                   "b": jnp.asarray(rng.normal(size=(256,)), jnp.float32)}  # fmt: skip
         states[step] = (TrainState(jnp.asarray(step, jnp.int32), params, {"m": params["b"] * 2}),
-                        Progress(epoch=step, interval_loss_sum=0.1 + step))  # fmt: skip
+                        Progress(epoch=step, interval=Meter(loss_sum=0.1 + step)))  # fmt: skip
         with RunCheckpoints(folder) as ckpts:
             ckpts.save("latest", step, states[step][0], jax.random.key(step), states[step][1])
     return folder, states
@@ -458,8 +459,8 @@ def test_run_folder_of_another_layout_version_or_config_is_refused(reference, tm
     (run / CONFIG_FILE).write_text(json.dumps({**raw, "layout_version": 99}))
     for argv in (["evaluate", run], ["predict", run], ["train", "--out", run, "--resume"]):
         err = _one_line_error(*_main(*argv))
-        assert "has layout version 99 but this stacklstm reads version 1" in err, argv
-    raw["config"]["model"]["hidden_size"] = 9  # a config the checkpoints were not made with
+        assert "has layout version 99 but this stacklstm reads versions 1, 2" in err, argv
+    raw["config"]["model"]["lstm_hidden_size"] = 9  # a config the checkpoints were not made with
     (run / CONFIG_FILE).write_text(json.dumps(raw))
     err = _one_line_error(*_main("evaluate", run))
     assert re.search(
@@ -471,7 +472,7 @@ def test_run_folder_of_another_layout_version_or_config_is_refused(reference, tm
         json.dumps({**raw, "config": read_run_info(reference[0]).config.to_dict()})
     )
     err = _one_line_error(*_main("train", "--out", run, "--resume", "--hidden-size", "9"))
-    assert "the settings differ from the saved run's (model.hidden_size: 9 != 8)" in err
+    assert "the settings differ from the saved run's (model.lstm_hidden_size: 9 != 8)" in err
     after = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.name != CONFIG_FILE}
     assert after == {p: t for p, t in before.items() if p.name != CONFIG_FILE}
 
@@ -562,7 +563,7 @@ def test_disk_full_mid_run_names_the_step_and_keeps_the_last_checkpoint(
         fit(CRASH_RUN, run, quiet=True)
     assert info.value.errno == errno.ENOSPC
     assert expected.format(run=run) in str(info.value) and expected_tail in str(info.value)
-    assert "continue from it with --resume" in str(info.value)
+    assert "continue from it with `resume=True`" in str(info.value)
     monkeypatch.undo()
 
     fit(CRASH_RUN, run, quiet=True, resume=True, stop_after_steps=60)  # space freed
@@ -922,8 +923,8 @@ def test_cli_malformed_csv_exit_2_naming_the_problem_and_no_run_folder(tmp_path_
     ("flags", "message"),
     [
         (["--hidden-size", "10000000"], "training needs about"),  # would allocate petabytes
-        (["--linear-layer-sizes", "1000000000"], "lower --hidden-size, --num-layers or"),
-        (["--num-layers", "1000"], "num_layers must be an integer in [1, 128], got 1000"),
+        (["--linear-layer-sizes", "1000000000"], "lower --lstm-hidden-size, --num-lstm-layers or"),
+        (["--num-layers", "1000"], "--num-layers must be an integer in [1, 128], got 1000"),
         (["--epochs", str(10**12)], "more than the step counter holds (2147483647)"),
         (["--seed", str(2**64)], "seed must be an integer in [0, 9223372036854775807]"),
         (["--season", str(10**30)], "season must be an integer in [1, 2147483647]"),

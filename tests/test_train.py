@@ -37,7 +37,8 @@ from stacklstm.train import (
     load_run,
     predict,
 )
-from stacklstm.train.checkpoint import BEST_DIR, METRICS_FILE, RunCheckpoints
+from stacklstm.train.checkpoint import BEST_DIR, RunCheckpoints
+from stacklstm.train.rundir import METRICS_FILE
 from stacklstm.train.step import (
     Batch,
     forecast_loss,
@@ -48,7 +49,7 @@ from stacklstm.train.step import (
     padded_batches,
 )
 
-TINY = ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,))
+TINY = ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,))
 # 2284 weekly rows -> windows of 6: 1592 training windows, 24 steps per epoch at batch 64.
 # Dropout (between the two LSTM layers) on, so resuming must restore the RNG stream too.
 TINY_RUN = tiny_run()[1]
@@ -93,7 +94,7 @@ def test_config_round_trip_and_defaults():
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert RunConfig().model == ModelConfig(64, 2, (32, 16), False, False, 0.0)
     assert (RunConfig().train.batch_size, RunConfig().train.seed) == (32, 0)
-    assert RunConfig().train.season == 52 and RunConfig().train.skip_nonfinite is False
+    assert RunConfig().data.season == 52 and RunConfig().train.skip_nonfinite is False
 
 
 def test_config_diff_names_fields():
@@ -108,9 +109,9 @@ def test_config_diff_names_fields():
     [
         ({"modle": {}}, "unknown config section(s) 'modle'"),
         ({"train": {"epoch": 3}}, "unknown [train] key(s) 'epoch'; expected some of: epochs"),
-        ({"model": {"hidden_size": 0}}, "hidden_size must be an integer >= 1, got 0"),
-        ({"model": {"linear_layer_sizes": [3, "x"]}}, "linear_layer_sizes must be a list"),
-        ({"model": {"dropout": 1.0}}, "dropout must be a number in [0.0, 1.0), got 1.0"),
+        ({"model": {"hidden_size": 0}}, "lstm_hidden_size must be an integer >= 1, got 0"),
+        ({"model": {"linear_layer_sizes": [3, "x"]}}, "linear_layer_sizes must hold integers >= 1"),
+        ({"model": {"dropout": 1.0}}, "dropout_rate must be a number in [0.0, 1.0), got 1.0"),
         ({"train": {"lr": 0}}, "lr must be a number in (0.0, inf), got 0.0"),
         ({"train": {"loss": "l2"}}, "loss must be one of 'mse', 'mae', 'huber', got 'l2'"),
         ({"train": {"batch_size": True}}, "batch_size must be an integer >= 1, got True"),
@@ -273,7 +274,7 @@ def test_sharded_step_on_two_cpu_devices_matches_one_device(toy, tmp_path):
         assert mesh.devices.size == 2
         load = lambda name: list(np.load(r"{tmp_path}/" + name).values())
         batch = Batch(*load("batch.npz"))
-        model = ModelConfig(hidden_size=8, num_layers=2, linear_layer_sizes=(8,)).build(2)
+        model = ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,)).build(2)
         cfg = TrainConfig(lr=3e-2, warmup_fraction=0.0)
         opt = make_optimizer(cfg, 100)
         shapes = jax.eval_shape(lambda: init_state(model, opt, jax.random.key(0), batch.x))
@@ -296,7 +297,7 @@ def test_sharded_step_on_two_cpu_devices_matches_one_device(toy, tmp_path):
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "ERR batch_size (3) must be a multiple of the device count (2)" in done.stdout
+    assert "ERR `batch_size` (3) must be a multiple of the device count (2)" in done.stdout
 
 
 def test_batch_placement_checks_divisibility():
@@ -411,10 +412,10 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(trained_run, tmp_path):
 
 
 def test_resume_refuses_another_config(trained_run):
-    other = TINY_RUN.replace({"train": {"epochs": 3}, "model": {"hidden_size": 9}})
-    with pytest.raises(ValueError, match=r"model\.hidden_size: 9 != 8; train\.epochs: 3 != 2"):
+    other = TINY_RUN.replace({"train": {"epochs": 3}, "model": {"lstm_hidden_size": 9}})
+    with pytest.raises(ValueError, match=r"model\.lstm_hidden_size: 9 != 8; train\.epochs: 3 != 2"):
         fit(other, trained_run.out_dir, resume=True, quiet=True)
-    with pytest.raises(ValueError, match="already holds a run; pass --resume"):
+    with pytest.raises(ValueError, match="already holds a run; pass `resume=True`"):
         fit(TINY_RUN, trained_run.out_dir, quiet=True)
 
 
@@ -435,7 +436,7 @@ def test_fit_validates_before_creating_the_run_folder(tmp_path):
     with pytest.raises(DataError, match="not found"):
         fit(TINY_RUN, out, data_path=tmp_path / "missing.csv", quiet=True)
     big_batch = TINY_RUN.replace({"train": {"batch_size": 5000}})
-    with pytest.raises(DataError, match=r"batch_size \(5000\) is larger than the 1592"):
+    with pytest.raises(DataError, match=r"`batch_size` \(5000\) is larger than the 1592"):
         fit(big_batch, out, quiet=True)
     assert not out.exists()
 

@@ -1,4 +1,4 @@
-"""Training: configs, the pure steps, the one loop, checkpoints and the report.
+"""Training: the pure steps, the one loop, the run folder, checkpoints, inference, the report.
 
 Example:
     >>> from stacklstm.train import RunConfig, TrainConfig
@@ -6,23 +6,28 @@ Example:
     2
 """
 
+from ..config import LAYOUT_VERSION as LAYOUT_VERSION
+from ..config import ModelConfig as ModelConfig
+from ..config import RunConfig as RunConfig
+from ..config import TrainConfig as TrainConfig
+from ..config import load_config as load_config
+from .checkpoint import Meter as Meter
 from .checkpoint import Progress as Progress
 from .checkpoint import RunCheckpoints as RunCheckpoints
-from .checkpoint import RunInfo as RunInfo
-from .checkpoint import read_run_info as read_run_info
-from .config import LAYOUT_VERSION as LAYOUT_VERSION
-from .config import ModelConfig as ModelConfig
-from .config import RunConfig as RunConfig
-from .config import TrainConfig as TrainConfig
-from .config import load_config as load_config
+from .inference import TrainedRun as TrainedRun
+from .inference import forecast as forecast
+from .inference import load_run as load_run
+from .inference import predict as predict
+from .loop import EpochCallback as EpochCallback
+from .loop import EpochEnd as EpochEnd
 from .loop import FitResult as FitResult
 from .loop import NonFiniteError as NonFiniteError
 from .loop import fit as fit
 from .report import Report as Report
 from .report import evaluate_run as evaluate_run
 from .report import format_table as format_table
-from .report import load_run as load_run
-from .report import predict as predict
+from .rundir import RunInfo as RunInfo
+from .rundir import read_run_info as read_run_info
 from .step import Batch as Batch
 from .step import StepMetrics as StepMetrics
 from .step import TrainState as TrainState

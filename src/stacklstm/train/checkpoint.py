@@ -1,8 +1,7 @@
-"""The run folder: ``config.json`` and Orbax checkpoints of the training state.
+"""Orbax checkpoints of the training state, and the loop's bookkeeping saved with them.
 
-Layout::
+Layout inside the run folder (see :mod:`stacklstm.train.rundir` for the rest)::
 
-    out_dir/config.json         layout version, the full RunConfig, data path, fitted scaler
     out_dir/checkpoints/<step>/       latest checkpoints (the newest two are kept)
     out_dir/checkpoints_best/<step>/  the checkpoint with the best validation loss
 
@@ -30,30 +29,20 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, ClassVar, Literal
 
 import jax
 import numpy as np
 
-from ..data import Scaler
-from .config import LAYOUT_VERSION, RunConfig
-
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.jsonl"
 LATEST_DIR = "checkpoints"
 BEST_DIR = "checkpoints_best"
 KEEP_LATEST = 2
@@ -61,147 +50,41 @@ KEEP_LATEST = 2
 Which = Literal["latest", "best"]
 
 
-# --------------------------------------------------------------------------- files
-
-
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
-    """Write a file all at once: ``write(handle)`` fills a temporary file in the same folder,
-    which then replaces ``path`` (``os.replace`` is atomic on one file system)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What ``config.json`` holds: everything needed to rebuild the run's data and model.
+@dataclass
+class Meter:
+    """Train losses read on the host since the last reset (a log interval, an epoch).
 
     Attributes:
-        config: The full run configuration.
-        data_path: The table the run was trained on, or None for the bundled CO2 data.
-        scaler: The scaler fitted on the training rows.
+        loss_sum: Sum of the finite losses.
+        steps: Steps counted, skipped ones included.
+        skipped: Steps whose update was skipped (loss or gradients not finite).
+
+    Example:
+        >>> m = Meter()
+        >>> m.add(1.0); m.add(3.0); m.add(None)
+        >>> m.mean, m.steps, m.skipped
+        (1.3333333333333333, 3, 1)
     """
 
-    config: RunConfig
-    data_path: Path | None
-    scaler: Scaler
+    loss_sum: float = 0.0
+    steps: int = 0
+    skipped: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "layout_version": LAYOUT_VERSION,
-            "config": self.config.to_dict(),
-            "data_path": None if self.data_path is None else str(self.data_path),
-            "scaler": self.scaler.to_dict(),
-        }
+    def add(self, loss: float | None) -> None:
+        """Count one step: its finite ``loss``, or None for a skipped update."""
+        self.steps += 1
+        if loss is None:
+            self.skipped += 1
+        else:
+            self.loss_sum += loss
 
+    @property
+    def mean(self) -> float | None:
+        """``loss_sum / steps``, or None before any step."""
+        return self.loss_sum / self.steps if self.steps else None
 
-def write_run_info(out_dir: str | Path, info: RunInfo) -> None:
-    """Write ``out_dir/config.json`` atomically."""
-    atomic_write_text(Path(out_dir) / CONFIG_FILE, json.dumps(info.to_dict(), indent=2) + "\n")
-
-
-def read_run_info(run_dir: str | Path) -> RunInfo:
-    """Read ``run_dir/config.json``.
-
-    Raises:
-        ValueError: No run there, an unreadable file, or another layout version.
-    """
-    run_dir = Path(run_dir)
-    path = run_dir / CONFIG_FILE
-    if not run_dir.is_dir():
-        raise ValueError(f"run folder not found: {run_dir}")
-    if not path.is_file():
-        raise ValueError(f"{run_dir} is not a run folder: it has no {CONFIG_FILE}")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"cannot read {path}: {err}") from err
-    keys = {"layout_version", "config", "data_path", "scaler"}
-    if not isinstance(raw, dict) or set(raw) != keys:
-        got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
-        raise ValueError(f"{path} must hold the keys {sorted(keys)}, got {got}")
-    if raw["layout_version"] != LAYOUT_VERSION:
-        raise ValueError(
-            f"{path} has layout version {raw['layout_version']!r} but this stacklstm reads "
-            f"version {LAYOUT_VERSION}; use the stacklstm version that wrote the run"
-        )
-    data_path = raw["data_path"]
-    return RunInfo(
-        config=RunConfig.from_dict(raw["config"]),
-        data_path=None if data_path is None else Path(data_path),
-        scaler=Scaler.from_dict(raw["scaler"]),
-    )
-
-
-def check_new_run_dir(out_dir: str | Path) -> None:
-    """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
-
-    ``out_dir`` must be absent or an empty folder, and its nearest existing ancestor writable.
-    """
-    out_dir = Path(out_dir)
-    if out_dir.exists():
-        if not out_dir.is_dir():
-            raise ValueError(f"output path {out_dir} is a file; expected a folder for the run")
-        if (out_dir / CONFIG_FILE).exists():
-            raise ValueError(
-                f"{out_dir} already holds a run; pass --resume to continue it or choose "
-                "another --out"
-            )
-        if any(out_dir.iterdir()):
-            raise ValueError(f"output folder {out_dir} is not empty; choose another --out")
-    ancestor = out_dir.absolute()
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot create the run folder {out_dir}: {ancestor} is not writable")
-
-
-@contextlib.contextmanager
-def creating_run_dir(out_dir: str | Path) -> Iterator[None]:
-    """Create a new run inside the block; if the block fails, remove all it created.
-
-    So a run folder is either resumable (``config.json`` and a first checkpoint) or absent.
-    The folders the block makes (``out_dir`` and missing parents) are removed; an ``out_dir``
-    that existed (empty, see :func:`check_new_run_dir`) is emptied. An ``OSError`` (a full
-    disk, no permission) comes out with a message naming the folder.
-    """
-    out_dir = Path(out_dir).absolute()
-    top = out_dir  # the outermost folder that does not exist yet, or out_dir itself
-    while not top.parent.exists():
-        top = top.parent
-    existed = out_dir.exists()
-    try:
-        yield
-    except BaseException as err:
-        for path in list(out_dir.iterdir()) if existed and out_dir.is_dir() else [top]:
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            detail = err.strerror or str(err)
-            where = f" ({err.filename})" if err.filename else ""
-            raise OSError(
-                err.errno,
-                f"cannot create the run folder {out_dir}: {detail}{where}; nothing was left behind",
-            ) from err
-        raise
-
-
-# --------------------------------------------------------------------------- checkpoints
+    def reset(self) -> None:
+        self.loss_sum, self.steps, self.skipped = 0.0, 0, 0
 
 
 @dataclass
@@ -215,15 +98,11 @@ class Progress:
         best_step: step of that best checkpoint.
         best_epoch: 1-based epoch of that best checkpoint.
         bad_epochs: epochs since the validation loss last improved.
-        interval_loss_sum: sum of finite train losses since the last log line.
-        interval_steps: steps since the last log line.
-        interval_skipped: skipped (non-finite) updates since the last log line.
-        epoch_loss_sum: sum of finite train losses in the current epoch.
-        epoch_steps: steps done in the current epoch.
-        epoch_skipped: skipped updates in the current epoch.
+        interval: losses since the last log line.
+        this_epoch: losses in the current epoch.
         total_skipped: skipped updates in the whole run.
-        finished: training ended (all epochs, or early stopping).
-        stop_reason: ``"epochs"`` or ``"early_stopping"`` once finished.
+        finished: training ended (all epochs, early stopping, or a callback said stop).
+        stop_reason: ``"epochs"``, ``"early_stopping"`` or ``"callback"`` once finished.
     """
 
     epoch: int = 0
@@ -232,25 +111,46 @@ class Progress:
     best_step: int | None = None
     best_epoch: int | None = None
     bad_epochs: int = 0
-    interval_loss_sum: float = 0.0
-    interval_steps: int = 0
-    interval_skipped: int = 0
-    epoch_loss_sum: float = 0.0
-    epoch_steps: int = 0
-    epoch_skipped: int = 0
+    interval: Meter = field(default_factory=Meter)
+    this_epoch: Meter = field(default_factory=Meter)
     total_skipped: int = 0
     finished: bool = False
     stop_reason: str | None = None
 
+    # attribute -> prefix of its keys in the JSON
+    _METERS: ClassVar[dict[str, str]] = {"interval": "interval", "this_epoch": "epoch"}
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Flat JSON (``interval_loss_sum``, ``epoch_steps``, ...), as checkpoints hold it."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Meter):
+                prefix = self._METERS[f.name]
+                out.update({f"{prefix}_{k}": v for k, v in dataclasses.asdict(value).items()})
+            else:
+                out[f.name] = value
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Progress:
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = set(cls().to_dict())
         if not isinstance(data, dict) or set(data) != known:
             raise ValueError(f"checkpoint progress must hold the keys {sorted(known)}")
-        return cls(**data)
+        data = dict(data)
+        meters = {
+            name: Meter(*(data.pop(f"{prefix}_{k}") for k in ("loss_sum", "steps", "skipped")))
+            for name, prefix in cls._METERS.items()
+        }
+        return cls(**data, **meters)
+
+
+def abstract_target(abstract: Any, sharding: Any) -> Any:
+    """``abstract`` (from ``jax.eval_shape``) with every leaf placed by ``sharding``: the
+    ``target`` of :meth:`RunCheckpoints.restore`."""
+    return jax.tree.map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding), abstract
+    )
 
 
 def _all_finite(tree: Any) -> bool:
@@ -348,7 +248,7 @@ class RunCheckpoints:
             if intact:
                 message += (
                     f"; the newest complete checkpoint is still step {max(intact)}: fix the "
-                    "cause (a full disk?) and continue from it with --resume"
+                    "cause (a full disk?) and continue from it with `resume=True`"
                 )
             raise OSError(getattr(err, "errno", None) or errno.EIO, message) from err
         return True

@@ -6,8 +6,8 @@ loss, and any other shape is a ``ValueError`` at trace time, never a silent broa
 
 Example:
     >>> import jax, numpy as np
-    >>> from stacklstm.train.config import ModelConfig, TrainConfig
-    >>> model, cfg = ModelConfig(hidden_size=8).build(output_size=2), TrainConfig()
+    >>> from stacklstm.config import ModelConfig, TrainConfig
+    >>> model, cfg = ModelConfig(lstm_hidden_size=8).build(output_size=2), TrainConfig()
     >>> optimizer = make_optimizer(cfg, total_steps=10)
     >>> state = init_state(model, optimizer, jax.random.key(0), np.zeros((4, 5, 1), np.float32))
     >>> step = make_train_step(model, optimizer, cfg)
@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .config import TrainConfig
+from ..config import TrainConfig
 
 Array = jax.Array
 PyTree = Any
@@ -129,13 +129,24 @@ def init_state(
     return jax.jit(init)(rng, jnp.asarray(x))
 
 
+def abstract_state(
+    model: nn.Module, optimizer: optax.GradientTransformation, n_features: int
+) -> TrainState:
+    """Shapes and dtypes of a fresh train state, from ``jax.eval_shape`` (nothing allocated).
+
+    The parameter shapes depend on the number of input features only.
+    """
+    x = np.zeros((1, 1, n_features), np.float32)  # (batch, time, features)
+    return jax.eval_shape(lambda: init_state(model, optimizer, jax.random.key(0), x))
+
+
 def check_state_fits(abstract: TrainState, device: jax.Device) -> None:
     """Raise ValueError if a train state shaped like ``abstract`` cannot fit on ``device``.
 
     ``abstract`` comes from ``jax.eval_shape`` (nothing allocated). A step holds the state
     (params and both AdamW moments) plus gradients and updates, about 5/3 of the state; the
     limit is the device's memory, or the machine's RAM when the device does not report it
-    (CPU). Catches e.g. ``--hidden-size 10000000`` before it allocates (or swaps, or hangs).
+    (CPU). Catches e.g. ``lstm_hidden_size=10_000_000`` before it allocates (or swaps, or hangs).
     """
     n_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(abstract))
     try:
@@ -151,7 +162,8 @@ def check_state_fits(abstract: TrainState, device: jax.Device) -> None:
         raise ValueError(
             f"the model has {n_params:,} parameters: training needs about "
             f"{n_bytes * 5 / 3 / 2**30:.1f} GiB but {device.platform} device {device.id} has "
-            f"{limit / 2**30:.1f} GiB; lower --hidden-size, --num-layers or --linear-layer-sizes"
+            f"{limit / 2**30:.1f} GiB; lower `lstm_hidden_size`, `num_lstm_layers` or "
+            "`linear_layer_sizes`"
         )
 
 

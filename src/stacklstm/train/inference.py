@@ -1,0 +1,146 @@
+"""Inference from a run folder: restore the parameters, forecast windows, write forecasts.
+
+Example:
+    >>> run = load_run("runs/co2")  # doctest: +SKIP
+    >>> frame = predict("runs/co2", output="forecasts.csv")  # doctest: +SKIP
+    >>> frame.columns.tolist()[:2]  # doctest: +SKIP
+    ['origin', 'co2_h1']
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data import (
+    Series,
+    WindowSet,
+    bundled_dataset_path,
+    make_inference_windows,
+    prepare_series,
+    read_table,
+)
+from ..distributed import gather, make_mesh, replicated, shard_batch
+from .checkpoint import RunCheckpoints, abstract_target
+from .rundir import RunInfo, atomic_write, read_run_info
+from .step import abstract_state, make_optimizer, make_predict_step, padded_batches
+
+log = logging.getLogger(__name__)
+
+PREDICTIONS_FILE = "predictions.csv"
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """A run folder loaded for inference.
+
+    Attributes:
+        run_dir: The run folder.
+        info: Its ``config.json``.
+        model: The ``LSTMModel``.
+        params: The restored parameters, replicated on ``mesh``.
+        checkpoint: ``{"kind": "best" | "latest", "step": int}``: where ``params`` came from.
+        mesh: The device mesh.
+    """
+
+    run_dir: Path
+    info: RunInfo
+    model: Any
+    params: Any
+    checkpoint: dict[str, Any]
+    mesh: Any
+
+    @property
+    def batch_size(self) -> int:
+        """The run's batch size rounded up to a multiple of the device count."""
+        n = int(self.mesh.devices.size)
+        return -(-self.info.config.train.batch_size // n) * n
+
+
+def load_run(run_dir: str | Path) -> TrainedRun:
+    """Restore the best parameters of a run (the latest if no best checkpoint exists yet).
+
+    Raises:
+        ValueError: Not a run folder, another layout version, or no checkpoint.
+    """
+    run_dir = Path(run_dir)
+    info = read_run_info(run_dir)
+    cfg = info.config
+    model = cfg.model.build(output_size=cfg.data.horizon * len(cfg.data.target))
+    optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
+    abstract = abstract_state(model, optimizer, len(info.scaler.columns))
+    mesh = make_mesh()
+    target = abstract_target(abstract, replicated(mesh))
+    with RunCheckpoints(run_dir, read_only=True) as ckpts:
+        kind = "best" if ckpts.latest_step("best") is not None else "latest"
+        if kind == "latest":
+            log.warning("%s has no best checkpoint yet; using the latest one", run_dir)
+        step = ckpts.latest_step(kind)
+        if step is None:
+            raise ValueError(f"{run_dir} holds no checkpoint")
+        state, _, _ = ckpts.restore(kind, target, step)
+    return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh)
+
+
+def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarray:
+    """Forecasts ``(n, horizon, n_targets)`` of ``windows`` in original units (float64)."""
+    if len(windows) == 0:
+        return np.zeros((0, windows.horizon, windows.n_targets))
+    predict_step = predict_step or make_predict_step(run.model)
+    outputs, counts = [], []
+    for batch, n_real in padded_batches(windows.x, None, run.batch_size):
+        outputs.append(predict_step(run.params, shard_batch(run.mesh, batch.x, whole=True)[0]))
+        counts.append(n_real)
+    host = gather(outputs)  # one host sync for all batches (every process gets all rows)
+    y_model = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
+    y_model = y_model.reshape(len(windows), windows.horizon, windows.n_targets)  # horizon-major
+    return windows.to_original(y_model)
+
+
+def load_series(info: RunInfo, data_path: str | Path | None) -> tuple[Path, Series]:
+    """The run's table (or ``data_path``) prepared with the run's data settings."""
+    source = Path(data_path) if data_path is not None else info.data_path
+    source = bundled_dataset_path() if source is None else source
+    return source, prepare_series(read_table(source), info.config.data)
+
+
+def predict(
+    run_dir: str | Path, data_path: str | Path | None = None, output: str | Path | None = None
+) -> pd.DataFrame:
+    """Forecast from every origin of a table with a full input window; optionally write a CSV.
+
+    Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler, so the
+    forecast from an origin that is also a test origin equals the report's.
+
+    Args:
+        run_dir: The run folder.
+        data_path: The table (the run's own table by default); it needs the run's target,
+            feature and time columns.
+        output: CSV to write atomically (None: write nothing).
+
+    Returns:
+        One row per origin: ``origin`` (its time stamp, or its row number without a time
+        column), then ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``.
+    """
+    if output is not None and not Path(output).parent.is_dir():
+        raise ValueError(f"cannot write {output}: folder {Path(output).parent} does not exist")
+    run = load_run(run_dir)
+    cfg = run.info.config.data
+    _, series = load_series(run.info, data_path)
+    windows = make_inference_windows(series, cfg, run.info.scaler)
+    values = forecast(run, windows)  # (n, horizon, n_targets)
+    origin = windows.origin if windows.origin_time is None else windows.origin_time
+    columns: dict[str, Any] = {"origin": origin}
+    for j, name in enumerate(cfg.target):
+        for k in range(cfg.horizon):
+            columns[f"{name}_h{k + 1}"] = values[:, k, j]
+    frame = pd.DataFrame(columns)
+    if output is not None:
+        text = frame.to_csv(index=False)
+        atomic_write(Path(output), lambda handle: handle.write(text.encode()))
+    return frame

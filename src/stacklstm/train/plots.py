@@ -1,0 +1,85 @@
+"""The run folder's plots: test forecasts against the baselines, and the loss curves."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import Series, WindowSet
+from .rundir import atomic_write
+
+
+def _save_figure(fig: Any, path: Path) -> None:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
+
+
+def plot_forecast(
+    path: Path,
+    series: Series,
+    test: WindowSet,
+    model_forecast: np.ndarray,
+    season: int,
+    targets: tuple[str, ...],
+) -> None:
+    """Test targets vs the model, baselines faint; one panel per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = test.target_index.reshape(-1)  # (n * horizon,) series rows, in time order
+    x = rows if series.times is None else series.times[rows]
+    fig, axes = plt.subplots(len(targets), 1, figsize=(10, 3.2 * len(targets)), squeeze=False)
+    baselines = {
+        "last value": test.last_value,
+        f"seasonal naive ({season})": test.seasonal_naive(season),
+    }
+    for j, (ax, name) in enumerate(zip(axes[:, 0], targets, strict=True)):
+        ax.plot(x, test.y_true[:, :, j].reshape(-1), color="black", lw=1.4, label="actual")
+        for (label, values), color in zip(
+            baselines.items(), ("tab:gray", "tab:olive"), strict=True
+        ):
+            ax.plot(x, values[:, :, j].reshape(-1), color=color, lw=0.8, alpha=0.5, label=label)
+        ax.plot(x, model_forecast[:, :, j].reshape(-1), color="tab:red", lw=1.2, label="model")
+        ax.set_ylabel(name)
+        ax.legend(loc="best", fontsize=8)
+    axes[0, 0].set_title(f"test forecasts ({len(test)} windows, horizon {test.horizon})")
+    fig.tight_layout()
+    _save_figure(fig, path)
+    plt.close(fig)
+
+
+def plot_loss(path: Path, metrics_path: Path) -> None:
+    """Train loss per log interval and validation loss per epoch, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = []
+    if metrics_path.exists():
+        lines = [json.loads(s) for s in metrics_path.read_text().splitlines() if s.strip()]
+    train = [
+        (r["step"], r["train_loss"]) for r in lines if r["kind"] == "train" and r["train_loss"]
+    ]
+    val = [(r["step"], r["val_loss"]) for r in lines if r["kind"] == "epoch" and r["val_loss"]]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for points, label, style in ((train, "train", "-"), (val, "validation", "o-")):
+        points = [(s, v) for s, v in points if math.isfinite(v) and v > 0]
+        if points:
+            steps, values = zip(*points, strict=True)
+            ax.plot(steps, values, style, ms=3, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (scaled units)")
+    ax.legend()
+    fig.tight_layout()
+    _save_figure(fig, path)
+    plt.close(fig)

@@ -1,0 +1,200 @@
+"""The run folder: ``config.json`` (what the run is), ``metrics.jsonl``, atomic writes.
+
+Layout (the checkpoints are :mod:`stacklstm.train.checkpoint`'s)::
+
+    out_dir/config.json         layout version, the full RunConfig, data path, fitted scaler
+    out_dir/metrics.jsonl       one JSON line per log interval and per epoch
+    out_dir/checkpoints/, checkpoints_best/
+
+A run folder is either resumable (``config.json`` and a first checkpoint) or absent: it is
+created inside :func:`creating_run_dir`, which removes whatever it made if creating fails.
+
+Example:
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from stacklstm.config import RunConfig
+    >>> from stacklstm.data import Scaler
+    >>> folder = tempfile.mkdtemp()
+    >>> scaler = Scaler.fit(np.array([[0.0], [2.0]]), "standard", ("co2",), 1)
+    >>> write_run_info(folder, RunInfo(RunConfig(), None, scaler))
+    >>> read_run_info(folder).config == RunConfig()
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ..config import LAYOUT_VERSION, READABLE_LAYOUTS, RunConfig
+from ..data import Scaler
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """Write a file all at once: ``write(handle)`` fills a temporary file in the same folder,
+    which then replaces ``path`` (``os.replace`` is atomic on one file system)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What ``config.json`` holds: everything needed to rebuild the run's data and model.
+
+    Attributes:
+        config: The full run configuration.
+        data_path: The table the run was trained on, or None for the bundled CO2 data.
+        scaler: The scaler fitted on the training rows.
+    """
+
+    config: RunConfig
+    data_path: Path | None
+    scaler: Scaler
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layout_version": LAYOUT_VERSION,
+            "config": self.config.to_dict(),
+            "data_path": None if self.data_path is None else str(self.data_path),
+            "scaler": self.scaler.to_dict(),
+        }
+
+
+def write_run_info(out_dir: str | Path, info: RunInfo) -> None:
+    """Write ``out_dir/config.json`` atomically."""
+    atomic_write_text(Path(out_dir) / CONFIG_FILE, json.dumps(info.to_dict(), indent=2) + "\n")
+
+
+def read_run_info(run_dir: str | Path) -> RunInfo:
+    """Read ``run_dir/config.json``.
+
+    Raises:
+        ValueError: No run there, an unreadable file, or another layout version.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / CONFIG_FILE
+    if not run_dir.is_dir():
+        raise ValueError(f"run folder not found: {run_dir}")
+    if not path.is_file():
+        raise ValueError(f"{run_dir} is not a run folder: it has no {CONFIG_FILE}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
+    keys = {"layout_version", "config", "data_path", "scaler"}
+    if not isinstance(raw, dict) or set(raw) != keys:
+        got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+        raise ValueError(f"{path} must hold the keys {sorted(keys)}, got {got}")
+    if raw["layout_version"] not in READABLE_LAYOUTS:
+        raise ValueError(
+            f"{path} has layout version {raw['layout_version']!r} but this stacklstm reads "
+            f"versions {', '.join(map(str, READABLE_LAYOUTS))}; use the stacklstm version "
+            "that wrote the run"
+        )
+    data_path = raw["data_path"]
+    return RunInfo(
+        config=_saved_config(raw["config"], path),
+        data_path=None if data_path is None else Path(data_path),
+        scaler=Scaler.from_dict(raw["scaler"]),
+    )
+
+
+def _saved_config(raw: Any, path: Path) -> RunConfig:
+    try:
+        return RunConfig.from_dict(raw, saved=True)
+    except ValueError as err:
+        raise type(err)(f"{path}: {err}") from err
+
+
+def read_metrics(path: Path, through_step: int) -> list[str]:
+    """Lines of ``metrics.jsonl`` written at or before ``through_step`` (the restored step)."""
+    if not path.exists():
+        return []
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            step = json.loads(line)["step"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue  # a line torn by a crash mid-write, or an empty one
+        if step <= through_step:
+            kept.append(line)
+    return kept
+
+
+def check_new_run_dir(out_dir: str | Path) -> None:
+    """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
+
+    ``out_dir`` must be absent or an empty folder, and its nearest existing ancestor writable.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise ValueError(f"output path {out_dir} is a file; expected a folder for the run")
+        if (out_dir / CONFIG_FILE).exists():
+            raise ValueError(
+                f"{out_dir} already holds a run; pass `resume=True` to continue it or choose "
+                "another `out_dir`"
+            )
+        if any(out_dir.iterdir()):
+            raise ValueError(f"output folder {out_dir} is not empty; choose another `out_dir`")
+    ancestor = out_dir.absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot create the run folder {out_dir}: {ancestor} is not writable")
+
+
+@contextlib.contextmanager
+def creating_run_dir(out_dir: str | Path) -> Iterator[None]:
+    """Create a new run inside the block; if the block fails, remove all it created.
+
+    So a run folder is either resumable (``config.json`` and a first checkpoint) or absent.
+    The folders the block makes (``out_dir`` and missing parents) are removed; an ``out_dir``
+    that existed (empty, see :func:`check_new_run_dir`) is emptied. An ``OSError`` (a full
+    disk, no permission) comes out with a message naming the folder.
+    """
+    out_dir = Path(out_dir).absolute()
+    top = out_dir  # the outermost folder that does not exist yet, or out_dir itself
+    while not top.parent.exists():
+        top = top.parent
+    existed = out_dir.exists()
+    try:
+        yield
+    except BaseException as err:
+        for path in list(out_dir.iterdir()) if existed and out_dir.is_dir() else [top]:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            detail = err.strerror or str(err)
+            where = f" ({err.filename})" if err.filename else ""
+            raise OSError(
+                err.errno,
+                f"cannot create the run folder {out_dir}: {detail}{where}; nothing was left behind",
+            ) from err
+        raise
