@@ -14,7 +14,6 @@ NaNs, work the other peers would not be asked to do.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import time
@@ -172,32 +171,19 @@ def _jax_callables(
 # --------------------------------------------------------------------------- stacklstm
 
 
-def _model_fields() -> set[str]:
-    from stacklstm.model import LSTMModel
-
-    return {f.name for f in dataclasses.fields(LSTMModel)}
-
-
 def _build_stacklstm(w: Workload, seed: int, *, remat: bool = False) -> Built:
     import jax
     import jax.numpy as jnp
 
     from stacklstm.model import LSTMModel
 
-    kwargs: dict[str, Any] = {}
-    if remat:
-        if "remat" not in _model_fields():
-            raise PeerUnavailable(
-                "LSTMModel has no `remat` field yet (being added); stacklstm_remat skipped"
-            )
-        kwargs["remat"] = True
     model = LSTMModel(
         lstm_hidden_size=w.hidden,
         num_lstm_layers=w.layers,
         linear_layer_sizes=HEAD_SIZES,
         mean_aggregation=False,
         output_size=OUTPUT_SIZE,
-        **kwargs,
+        remat=remat,
     )
     carry = model.initialize_carry(w.batch)  # zeros: (h, c) per layer, (batch, hidden) each
     x0 = jnp.zeros((w.batch, w.time, w.features), jnp.float32)
