@@ -109,23 +109,10 @@ class LSTMModel(nn.Module):
     remat: bool | int = False
 
     def __post_init__(self) -> None:
-        _check_positive_int("lstm_hidden_size", self.lstm_hidden_size)
-        _check_positive_int("num_lstm_layers", self.num_lstm_layers)
-        _check_positive_int("output_size", self.output_size)
-        if isinstance(self.linear_layer_sizes, (str, bytes)) or not isinstance(
-            self.linear_layer_sizes, Sequence
-        ):
-            raise TypeError(
-                f"linear_layer_sizes must be a sequence of ints; got {self.linear_layer_sizes!r}"
-            )
-        for size in self.linear_layer_sizes:
-            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-                raise ValueError(
-                    f"linear_layer_sizes must hold ints >= 1; got {list(self.linear_layer_sizes)}"
-                )
-        _check_bool("mean_aggregation", self.mean_aggregation)
-        _check_bool("bidirectional", self.bidirectional)
-        _check_dropout(self.dropout_rate)
+        check_model_args(
+            self.lstm_hidden_size, self.num_lstm_layers, self.linear_layer_sizes,
+            self.mean_aggregation, self.output_size, self.bidirectional, self.dropout_rate,
+        )  # fmt: skip
         super().__post_init__()
 
     @property
@@ -164,12 +151,7 @@ class LSTMModel(nn.Module):
             ``y`` of shape ``(batch, output_size)``, or ``(y, new_carry)`` with
             ``return_carry=True``.
         """
-        x = jnp.asarray(x)
-        if x.ndim == 2:
-            x = x[..., None]  # (batch, time) -> (batch, time, 1)
-        x = check_input(x, "x (batch, time, features) or (batch, time)")
-        if seq_lengths is not None:
-            seq_lengths = check_seq_lengths(seq_lengths, x.shape[0], x.shape[1])
+        x, seq_lengths = check_model_input(x, seq_lengths)
         outputs, new_carry = StackedLSTM(
             hidden_size=self.lstm_hidden_size,
             num_layers=self.num_lstm_layers,
@@ -189,3 +171,43 @@ class LSTMModel(nn.Module):
             name="head",
         )(z)
         return (y, new_carry) if return_carry else y
+
+
+def check_model_args(
+    lstm_hidden_size: Any,
+    num_lstm_layers: Any,
+    linear_layer_sizes: Any,
+    mean_aggregation: Any,
+    output_size: Any,
+    bidirectional: Any,
+    dropout_rate: Any,
+) -> None:
+    """The constructor checks of ``LSTMModel`` (linen and NNX alike)."""
+    _check_positive_int("lstm_hidden_size", lstm_hidden_size)
+    _check_positive_int("num_lstm_layers", num_lstm_layers)
+    _check_positive_int("output_size", output_size)
+    if isinstance(linear_layer_sizes, (str, bytes)) or not isinstance(linear_layer_sizes, Sequence):
+        raise TypeError(
+            f"linear_layer_sizes must be a sequence of ints; got {linear_layer_sizes!r}"
+        )
+    for size in linear_layer_sizes:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(
+                f"linear_layer_sizes must hold ints >= 1; got {list(linear_layer_sizes)}"
+            )
+    _check_bool("mean_aggregation", mean_aggregation)
+    _check_bool("bidirectional", bidirectional)
+    _check_dropout(dropout_rate)
+
+
+def check_model_input(x: Any, seq_lengths: Any) -> tuple[Array, Array | None]:
+    """The call checks of ``LSTMModel`` (linen and NNX alike): ``x`` ``(batch, time,
+    features)`` or ``(batch, time)`` (one feature, given the feature axis here) and
+    ``seq_lengths``."""
+    x = jnp.asarray(x)
+    if x.ndim == 2:
+        x = x[..., None]  # (batch, time) -> (batch, time, 1)
+    x = check_input(x, "x (batch, time, features) or (batch, time)")
+    if seq_lengths is not None:
+        seq_lengths = check_seq_lengths(seq_lengths, x.shape[0], x.shape[1])
+    return x, seq_lengths
