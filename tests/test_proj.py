@@ -22,8 +22,15 @@ def _params(rng, features, hidden, proj, scale=0.5):
 
 # (features, hidden, proj): 4 * features > hidden projects the inputs before the scan, else the
 # input matmul is fused into each step; both must give the oracle's numbers.
-@pytest.mark.parametrize("features, hidden, proj", [(3, 5, 2), (2, 16, 5)])
-@pytest.mark.parametrize("reverse, masked", [(False, False), (True, True), (False, True)])
+@pytest.mark.parametrize(
+    "features, hidden, proj, reverse, masked",
+    [
+        (3, 5, 2, False, False),
+        (3, 5, 2, True, True),
+        (2, 16, 5, False, True),
+        (2, 16, 5, True, False),
+    ],
+)
 def test_lstm_layer_with_projection_matches_reference(features, hidden, proj, reverse, masked):
     rng = np.random.default_rng(features + 2 * reverse + masked)
     batch, time = 4, 9

@@ -123,8 +123,6 @@ PROJ_CONFIGS = [
          masked=False, with_state=True, seed=100),
     dict(num_layers=1, hidden=16, proj=3, features=2, batch=4, time=9, bidirectional=True,
          masked=True, with_state=False, seed=101),
-    dict(num_layers=2, hidden=9, proj=4, features=5, batch=3, time=11, bidirectional=False,
-         masked=True, with_state=True, seed=102),
     dict(num_layers=2, hidden=33, proj=7, features=4, batch=2, time=6, bidirectional=True,
          masked=False, with_state=True, seed=103),
     dict(num_layers=3, hidden=6, proj=1, features=1, batch=5, time=8, bidirectional=True,
