@@ -67,7 +67,7 @@ def test_lstm_layer_with_projection_grads_check():
             y, s = lstm_layer(p, x, s0, jnp.array([4, 2]), True)
             return jnp.sum(y**2) + jnp.sum(s.c) + jnp.sum(jnp.sin(s.h))
 
-        check_grads(f, (p, x, s0), order=1, modes=["rev"], atol=1e-5, rtol=1e-5)
+        check_grads(jax.jit(f), (p, x, s0), order=1, modes=["rev"], atol=1e-5, rtol=1e-5)
 
 
 def test_lstm_layer_with_projection_remat_gives_same_values_and_grads():
@@ -119,7 +119,7 @@ def test_stacked_lstm_with_projection_param_tree_and_reference():
     model = StackedLSTM(6, 2, bidirectional=True, proj_size=4)
     rng = np.random.default_rng(6)
     x = rng.normal(size=(3, 5, 2)).astype(np.float32)
-    params = model.init(jax.random.key(0), x)["params"]
+    params = jax.jit(model.init)(jax.random.key(0), x)["params"]
     layer = {"kernel_ih": (2, 24), "kernel_hh": (4, 24), "bias": (24,), "kernel_hr": (6, 4)}
     upper = {**layer, "kernel_ih": (8, 24)}  # D * proj_size = 8 input features
     assert jax.tree.map(jnp.shape, params) == {
@@ -128,7 +128,7 @@ def test_stacked_lstm_with_projection_param_tree_and_reference():
     carry = model.initialize_carry(3)
     assert [(s.h.shape, s.c.shape) for s in carry] == [((3, 4), (3, 6))] * 4
     lengths = np.array([5, 2, 3])
-    y, finals = model.apply({"params": params}, x, seq_lengths=lengths)
+    y, finals = jax.jit(model.apply)({"params": params}, x, seq_lengths=lengths)
     y_ref, finals_ref = stacked_lstm_reference(params, x, None, lengths, 2, True)
     assert y.shape == (3, 5, 8)
     np.testing.assert_allclose(y, y_ref, atol=1e-5, rtol=0)
