@@ -11,6 +11,7 @@ EXPECTED = {
     "quickstart.py": "prediction shape: (32, 1)",
     "forecast_co2.py": "last_value",
     "train_on_csv.py": "last_value",
+    "nnx_regressor.py": "prediction shape: (32, 1)",
 }
 
 
@@ -30,7 +31,9 @@ def test_example_runs(name, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert EXPECTED[name] in done.stdout
-    if name == "quickstart.py":  # "MSE first step A -> last step B": training works
+    if name in ("quickstart.py", "nnx_regressor.py"):  # "MSE first step A -> last step B"
         words = done.stdout.split()
         first, last = float(words[3]), float(words[7])
         assert last < first / 5, done.stdout
+    if name == "nnx_regressor.py":  # the NNX model and the linen model agree
+        assert float(done.stdout.split("max |nnx - linen|: ")[1].split()[0]) < 1e-6

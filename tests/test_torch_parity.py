@@ -32,16 +32,21 @@ def _run_both(cfg):
     rng = np.random.default_rng(cfg["seed"])
     L, H, D = cfg["num_layers"], cfg["hidden"], 2 if cfg["bidirectional"] else 1
     B, T, F = cfg["batch"], cfg["time"], cfg["features"]
-    t_lstm = torch.nn.LSTM(F, H, L, batch_first=True, bidirectional=cfg["bidirectional"])
+    P = cfg.get("proj", 0)  # proj_size; h and the outputs have P features when > 0
+    HP = P or H
+    t_lstm = torch.nn.LSTM(
+        F, H, L, batch_first=True, bidirectional=cfg["bidirectional"], proj_size=P
+    )
     x = rng.normal(size=(B, T, F)).astype(np.float32)
     lengths = rng.integers(1, T + 1, size=B) if cfg["masked"] else None
     if cfg["with_state"]:
-        h0 = rng.normal(size=(L * D, B, H)).astype(np.float32)
+        h0 = rng.normal(size=(L * D, B, HP)).astype(np.float32)
         c0 = rng.normal(size=(L * D, B, H)).astype(np.float32)
     else:
-        h0 = c0 = np.zeros((L * D, B, H), np.float32)
-    w_out = rng.normal(size=(B, T, D * H)).astype(np.float32)
-    w_h = rng.normal(size=(L * D, B, H)).astype(np.float32)
+        h0 = np.zeros((L * D, B, HP), np.float32)
+        c0 = np.zeros((L * D, B, H), np.float32)
+    w_out = rng.normal(size=(B, T, D * HP)).astype(np.float32)
+    w_h = rng.normal(size=(L * D, B, HP)).astype(np.float32)
     w_c = rng.normal(size=(L * D, B, H)).astype(np.float32)
 
     # torch
@@ -63,7 +68,7 @@ def _run_both(cfg):
     t_grads = {k: v.grad.numpy() for k, v in t_lstm.named_parameters()}
 
     # stacklstm
-    model = StackedLSTM(H, L, bidirectional=cfg["bidirectional"])
+    model = StackedLSTM(H, L, bidirectional=cfg["bidirectional"], proj_size=P)
     params = from_torch(t_lstm)
     state = tuple(LSTMState(h0[k], c0[k]) for k in range(L * D))
 
@@ -85,31 +90,60 @@ def _run_both(cfg):
     )
 
 
-@pytest.mark.parametrize("cfg", list(_configs(16)), ids=lambda c: str(c["seed"]))
-def test_stacked_lstm_matches_torch(cfg, kernel):
-    r = _run_both(cfg)
+def _assert_matches_torch(r):
     (t_out, t_h, t_c, t_gx), (y, h, c, gx) = r["torch"], r["ours"]
     np.testing.assert_allclose(y, t_out, atol=1e-5, rtol=0)
     np.testing.assert_allclose(h, t_h, atol=1e-5, rtol=0)
     np.testing.assert_allclose(c, t_c, atol=1e-5, rtol=0)
     np.testing.assert_allclose(gx, t_gx, atol=1e-4, rtol=0)
+    tg = r["t_grads"]
     for layer in range(r["L"]):
         for s in r["suffixes"]:
             g = r["g_params"][f"layer_{layer}{s}"]
-            tg = r["t_grads"]
             np.testing.assert_allclose(g["kernel_ih"], tg[f"weight_ih_l{layer}{s}"].T, atol=1e-4)
             np.testing.assert_allclose(g["kernel_hh"], tg[f"weight_hh_l{layer}{s}"].T, atol=1e-4)
             np.testing.assert_allclose(g["bias"], tg[f"bias_ih_l{layer}{s}"], atol=1e-4)
             np.testing.assert_allclose(g["bias"], tg[f"bias_hh_l{layer}{s}"], atol=1e-4)
+            assert ("kernel_hr" in g) == (f"weight_hr_l{layer}{s}" in tg)
+            if "kernel_hr" in g:
+                np.testing.assert_allclose(
+                    g["kernel_hr"], tg[f"weight_hr_l{layer}{s}"].T, atol=1e-4, rtol=0
+                )
 
 
-@pytest.mark.parametrize("bidirectional", [False, True])
-def test_to_torch_round_trip_gives_same_outputs(bidirectional):
-    model = StackedLSTM(7, 2, bidirectional=bidirectional)
+@pytest.mark.parametrize("cfg", list(_configs(16)), ids=lambda c: str(c["seed"]))
+def test_stacked_lstm_matches_torch(cfg, kernel):
+    _assert_matches_torch(_run_both(cfg))
+
+
+# LSTMP (proj_size): uni- and bidirectional, 1-3 layers, packed and not, with and without an
+# initial state. (The CPU kernel declines a projection, so one kernel setting is enough.)
+PROJ_CONFIGS = [
+    dict(num_layers=1, hidden=5, proj=2, features=3, batch=3, time=7, bidirectional=False,
+         masked=False, with_state=True, seed=100),
+    dict(num_layers=1, hidden=16, proj=3, features=2, batch=4, time=9, bidirectional=True,
+         masked=True, with_state=False, seed=101),
+    dict(num_layers=2, hidden=33, proj=7, features=4, batch=2, time=6, bidirectional=True,
+         masked=False, with_state=True, seed=103),
+    dict(num_layers=3, hidden=6, proj=1, features=1, batch=5, time=8, bidirectional=True,
+         masked=True, with_state=True, seed=104),
+    dict(num_layers=3, hidden=12, proj=5, features=8, batch=2, time=13, bidirectional=False,
+         masked=True, with_state=False, seed=105),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("cfg", PROJ_CONFIGS, ids=lambda c: str(c["seed"]))
+def test_stacked_lstm_with_projection_matches_torch(cfg):
+    _assert_matches_torch(_run_both(cfg))
+
+
+@pytest.mark.parametrize("bidirectional, proj", [(False, 0), (True, 0), (True, 3)])
+def test_to_torch_round_trip_gives_same_outputs(bidirectional, proj):
+    model = StackedLSTM(7, 2, bidirectional=bidirectional, proj_size=proj)
     x = np.random.default_rng(0).normal(size=(3, 9, 4)).astype(np.float32)
     params = model.init(jax.random.key(1), x)["params"]
     y, _ = model.apply({"params": params}, x)
-    t_lstm = torch.nn.LSTM(4, 7, 2, batch_first=True, bidirectional=bidirectional)
+    t_lstm = torch.nn.LSTM(4, 7, 2, batch_first=True, bidirectional=bidirectional, proj_size=proj)
     t_lstm.load_state_dict(to_torch(params))  # strict: every key must match
     with torch.no_grad():
         t_out, _ = t_lstm(torch.tensor(x))
@@ -129,8 +163,14 @@ def test_from_torch_rejects_unknown_and_missing_keys():
     bad["bias_hh_l0"] = torch.zeros(5)
     with pytest.raises(ValueError, match="bias_hh_l0 must have shape \\(12,\\)"):
         from_torch(bad)
-    with pytest.raises(ValueError, match="proj_size"):
-        from_torch(torch.nn.LSTM(2, 3, proj_size=2))
+    proj = torch.nn.LSTM(2, 3, 2, proj_size=2).state_dict()
+    with pytest.raises(ValueError, match=r"weight_hr_l1 must have shape \(2, 3\); got \(2, 4\)"):
+        from_torch({**proj, "weight_hr_l1": torch.zeros(2, 4)})
+    with pytest.raises(ValueError, match=r"weight_hh_l0 must have shape \(12, 2\)"):
+        from_torch({**proj, "weight_hh_l0": torch.zeros(12, 3)})
+    del proj["weight_hr_l1"]
+    with pytest.raises(ValueError, match=r"missing \['weight_hr_l1'\]"):
+        from_torch(proj)
     with pytest.raises(TypeError, match=r"torch\.nn\.LSTM or its state_dict"):
         from_torch([1, 2])
 
@@ -143,3 +183,13 @@ def test_from_torch_without_bias_gives_zero_bias():
     y, _ = StackedLSTM(3).apply({"params": params}, x)
     with torch.no_grad():
         np.testing.assert_allclose(y, t_lstm(torch.tensor(x))[0].numpy(), atol=1e-5)
+
+
+def test_to_torch_rejects_mixed_or_misshapen_projection():
+    params = from_torch(torch.nn.LSTM(2, 4, 2, proj_size=3))
+    mixed = {**params, "layer_1": {k: v for k, v in params["layer_1"].items() if k != "kernel_hr"}}
+    with pytest.raises(ValueError, match="layer_1 must hold bias, kernel_hh, kernel_hr, kernel_ih"):
+        to_torch(mixed)
+    bad = {**params, "layer_0": {**params["layer_0"], "kernel_hr": np.zeros((5, 3), np.float32)}}
+    with pytest.raises(ValueError, match=r"layer_0/kernel_hr must be \(hidden, proj_size\)"):
+        to_torch(bad)

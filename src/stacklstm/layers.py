@@ -9,7 +9,14 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from .checks import check_bool, check_fraction, check_positive_int
+from .checks import (
+    SettingError,
+    SettingTypeError,
+    check_bool,
+    check_fraction,
+    check_positive_int,
+    is_int,
+)
 from .kernels.lstm import LSTMState, check_seq_lengths, lstm_layer
 
 Array = jax.Array
@@ -50,17 +57,37 @@ def check_input(x: Array, name: str = "x") -> Array:
     return x
 
 
+def check_layer_input(name: str, kernel_ih_shape: tuple, x_shape: tuple, hidden: int) -> None:
+    """Checks that a layer's existing ``kernel_ih`` fits ``x``: the input features, then
+    ``(features, 4*hidden)``. ``name`` prefixes the message (the layer's name)."""
+    got = tuple(kernel_ih_shape)
+    if len(got) == 2 and x_shape[-1] != got[0]:
+        raise ValueError(
+            f"{name}: the params expect inputs with {got[0]} features "
+            f"(kernel_ih {got}); got x with {x_shape[-1]} features"
+        )
+    if got != (x_shape[-1], 4 * hidden):
+        raise ValueError(
+            f"{name}: kernel_ih in the params has shape {got}, but this layer "
+            f"(hidden_size={hidden}) needs {(x_shape[-1], 4 * hidden)}: params of "
+            "another model?"
+        )
+
+
 class LSTMLayer(nn.Module):
-    """One LSTM layer in one direction; owns ``kernel_ih``, ``kernel_hh`` and ``bias``.
+    """One LSTM layer in one direction; owns ``kernel_ih``, ``kernel_hh`` and ``bias`` (and
+    ``kernel_hr`` ``(hidden, proj_size)`` when ``proj_size > 0``).
 
     Attributes:
-        hidden_size: size of ``h`` and ``c``.
+        hidden_size: size of ``c`` (and of ``h`` without a projection).
         reverse: run each row from its last valid step to its first.
         dtype: matmul dtype (``None``: from inputs and params); state math stays >= float32.
         param_dtype: dtype of the stored parameters.
         kernel_init, recurrent_kernel_init, bias_init: initialisers (see ``StackedLSTM``).
         remat: recompute activations in chunks in the backward pass (see ``lstm_layer``).
         time_major: inputs and outputs are ``(time, batch, ...)``.
+        proj_size: project ``h`` to this many features (PyTorch's ``proj_size``); 0: none.
+        projection_kernel_init: initialiser of ``kernel_hr``.
     """
 
     hidden_size: int
@@ -72,37 +99,37 @@ class LSTMLayer(nn.Module):
     bias_init: Initializer = lstm_bias_init(1.0)
     remat: bool | int = False
     time_major: bool = False
+    proj_size: int = 0
+    projection_kernel_init: Initializer = nn.initializers.lecun_normal()
 
     @nn.compact
     def __call__(
         self, x: Array, state: LSTMState, seq_lengths: Array | None = None
     ) -> tuple[Array, LSTMState]:
-        """``x (batch, time, features)``, ``state`` of ``(batch, hidden)`` arrays ->
-        ``(outputs (batch, time, hidden), final LSTMState)``; time first for both when
-        ``time_major``."""
+        """``x (batch, time, features)``, ``state`` of ``(batch, hidden)`` arrays (``h``
+        ``(batch, proj_size)`` with a projection) -> ``(outputs (batch, time, hidden or
+        proj_size), final LSTMState)``; time first for both when ``time_major``."""
         h4 = 4 * self.hidden_size
         if self.has_variable("params", "kernel_ih"):
-            got = tuple(self.get_variable("params", "kernel_ih").shape)
-            if len(got) == 2 and x.shape[-1] != got[0]:
-                raise ValueError(
-                    f"{self.name}: the params expect inputs with {got[0]} features "
-                    f"(kernel_ih {got}); got x with {x.shape[-1]} features"
-                )
-            if got != (x.shape[-1], h4):
-                raise ValueError(
-                    f"{self.name}: kernel_ih in the params has shape {got}, but this layer "
-                    f"(hidden_size={self.hidden_size}) needs {(x.shape[-1], h4)}: params of "
-                    "another model?"
-                )
+            got = self.get_variable("params", "kernel_ih").shape
+            check_layer_input(self.name, got, x.shape, self.hidden_size)
+        h_size = self.proj_size or self.hidden_size
         params = {
             "kernel_ih": self.param(
                 "kernel_ih", self.kernel_init, (x.shape[-1], h4), self.param_dtype
             ),
             "kernel_hh": self.param(
-                "kernel_hh", self.recurrent_kernel_init, (self.hidden_size, h4), self.param_dtype
+                "kernel_hh", self.recurrent_kernel_init, (h_size, h4), self.param_dtype
             ),
             "bias": self.param("bias", self.bias_init, (h4,), self.param_dtype),
         }
+        if self.proj_size:
+            params["kernel_hr"] = self.param(
+                "kernel_hr",
+                self.projection_kernel_init,
+                (self.hidden_size, self.proj_size),
+                self.param_dtype,
+            )
         return lstm_layer(
             params,
             x,
@@ -116,18 +143,30 @@ class LSTMLayer(nn.Module):
 
 
 def zero_state(
-    batch_size: int, hidden_size: int, num_states: int, dtype: Dtype = jnp.float32
+    batch_size: int,
+    hidden_size: int,
+    num_states: int,
+    dtype: Dtype = jnp.float32,
+    proj_size: int = 0,
 ) -> tuple[LSTMState, ...]:
-    """``num_states`` zero ``LSTMState``s with ``h`` and ``c`` of shape ``(batch, hidden)``."""
+    """``num_states`` zero ``LSTMState``s with ``h`` and ``c`` of shape ``(batch, hidden)``
+    (``h`` ``(batch, proj_size)`` when ``proj_size > 0``)."""
     check_positive_int("batch_size", batch_size)
-    zeros = jnp.zeros((batch_size, hidden_size), dtype)
-    return tuple(LSTMState(zeros, zeros) for _ in range(num_states))
+    c = jnp.zeros((batch_size, hidden_size), dtype)
+    h = jnp.zeros((batch_size, proj_size), dtype) if proj_size else c
+    return tuple(LSTMState(h, c) for _ in range(num_states))
 
 
 def check_state(
-    state: Sequence[LSTMState], num_states: int, batch: int, hidden: int, what: str
+    state: Sequence[LSTMState],
+    num_states: int,
+    batch: int,
+    hidden: int,
+    what: str,
+    proj_size: int = 0,
 ) -> tuple[LSTMState, ...]:
-    """Checks a stack's state: ``num_states`` ``(h, c)`` pairs of ``(batch, hidden)`` arrays."""
+    """Checks a stack's state: ``num_states`` ``(h, c)`` pairs of ``(batch, hidden)`` arrays
+    (``h`` ``(batch, proj_size)`` when ``proj_size > 0``)."""
     if not isinstance(state, (tuple, list)):
         raise TypeError(
             f"{what} must be a tuple of LSTMState(h, c), one per layer and direction; "
@@ -143,10 +182,11 @@ def check_state(
         if not isinstance(s, (tuple, list)) or len(s) != 2:
             raise TypeError(f"{what}[{k}] must be an LSTMState(h, c); got {type(s).__name__}")
         h, c = s
-        for name, a in (("h", h), ("c", c)):
-            if jnp.shape(a) != (batch, hidden):
+        h_dims = ("proj_size", proj_size) if proj_size else ("hidden", hidden)
+        for name, a, (dim, size) in (("h", h, h_dims), ("c", c, ("hidden", hidden))):
+            if jnp.shape(a) != (batch, size):
                 raise ValueError(
-                    f"{what}[{k}].{name} must be (batch, hidden) = ({batch}, {hidden}); "
+                    f"{what}[{k}].{name} must be (batch, {dim}) = ({batch}, {size}); "
                     f"got {jnp.shape(a)}"
                 )
         out.append(LSTMState(jnp.asarray(h), jnp.asarray(c)))
@@ -157,15 +197,18 @@ class StackedLSTM(nn.Module):
     """A multi-layer (optionally bidirectional) LSTM, the JAX twin of ``torch.nn.LSTM``.
 
     Same numbers as ``torch.nn.LSTM(input_size, hidden_size, num_layers, batch_first=True,
-    bidirectional=...)`` once its weights are copied with ``stacklstm.interop.from_torch``.
+    bidirectional=..., proj_size=...)`` once its weights are copied with
+    ``stacklstm.interop.from_torch``.
 
     Parameters (public layout): ``layer_{l}`` (and ``layer_{l}_reverse`` when bidirectional),
     each holding ``kernel_ih (in_features, 4*hidden)``, ``kernel_hh (hidden, 4*hidden)`` and
-    ``bias (4*hidden,)``, gates in PyTorch's order i, f, g, o along the last axis.
+    ``bias (4*hidden,)``, gates in PyTorch's order i, f, g, o along the last axis. With
+    ``proj_size > 0`` also ``kernel_hr (hidden, proj_size)``, and ``kernel_hh`` is
+    ``(proj_size, 4*hidden)``.
 
     Initialisation (override with the fields below): ``kernel_ih`` lecun-normal (flax's Dense
     default), ``kernel_hh`` orthogonal, ``bias`` zero with the forget gate at 1.0 (Keras'
-    ``unit_forget_bias``).
+    ``unit_forget_bias``), ``kernel_hr`` lecun-normal.
 
     Attributes:
         hidden_size: features of ``h`` and ``c``.
@@ -178,6 +221,10 @@ class StackedLSTM(nn.Module):
         remat: for long sequences: ``True`` keeps activations for one chunk of
             ``ceil(sqrt(time))`` steps at a time and recomputes the rest in the backward pass
             (memory about ``sqrt(time)``); an int sets the chunk length. Same numbers.
+        proj_size: LSTMP as in PyTorch: ``h = (o * tanh(c)) @ kernel_hr``, so ``h`` and the
+            outputs have ``proj_size`` features and ``c`` keeps ``hidden_size``. 0 (default):
+            no projection. Must be smaller than ``hidden_size``.
+        projection_kernel_init: initialiser of ``kernel_hr``.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -187,6 +234,10 @@ class StackedLSTM(nn.Module):
         >>> y, state = lstm.apply(params, x)
         >>> y.shape, len(state), state[0].h.shape
         ((4, 10, 16), 2, (4, 16))
+        >>> lstmp = StackedLSTM(hidden_size=16, proj_size=4)
+        >>> y, state = lstmp.apply(lstmp.init(jax.random.key(0), x), x)
+        >>> y.shape, state[0].h.shape, state[0].c.shape
+        ((4, 10, 4), (4, 4), (4, 16))
     """
 
     hidden_size: int
@@ -199,12 +250,14 @@ class StackedLSTM(nn.Module):
     recurrent_kernel_init: Initializer = nn.initializers.orthogonal()
     bias_init: Initializer = lstm_bias_init(1.0)
     remat: bool | int = False
+    proj_size: int = 0
+    projection_kernel_init: Initializer = nn.initializers.lecun_normal()
 
     def __post_init__(self) -> None:
-        check_positive_int("hidden_size", self.hidden_size)
-        check_positive_int("num_layers", self.num_layers)
-        check_bool("bidirectional", self.bidirectional)
-        check_fraction("dropout_rate", self.dropout_rate)
+        check_stack_args(
+            self.hidden_size, self.num_layers, self.bidirectional, self.dropout_rate,
+            self.proj_size,
+        )  # fmt: skip
         super().__post_init__()
 
     @property
@@ -212,9 +265,14 @@ class StackedLSTM(nn.Module):
         return 2 if self.bidirectional else 1
 
     def initialize_carry(self, batch_size: int, dtype: Dtype = jnp.float32):
-        """Zero state: a tuple of ``num_layers * D`` ``LSTMState``s, ``(batch, hidden)`` each."""
+        """Zero state: a tuple of ``num_layers * D`` ``LSTMState``s, ``(batch, hidden)`` each
+        (``h`` ``(batch, proj_size)`` with a projection)."""
         return zero_state(
-            batch_size, self.hidden_size, self.num_layers * self.num_directions, dtype
+            batch_size,
+            self.hidden_size,
+            self.num_layers * self.num_directions,
+            dtype,
+            self.proj_size,
         )
 
     @nn.compact
@@ -236,21 +294,15 @@ class StackedLSTM(nn.Module):
             deterministic: when False, apply dropout between layers.
 
         Returns:
-            ``(outputs, final_state)``: ``(batch, time, D*hidden)`` (zeros at padded steps) and
+            ``(outputs, final_state)``: ``(batch, time, D*hidden)`` (``D*proj_size`` with a
+            projection; zeros at padded steps) and
             a tuple of ``LSTMState``s in the same order as ``initial_state``, each taken at the
             row's own last valid step.
         """
-        x = check_input(x)
-        batch, time, _ = x.shape
-        n_states = self.num_layers * self.num_directions
-        if initial_state is None:
-            initial_state = zero_state(batch, self.hidden_size, n_states, jnp.float32)
-        else:
-            initial_state = check_state(
-                initial_state, n_states, batch, self.hidden_size, "initial_state"
-            )
-        if seq_lengths is not None:
-            seq_lengths = check_seq_lengths(seq_lengths, batch, time)
+        x, initial_state, seq_lengths = check_stack_call(
+            x, initial_state, seq_lengths, self.hidden_size, self.num_layers * self.num_directions,
+            self.proj_size,
+        )  # fmt: skip
 
         finals = []
         x = jnp.swapaxes(x, 0, 1)  # time-major inside the stack: no transposes between layers
@@ -267,6 +319,8 @@ class StackedLSTM(nn.Module):
                     bias_init=self.bias_init,
                     remat=self.remat,
                     time_major=True,
+                    proj_size=self.proj_size,
+                    projection_kernel_init=self.projection_kernel_init,
                     name=f"layer_{layer}" + ("_reverse" if rev else ""),
                 )
                 out, final = cell(x, initial_state[len(finals)], seq_lengths)
@@ -276,3 +330,43 @@ class StackedLSTM(nn.Module):
             if self.dropout_rate > 0 and layer < self.num_layers - 1:
                 x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
         return jnp.swapaxes(x, 0, 1), tuple(finals)
+
+
+def check_stack_args(
+    hidden_size: Any, num_layers: Any, bidirectional: Any, dropout_rate: Any, proj_size: Any
+) -> None:
+    """The constructor checks of ``StackedLSTM`` (linen and NNX alike)."""
+    check_positive_int("hidden_size", hidden_size)
+    check_positive_int("num_layers", num_layers)
+    check_bool("bidirectional", bidirectional)
+    check_fraction("dropout_rate", dropout_rate)
+    if not is_int(proj_size) or not 0 <= proj_size < hidden_size:
+        error = SettingError if is_int(proj_size) else SettingTypeError
+        raise error(
+            f"proj_size must be an integer in [0, hidden_size={hidden_size}) (0: no "
+            f"projection, as in torch.nn.LSTM), got {proj_size!r}",
+            "proj_size",
+        )
+
+
+def check_stack_call(
+    x: Any,
+    initial_state: Sequence[LSTMState] | None,
+    seq_lengths: Any,
+    hidden_size: int,
+    num_states: int,
+    proj_size: int = 0,
+) -> tuple[Array, tuple[LSTMState, ...], Array | None]:
+    """The call checks of ``StackedLSTM`` (linen and NNX alike): ``x`` ``(batch, time,
+    features)``, the initial state (zeros when ``None``) and ``seq_lengths``."""
+    x = check_input(x)
+    batch, time, _ = x.shape
+    if initial_state is None:
+        initial_state = zero_state(batch, hidden_size, num_states, jnp.float32, proj_size)
+    else:
+        initial_state = check_state(
+            initial_state, num_states, batch, hidden_size, "initial_state", proj_size
+        )
+    if seq_lengths is not None:
+        seq_lengths = check_seq_lengths(seq_lengths, batch, time)
+    return x, initial_state, seq_lengths

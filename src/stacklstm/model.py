@@ -103,13 +103,10 @@ class LSTMModel(nn.Module):
     remat: bool | int = False
 
     def __post_init__(self) -> None:
-        check_positive_int("lstm_hidden_size", self.lstm_hidden_size)
-        check_positive_int("num_lstm_layers", self.num_lstm_layers)
-        check_positive_int("output_size", self.output_size)
-        check_sizes("linear_layer_sizes", self.linear_layer_sizes)
-        check_bool("mean_aggregation", self.mean_aggregation)
-        check_bool("bidirectional", self.bidirectional)
-        check_fraction("dropout_rate", self.dropout_rate)
+        check_model_args(
+            self.lstm_hidden_size, self.num_lstm_layers, self.linear_layer_sizes,
+            self.mean_aggregation, self.output_size, self.bidirectional, self.dropout_rate,
+        )  # fmt: skip
         super().__post_init__()
 
     @property
@@ -148,12 +145,7 @@ class LSTMModel(nn.Module):
             ``y`` of shape ``(batch, output_size)``, or ``(y, new_carry)`` with
             ``return_carry=True``.
         """
-        x = jnp.asarray(x)
-        if x.ndim == 2:
-            x = x[..., None]  # (batch, time) -> (batch, time, 1)
-        x = check_input(x, "x (batch, time, features) or (batch, time)")
-        if seq_lengths is not None:
-            seq_lengths = check_seq_lengths(seq_lengths, x.shape[0], x.shape[1])
+        x, seq_lengths = check_model_input(x, seq_lengths)
         outputs, new_carry = StackedLSTM(
             hidden_size=self.lstm_hidden_size,
             num_layers=self.num_lstm_layers,
@@ -173,3 +165,35 @@ class LSTMModel(nn.Module):
             name="head",
         )(z)
         return (y, new_carry) if return_carry else y
+
+
+def check_model_args(
+    lstm_hidden_size: Any,
+    num_lstm_layers: Any,
+    linear_layer_sizes: Any,
+    mean_aggregation: Any,
+    output_size: Any,
+    bidirectional: Any,
+    dropout_rate: Any,
+) -> None:
+    """The constructor checks of ``LSTMModel`` (linen and NNX alike)."""
+    check_positive_int("lstm_hidden_size", lstm_hidden_size)
+    check_positive_int("num_lstm_layers", num_lstm_layers)
+    check_positive_int("output_size", output_size)
+    check_sizes("linear_layer_sizes", linear_layer_sizes)
+    check_bool("mean_aggregation", mean_aggregation)
+    check_bool("bidirectional", bidirectional)
+    check_fraction("dropout_rate", dropout_rate)
+
+
+def check_model_input(x: Any, seq_lengths: Any) -> tuple[Array, Array | None]:
+    """The call checks of ``LSTMModel`` (linen and NNX alike): ``x`` ``(batch, time,
+    features)`` or ``(batch, time)`` (one feature, given the feature axis here) and
+    ``seq_lengths``."""
+    x = jnp.asarray(x)
+    if x.ndim == 2:
+        x = x[..., None]  # (batch, time) -> (batch, time, 1)
+    x = check_input(x, "x (batch, time, features) or (batch, time)")
+    if seq_lengths is not None:
+        seq_lengths = check_seq_lengths(seq_lengths, x.shape[0], x.shape[1])
+    return x, seq_lengths

@@ -5,8 +5,11 @@ The mapping, per layer ``l`` and direction suffix ``s`` (``""`` or ``"_reverse"`
     weight_ih_l{l}{s}  (4H, in)  ->  layer_{l}{s}/kernel_ih  (in, 4H)   transposed
     weight_hh_l{l}{s}  (4H, H)   ->  layer_{l}{s}/kernel_hh  (H, 4H)    transposed
     bias_ih_l{l}{s} + bias_hh_l{l}{s}  ->  layer_{l}{s}/bias  (4H,)    folded
+    weight_hr_l{l}{s}  (P, H)   ->  layer_{l}{s}/kernel_hr  (H, P)    transposed, with proj_size P
 
-Both use the gate order i, f, g, o, so no reordering is needed.
+With ``proj_size`` P > 0, ``weight_hh`` is ``(4H, P)`` (``kernel_hh`` ``(P, 4H)``) and the
+layers after the first take ``D*P`` input features. Both use the gate order i, f, g, o, so no
+reordering is needed.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-_KEY = re.compile(r"^(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)(_reverse)?$")
+_KEY = re.compile(r"^(weight_ih|weight_hh|bias_ih|bias_hh|weight_hr)_l(\d+)(_reverse)?$")
 
 
 def _to_numpy(value: Any) -> np.ndarray:
@@ -30,17 +33,19 @@ def from_torch(module_or_state_dict: Any) -> dict[str, dict[str, np.ndarray]]:
     """Converts a ``torch.nn.LSTM`` (or its ``state_dict``) to ``StackedLSTM`` params.
 
     Layers, directions and sizes are read from the keys; every key must be understood and
-    every shape must agree, otherwise a ``ValueError`` names the offending key. ``proj_size``
-    is not supported. ``bias=False`` modules convert to zero biases.
+    every shape must agree, otherwise a ``ValueError`` names the offending key. ``proj_size > 0``
+    (``weight_hr_l{k}``) converts to ``kernel_hr``; ``bias=False`` modules convert to zero
+    biases.
 
     Args:
         module_or_state_dict: an ``nn.LSTM`` (``batch_first`` does not matter for the
             weights) or a mapping of its parameter names to tensors/arrays.
 
     Returns:
-        ``{"layer_0": {"kernel_ih", "kernel_hh", "bias"}, ...}`` of float numpy arrays; use it
-        as ``{"params": tree}`` for ``StackedLSTM.apply`` or as ``params["lstm"]`` of an
-        ``LSTMModel``.
+        ``{"layer_0": {"kernel_ih", "kernel_hh", "bias"}, ...}`` (plus ``"kernel_hr"`` with a
+        projection) of float numpy arrays; use it as ``{"params": tree}`` for
+        ``StackedLSTM.apply`` (``proj_size`` as torch's), as ``params["lstm"]`` of an
+        ``LSTMModel``, or load it into the NNX modules (``stacklstm.nnx.load_linen_params``).
 
     Example:
         >>> import torch
@@ -48,12 +53,12 @@ def from_torch(module_or_state_dict: Any) -> dict[str, dict[str, np.ndarray]]:
         >>> params = from_torch(t)
         >>> sorted(params), params["layer_1"]["kernel_ih"].shape
         (['layer_0', 'layer_1'], (8, 32))
+        >>> params = from_torch(torch.nn.LSTM(3, 8, proj_size=2, batch_first=True))
+        >>> params["layer_0"]["kernel_hh"].shape, params["layer_0"]["kernel_hr"].shape
+        ((2, 32), (8, 2))
     """
     if hasattr(module_or_state_dict, "state_dict"):
-        module = module_or_state_dict
-        if getattr(module, "proj_size", 0):
-            raise ValueError("from_torch: nn.LSTM with proj_size > 0 is not supported")
-        state = module.state_dict()
+        state = module_or_state_dict.state_dict()
     elif isinstance(module_or_state_dict, Mapping):
         state = module_or_state_dict
     else:
@@ -77,8 +82,10 @@ def from_torch(module_or_state_dict: Any) -> dict[str, dict[str, np.ndarray]]:
     num_layers = layers[-1] + 1
     bidirectional = any(k.endswith("_reverse") for k in arrays)
     has_bias = any(k.startswith("bias") for k in arrays)
+    has_proj = any(k.startswith("weight_hr") for k in arrays)
     suffixes = ("", "_reverse") if bidirectional else ("",)
     names = ("weight_ih", "weight_hh") + (("bias_ih", "bias_hh") if has_bias else ())
+    names += ("weight_hr",) if has_proj else ()
     expected = {f"{n}_l{layer}{s}" for layer in range(num_layers) for s in suffixes for n in names}
     if set(arrays) != expected:
         missing, extra = sorted(expected - set(arrays)), sorted(set(arrays) - expected)
@@ -87,22 +94,34 @@ def from_torch(module_or_state_dict: Any) -> dict[str, dict[str, np.ndarray]]:
             f"bidirectional={bidirectional}: missing {missing}, unexpected {extra}"
         )
 
-    hidden = arrays["weight_hh_l0"].shape[1]
+    if has_proj:  # weight_hr_l0 (P, H) gives both sizes
+        w_hr0 = arrays["weight_hr_l0"]
+        if w_hr0.ndim != 2 or min(w_hr0.shape) < 1:
+            raise ValueError(
+                f"from_torch: weight_hr_l0 must be (proj_size, hidden); got {w_hr0.shape}"
+            )
+        proj, hidden = w_hr0.shape
+        h_size = proj
+    else:
+        hidden = h_size = arrays["weight_hh_l0"].shape[1]
     d = len(suffixes)
     params = {}
     for layer in range(num_layers):
         for s in suffixes:
             w_ih, w_hh = arrays[f"weight_ih_l{layer}{s}"], arrays[f"weight_hh_l{layer}{s}"]
             in_features = w_ih.shape[1] if w_ih.ndim == 2 else -1
-            if layer > 0 and in_features != d * hidden:
+            if layer > 0 and in_features != d * h_size:
                 raise ValueError(
-                    f"from_torch: weight_ih_l{layer}{s} must be ({4 * hidden}, {d * hidden}); "
+                    f"from_torch: weight_ih_l{layer}{s} must be ({4 * hidden}, {d * h_size}); "
                     f"got {w_ih.shape}"
                 )
             shapes = {
                 f"weight_ih_l{layer}{s}": (w_ih.shape, (4 * hidden, in_features)),
-                f"weight_hh_l{layer}{s}": (w_hh.shape, (4 * hidden, hidden)),
+                f"weight_hh_l{layer}{s}": (w_hh.shape, (4 * hidden, h_size)),
             }
+            if has_proj:
+                w_hr = arrays[f"weight_hr_l{layer}{s}"]
+                shapes[f"weight_hr_l{layer}{s}"] = (w_hr.shape, (h_size, hidden))
             if has_bias:
                 b_ih, b_hh = arrays[f"bias_ih_l{layer}{s}"], arrays[f"bias_hh_l{layer}{s}"]
                 shapes[f"bias_ih_l{layer}{s}"] = (b_ih.shape, (4 * hidden,))
@@ -116,19 +135,22 @@ def from_torch(module_or_state_dict: Any) -> dict[str, dict[str, np.ndarray]]:
                 "kernel_hh": np.ascontiguousarray(w_hh.T),
                 "bias": bias,
             }
+            if has_proj:
+                params[f"layer_{layer}{s}"]["kernel_hr"] = np.ascontiguousarray(w_hr.T)
     return params
 
 
 def to_torch(params: Mapping[str, Any]) -> dict[str, Any]:
     """Converts ``StackedLSTM`` params to a ``state_dict`` for ``torch.nn.LSTM``.
 
-    Load it with ``nn.LSTM(in, hidden, num_layers, batch_first=True,
-    bidirectional=...).load_state_dict(sd)``. The folded bias goes to ``bias_ih``; ``bias_hh``
-    is zero (the sum, which is all the LSTM uses, is the same).
+    Load it with ``nn.LSTM(in, hidden, num_layers, batch_first=True, bidirectional=...,
+    proj_size=...).load_state_dict(sd)``. The folded bias goes to ``bias_ih``; ``bias_hh`` is
+    zero (the sum, which is all the LSTM uses, is the same).
 
     Args:
         params: the ``StackedLSTM`` tree (``layer_{l}[_reverse]`` -> ``kernel_ih``,
-            ``kernel_hh``, ``bias``); an outer ``{"params": ...}`` is accepted too.
+            ``kernel_hh``, ``bias``, and ``kernel_hr`` in every layer or in none); an outer
+            ``{"params": ...}`` is accepted too.
 
     Returns:
         An ordered ``dict`` of name -> ``torch.Tensor`` in ``nn.LSTM``'s key order.
@@ -146,18 +168,39 @@ def to_torch(params: Mapping[str, Any]) -> dict[str, Any]:
     expected = {f"layer_{layer}{s}" for layer in range(num_layers) for s in suffixes}
     if set(params) != expected:
         raise ValueError(f"to_torch: expected layers {sorted(expected)}; got {sorted(params)}")
+    has_proj = "kernel_hr" in params["layer_0"]
+    names = {"kernel_ih", "kernel_hh", "bias"} | ({"kernel_hr"} if has_proj else set())
     state = {}
     for layer in range(num_layers):
         for s in suffixes:
             p = params[f"layer_{layer}{s}"]
-            if set(p) != {"kernel_ih", "kernel_hh", "bias"}:
+            if set(p) != names:
                 raise ValueError(
-                    f"to_torch: layer_{layer}{s} must hold kernel_ih, kernel_hh, bias; "
-                    f"got {sorted(p)}"
+                    f"to_torch: layer_{layer}{s} must hold {', '.join(sorted(names))} (as "
+                    f"layer_0 does); got {sorted(p)}"
                 )
-            bias = torch.from_numpy(np.array(p["bias"], np.float32))
-            state[f"weight_ih_l{layer}{s}"] = torch.from_numpy(np.array(p["kernel_ih"]).T.copy())
-            state[f"weight_hh_l{layer}{s}"] = torch.from_numpy(np.array(p["kernel_hh"]).T.copy())
+            k_ih, k_hh, b = (np.array(p[k]) for k in ("kernel_ih", "kernel_hh", "bias"))
+            hidden = b.shape[0] // 4 if b.ndim == 1 else -1
+            h_size = hidden
+            if has_proj:
+                k_hr = np.array(p["kernel_hr"])
+                if k_hr.ndim != 2 or k_hr.shape[0] != hidden:
+                    raise ValueError(
+                        f"to_torch: layer_{layer}{s}/kernel_hr must be (hidden, proj_size) = "
+                        f"({hidden}, P); got {k_hr.shape}"
+                    )
+                h_size = k_hr.shape[1]
+            if k_hh.shape != (h_size, 4 * hidden) or k_ih.ndim != 2 or k_ih.shape[1] != 4 * hidden:
+                raise ValueError(
+                    f"to_torch: layer_{layer}{s} must have kernel_ih (in, {4 * hidden}) and "
+                    f"kernel_hh ({h_size}, {4 * hidden}) for bias {b.shape}; got {k_ih.shape} "
+                    f"and {k_hh.shape}"
+                )
+            bias = torch.from_numpy(np.array(b, np.float32))
+            state[f"weight_ih_l{layer}{s}"] = torch.from_numpy(k_ih.T.copy())
+            state[f"weight_hh_l{layer}{s}"] = torch.from_numpy(k_hh.T.copy())
             state[f"bias_ih_l{layer}{s}"] = bias
             state[f"bias_hh_l{layer}{s}"] = torch.zeros_like(bias)
+            if has_proj:
+                state[f"weight_hr_l{layer}{s}"] = torch.from_numpy(k_hr.T.copy())
     return state

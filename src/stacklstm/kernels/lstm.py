@@ -11,6 +11,12 @@ One layer, one direction:
     i, f, g, o = split(gates_t)                                      # PyTorch's gate order
     c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g)
     h_t = sigmoid(o) * tanh(c_t)
+    h_t = h_t @ kernel_hr                                            # only with a projection
+
+With a projection (LSTMP, PyTorch's ``proj_size``) ``h`` and the outputs have ``proj_size``
+features, ``c`` keeps ``hidden`` and ``kernel_hh`` is ``(proj_size, 4*hidden)``. That case runs
+the scan below differentiated by JAX's autodiff (neither the CPU kernel nor the hand-written
+VJP has the projection); without one nothing changes.
 
 Speed notes (why the code looks the way it does):
 - the input projection ``x @ kernel_ih`` for all steps is one matmul outside the scan; only
@@ -53,23 +59,33 @@ class LSTMLayerParams(NamedTuple):
         kernel_ih: ``(in_features, 4*hidden)``, gates i, f, g, o along the last axis.
         kernel_hh: ``(hidden, 4*hidden)``.
         bias: ``(4*hidden,)``, PyTorch's ``b_ih + b_hh`` folded into one.
+        kernel_hr: ``(hidden, proj_size)``, the projection of ``h`` (PyTorch's ``proj_size``;
+            then ``kernel_hh`` is ``(proj_size, 4*hidden)``), or ``None`` for none.
     """
 
     kernel_ih: Array
     kernel_hh: Array
     bias: Array
+    kernel_hr: Array | None = None
+
+
+# Why the compiled CPU kernel steps aside for a projection (for whoever reports the path taken).
+NATIVE_DECLINES_PROJECTION = (
+    "proj_size > 0 (kernel_hr): the CPU kernel has no projection; the pure-JAX scan runs"
+)
 
 
 def _as_layer_params(params) -> LSTMLayerParams:
     if isinstance(params, LSTMLayerParams):
-        return LSTMLayerParams(*(jnp.asarray(a) for a in params))
+        return LSTMLayerParams(*(None if a is None else jnp.asarray(a) for a in params))
     try:
-        return LSTMLayerParams(
-            *(jnp.asarray(params[k]) for k in ("kernel_ih", "kernel_hh", "bias"))
-        )
+        arrays = [jnp.asarray(params[k]) for k in ("kernel_ih", "kernel_hh", "bias")]
+        kernel_hr = jnp.asarray(params["kernel_hr"]) if "kernel_hr" in params else None
+        return LSTMLayerParams(*arrays, kernel_hr)
     except (KeyError, TypeError) as e:
         raise TypeError(
             "LSTM layer params must be a mapping with keys 'kernel_ih', 'kernel_hh', 'bias' "
+            "(and 'kernel_hr' with a projection) "
             f"(or an LSTMLayerParams); got {type(params).__name__}"
             + (f" with keys {sorted(params)}" if hasattr(params, "keys") else "")
         ) from e
@@ -185,10 +201,12 @@ def _gate_constants(hidden: int, acc_dtype):
 
 
 def _forward_scan(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype,
-                  unroll, save):  # fmt: skip
-    """The forward recurrence over time-major ``x_in`` (see the note above)."""
+                  unroll, save, kernel_hr=None):  # fmt: skip
+    """The forward recurrence over time-major ``x_in`` (see the note above); ``kernel_hr``
+    ``(hidden, proj)`` projects each new ``h`` (then ``save`` must be False: the hand-written
+    VJP has no projection)."""
     masked = mask.ndim > 0
-    scale, shift = _gate_constants(kernel_hh.shape[0], acc_dtype)
+    scale, shift = _gate_constants(kernel_hh.shape[1] // 4, acc_dtype)
     bias = bias.astype(acc_dtype)
     kernel = jnp.concatenate([kernel_ih, kernel_hh], axis=0) if fused else kernel_hh
 
@@ -203,6 +221,8 @@ def _forward_scan(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, 
         i, f, g, o = jnp.split(acts, 4, axis=-1)
         c_new = f * c + i * g
         h_new = o * jnp.tanh(c_new)
+        if kernel_hr is not None:  # LSTMP: (batch, hidden) -> (batch, proj)
+            h_new = _matmul("bh,hp->bp", h_new, kernel_hr, dtype, acc_dtype)
         if masked:  # padded steps keep the state and output zeros
             keep = m_t > 0
             h_out = jnp.where(keep, h_new, 0)
@@ -306,6 +326,15 @@ def _remat_chunk(remat: bool | int, time: int) -> int | None:
 def _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll):
     """The recurrence over time-major ``x_tm``: the compiled CPU kernel where it applies
     (float32 on the CPU, see ``native.py``), else the pure-JAX scan. ``-> (ys, h, c)``."""
+    if p.kernel_hr is not None:
+        # A projection: the plain scan, differentiated by autodiff (see the module docstring);
+        # the CPU kernel is declined here, before it is asked (NATIVE_DECLINES_PROJECTION).
+        x_in = x_tm if fused else _project(x_tm, p, dtype, acc_dtype)
+        hs, h, c, _ = _forward_scan(
+            x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
+            unroll or _choose_unroll(x_tm.shape[0]), save=False, kernel_hr=p.kernel_hr,
+        )  # fmt: skip
+        return hs, h, c
     if native.wanted(dtype, acc_dtype):
         f32 = jnp.float32
         return native.recurrence(
@@ -363,9 +392,12 @@ def lstm_layer(
 
     Args:
         params: ``LSTMLayerParams`` or a mapping with ``kernel_ih`` ``(features, 4*hidden)``,
-            ``kernel_hh`` ``(hidden, 4*hidden)`` and ``bias`` ``(4*hidden,)``.
+            ``kernel_hh`` ``(hidden, 4*hidden)`` and ``bias`` ``(4*hidden,)``; with a
+            projection (PyTorch's ``proj_size``) also ``kernel_hr`` ``(hidden, proj_size)``,
+            and ``kernel_hh`` is ``(proj_size, 4*hidden)``.
         x: inputs, ``(batch, time, features)``.
-        state: initial ``LSTMState`` with ``h`` and ``c`` of shape ``(batch, hidden)``.
+        state: initial ``LSTMState`` with ``h`` and ``c`` of shape ``(batch, hidden)`` (``h``
+            ``(batch, proj_size)`` with a projection).
         seq_lengths: optional ``(batch,)`` integers; row ``b`` is valid for its first
             ``seq_lengths[b]`` steps (right padding). Padded steps leave the state unchanged and
             output zeros.
@@ -382,7 +414,8 @@ def lstm_layer(
             works in (a stack of layers stays time-major between layers: no transposes).
 
     Returns:
-        ``(outputs, final_state)``: outputs ``(batch, time, hidden)`` in ``dtype`` (zeros at
+        ``(outputs, final_state)``: outputs ``(batch, time, hidden)`` (``proj_size`` features
+        with a projection) in ``dtype`` (zeros at
         padded steps, in input order also when ``reverse``), and the state after each row's
         last valid step (after its first step when ``reverse``).
 
@@ -394,6 +427,10 @@ def lstm_layer(
         >>> y, s = lstm_layer(p, jnp.ones((4, 5, 3)), s)
         >>> y.shape
         (4, 5, 2)
+        >>> p["kernel_hr"], p["kernel_hh"] = jnp.zeros((2, 1)), jnp.zeros((1, 8))  # LSTMP
+        >>> y, s = lstm_layer(p, jnp.ones((4, 5, 3)), LSTMState(jnp.zeros((4, 1)), s.c))
+        >>> y.shape, s.h.shape, s.c.shape
+        ((4, 5, 1), (4, 1), (4, 2))
     """
     p = _as_layer_params(params)
     x = jnp.asarray(x)
@@ -407,27 +444,46 @@ def lstm_layer(
     if not isinstance(state, (tuple, list)) or len(state) != 2:
         raise TypeError(f"state must be an LSTMState(h, c); got {type(state).__name__}")
     state = LSTMState(*state)
-    hidden = p.kernel_hh.shape[0]
+    hidden = h_size = p.kernel_hh.shape[0]
+    h_name = "hidden"
+    if p.kernel_hr is not None:
+        if p.kernel_hr.ndim != 2 or min(p.kernel_hr.shape) < 1:
+            raise ValueError(
+                f"kernel_hr must be (hidden, proj_size) with both >= 1; got {p.kernel_hr.shape}"
+            )
+        hidden, h_size = p.kernel_hr.shape
+        h_name = "proj_size"
+        if p.kernel_hh.shape != (h_size, 4 * hidden) or p.bias.shape != (4 * hidden,):
+            raise ValueError(
+                f"with kernel_hr (hidden, proj_size) = {p.kernel_hr.shape}, kernel_hh must be "
+                f"(proj_size, 4*hidden) = {(h_size, 4 * hidden)} and bias (4*hidden,) = "
+                f"({4 * hidden},); got {p.kernel_hh.shape} and {p.bias.shape}"
+            )
     if p.kernel_ih.shape != (features, 4 * hidden):
         raise ValueError(
             f"kernel_ih must be (features, 4*hidden) = ({features}, {4 * hidden}) for x with "
             f"{features} features; got {p.kernel_ih.shape}"
         )
-    if p.kernel_hh.shape != (hidden, 4 * hidden) or p.bias.shape != (4 * hidden,):
+    if p.kernel_hr is None and (
+        p.kernel_hh.shape != (hidden, 4 * hidden) or p.bias.shape != (4 * hidden,)
+    ):
         raise ValueError(
             f"kernel_hh must be (hidden, 4*hidden) and bias (4*hidden,); got "
             f"{p.kernel_hh.shape} and {p.bias.shape}"
         )
-    for name, a in (("h", state.h), ("c", state.c)):
-        if jnp.shape(a) != (batch, hidden):
+    for name, a, size, size_name in (
+        ("h", state.h, h_size, h_name),
+        ("c", state.c, hidden, "hidden"),
+    ):
+        if jnp.shape(a) != (batch, size):
             raise ValueError(
-                f"state.{name} must be (batch, hidden) = ({batch}, {hidden}); got {jnp.shape(a)}"
+                f"state.{name} must be (batch, {size_name}) = ({batch}, {size}); got {jnp.shape(a)}"
             )
     if seq_lengths is not None:
         seq_lengths = check_seq_lengths(seq_lengths, batch, time)
 
     if dtype is None:
-        dtype = jnp.result_type(x, p.kernel_ih, p.kernel_hh)
+        dtype = jnp.result_type(x, *(a for a in p if a is not None))
     acc_dtype = jnp.promote_types(dtype, jnp.float32)
 
     if reverse:

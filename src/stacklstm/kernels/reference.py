@@ -19,23 +19,26 @@ def lstm_layer_reference(
     """One layer, one direction, step by step.
 
     Args:
-        params: mapping with ``kernel_ih (features, 4H)``, ``kernel_hh (H, 4H)``, ``bias (4H,)``.
+        params: mapping with ``kernel_ih (features, 4H)``, ``kernel_hh (H, 4H)``, ``bias (4H,)``;
+            with a projection also ``kernel_hr (H, P)``, and then ``kernel_hh`` is ``(P, 4H)``.
         x: ``(batch, time, features)``.
-        h0, c0: ``(batch, H)``.
+        h0, c0: ``(batch, P or H)`` and ``(batch, H)``.
         seq_lengths: optional ``(batch,)``; steps at or after it are padding.
         reverse: walk each row from its last valid step to its first.
 
     Returns:
-        ``(outputs (batch, time, H), h (batch, H), c (batch, H))`` as float64.
+        ``(outputs (batch, time, P or H), h (batch, P or H), c (batch, H))`` as float64.
     """
     w_ih = np.asarray(params["kernel_ih"], np.float64)
     w_hh = np.asarray(params["kernel_hh"], np.float64)
     b = np.asarray(params["bias"], np.float64)
+    w_hr = np.asarray(params["kernel_hr"], np.float64) if "kernel_hr" in params else None
     x = np.asarray(x, np.float64)
     batch, time, _ = x.shape
-    hidden = w_hh.shape[0]
-    out = np.zeros((batch, time, hidden))
-    h_final = np.zeros((batch, hidden))
+    hidden = w_hh.shape[1] // 4
+    h_size = hidden if w_hr is None else w_hr.shape[1]
+    out = np.zeros((batch, time, h_size))
+    h_final = np.zeros((batch, h_size))
     c_final = np.zeros((batch, hidden))
     for row in range(batch):
         length = time if seq_lengths is None else int(seq_lengths[row])
@@ -50,6 +53,8 @@ def lstm_layer_reference(
             o = _sigmoid(z[3 * hidden : 4 * hidden])
             c = f * c + i * g
             h = o * np.tanh(c)
+            if w_hr is not None:  # LSTMP: project h to P features
+                h = h @ w_hr
             out[row, t] = h
         h_final[row], c_final[row] = h, c
     return out, h_final, c_final
@@ -60,8 +65,8 @@ def stacked_lstm_reference(
 ):
     """A stack of layers built from :func:`lstm_layer_reference`, PyTorch's conventions.
 
-    Returns ``(outputs (batch, time, D*H), [(h, c), ...])`` with the states in PyTorch's order
-    (layer 0 forward, layer 0 reverse, layer 1 forward, ...).
+    Returns ``(outputs (batch, time, D*H), [(h, c), ...])`` (``D*P`` with a projection) with
+    the states in PyTorch's order (layer 0 forward, layer 0 reverse, layer 1 forward, ...).
     """
     x = np.asarray(x, np.float64)
     batch = x.shape[0]
@@ -71,9 +76,10 @@ def stacked_lstm_reference(
         outs = []
         for rev in (False, True) if bidirectional else (False,):
             p = params[f"layer_{layer}" + ("_reverse" if rev else "")]
-            hidden = np.shape(p["kernel_hh"])[0]
+            hidden = np.shape(p["kernel_hh"])[1] // 4
+            h_size = np.shape(p["kernel_hr"])[1] if "kernel_hr" in p else hidden
             if states is None:
-                h0 = c0 = np.zeros((batch, hidden))
+                h0, c0 = np.zeros((batch, h_size)), np.zeros((batch, hidden))
             else:
                 h0, c0 = states[k]
             out, h, c = lstm_layer_reference(p, x, h0, c0, seq_lengths, rev)
