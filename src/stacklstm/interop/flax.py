@@ -54,7 +54,19 @@ def from_flax_cell(cell_params: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 
 def to_flax_cell(layer_params: Mapping[str, Any]) -> dict[str, dict[str, np.ndarray]]:
-    """The inverse of :func:`from_flax_cell`: one ``layer_{l}`` entry -> flax cell params."""
+    """The inverse of :func:`from_flax_cell`: one ``layer_{l}`` entry -> flax cell params.
+
+    Raises:
+        ValueError: The layer has keys other than ``kernel_ih``, ``kernel_hh`` and ``bias``
+            (a projected layer's ``kernel_hr``: flax's cells have no projection).
+    """
+    expected = {"kernel_ih", "kernel_hh", "bias"}
+    if set(layer_params) != expected:
+        extra = sorted(set(layer_params) - expected)
+        hint = " (flax's LSTM cells have no projection: proj_size must be 0)" if extra else ""
+        raise ValueError(
+            f"to_flax_cell: expected keys {sorted(expected)}; got {sorted(layer_params)}{hint}"
+        )
     kernel_ih = np.asarray(layer_params["kernel_ih"])
     kernel_hh = np.asarray(layer_params["kernel_hh"])
     bias = np.asarray(layer_params["bias"])

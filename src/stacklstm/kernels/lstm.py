@@ -166,13 +166,11 @@ def _project(x_tm: Array, p: LSTMLayerParams, dtype, acc_dtype) -> Array:
     return xw.reshape(time, batch, -1)
 
 
-def _choose_unroll(time: int) -> int:
-    # Unrolling would let XLA fuse across step boundaries, but each unrolled step is compiled
-    # again for the forward and the backward pass of every layer and direction (a full unroll
-    # of 16 steps costs ~8x the compile time), and on CPU it measured no faster: 35.8, 37.4
-    # and 36.4 us/step at unroll 1, 2, 4 (batch 16, hidden 128). So: no unrolling.
-    del time
-    return 1
+# Unrolling would let XLA fuse across step boundaries, but each unrolled step is compiled again
+# for the forward and the backward pass of every layer and direction (a full unroll of 16 steps
+# costs ~8x the compile time), and on CPU it measured no faster: 35.8, 37.4 and 36.4 us/step at
+# unroll 1, 2, 4 (batch 16, hidden 128). So by default: no unrolling.
+DEFAULT_UNROLL = 1
 
 
 # The recurrence has a hand-written VJP. Autodiff of the scan would accumulate the weight
@@ -332,7 +330,7 @@ def _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll):
         x_in = x_tm if fused else _project(x_tm, p, dtype, acc_dtype)
         hs, h, c, _ = _forward_scan(
             x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
-            unroll or _choose_unroll(x_tm.shape[0]), save=False, kernel_hr=p.kernel_hr,
+            unroll or DEFAULT_UNROLL, save=False, kernel_hr=p.kernel_hr,
         )  # fmt: skip
         return hs, h, c
     if native.wanted(dtype, acc_dtype):
@@ -344,7 +342,7 @@ def _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll):
     x_in = x_tm if fused else _project(x_tm, p, dtype, acc_dtype)
     return _recurrence(
         x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
-        unroll or _choose_unroll(x_tm.shape[0]),
+        unroll or DEFAULT_UNROLL,
     )  # fmt: skip
 
 
@@ -405,7 +403,7 @@ def lstm_layer(
         dtype: dtype of the matmul inputs (e.g. ``jnp.bfloat16``). The gates, the state and the
             accumulation stay in at least float32. ``None``: the promoted dtype of ``x`` and
             the params.
-        unroll: scan unroll factor; ``None`` chooses from the sequence length.
+        unroll: scan unroll factor; ``None`` means 1 (no unrolling: see ``DEFAULT_UNROLL``).
         remat: trade compute for memory on long sequences: ``True`` keeps the activations of
             only one chunk of ``ceil(sqrt(time))`` steps at a time (an int sets the chunk
             length) and recomputes the rest in the backward pass, so activation memory grows
