@@ -1,11 +1,26 @@
-"""Set-up shared by several test modules: the tiny training run and child-process settings."""
+"""Set-up shared by several test modules: the tiny training runs, child-process settings,
+the in-process CLI, run-folder readers, disk-full stand-ins, and small data series."""
 
+import contextlib
+import errno
+import io
+import json
 import os
+from pathlib import Path
 
 import jax
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
-from stacklstm.data import DataConfig
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig
+from stacklstm.cli import main
+from stacklstm.data import DataConfig, DataError, prepare_series
+from stacklstm.train import ModelConfig, RunConfig, TrainConfig, read_run_info
+from stacklstm.train.checkpoint import RunCheckpoints
+from stacklstm.train.rundir import METRICS_FILE
+from stacklstm.train.step import init_state, make_optimizer
 
 # The JAX settings of the suite's compilation cache (conftest.py turns it on) and the
 # environment variables that pass them to a child process.
@@ -47,3 +62,131 @@ def tiny_run(
         ),
     )
     return flags, run
+
+
+# 2284 weekly rows -> windows of 6: 1592 training windows, 24 steps per epoch at batch 64.
+# Dropout (between the two LSTM layers) on, so resuming must restore the RNG stream too.
+TINY_RUN = tiny_run()[1]
+
+
+def _leaves(tree):
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+# Small enough to run in seconds, long enough to kill in the middle of an epoch: 1592
+# training windows of 6 weeks -> 99 steps per epoch at batch 16, 198 in all; a metrics line
+# every 5 steps, a checkpoint every 10. Dropout is on, so a resume must restore the RNG too.
+CRASH_FLAGS, CRASH_RUN = tiny_run(batch_size=16, log_every=5, checkpoint_every=10)
+
+
+STEPS_PER_EPOCH = 99
+
+
+# When one array of a checkpoint cannot be read, Orbax's other reads are dropped unawaited.
+ORBAX_ABANDONS_READS = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+PROPERTY = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _main(*argv):
+    """``stacklstm ...`` in-process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _metric_lines(run_dir):
+    """metrics.jsonl without the wall-clock throughput (the one field allowed to differ)."""
+    lines = (Path(run_dir) / METRICS_FILE).read_text().splitlines()
+    return [{k: v for k, v in json.loads(s).items() if k != "steps_per_s"} for s in lines]
+
+
+def _saved(run_dir):
+    """Everything a run folder holds that must not depend on interruptions."""
+    run_dir = Path(run_dir)
+    info = read_run_info(run_dir)
+    cfg = info.config
+    model = cfg.model.build(output_size=cfg.data.horizon * len(cfg.data.target))
+    x = np.zeros((1, 1, len(info.scaler.columns)), np.float32)
+    optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
+    target = jax.eval_shape(lambda: init_state(model, optimizer, jax.random.key(0), x))
+    saved = {"metrics": _metric_lines(run_dir), "config": cfg}
+    with RunCheckpoints(run_dir, read_only=True) as ckpts:
+        for which in ("latest", "best"):
+            step = ckpts.latest_step(which)
+            state, rng, progress = ckpts.restore(which, target)
+            leaves = [np.asarray(a) for a in jax.tree.leaves(state)]
+            saved[which] = (step, [*leaves, np.asarray(jax.random.key_data(rng))], progress)
+    report = run_dir / "report.json"
+    saved["report"] = json.loads(report.read_text()) if report.exists() else None
+    return saved
+
+
+def _complete_steps(run_dir):
+    """Committed checkpoint steps (Orbax renames ``<step>.orbax-checkpoint-tmp`` when done)."""
+    folder = Path(run_dir) / "checkpoints"
+    if not folder.is_dir():
+        return [-1]
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) or [-1]
+
+
+def _truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _full_disk_at_commit(monkeypatch, step):
+    """Orbax's commit of checkpoint ``step`` (writing its commit file, then the rename) fails
+    as on a full disk. (Failing an item's write instead races with Orbax's clean-up of the
+    other items, which may then report its own error first.)"""
+    from orbax.checkpoint._src.path import atomicity
+
+    commit = atomicity.AtomicRenameTemporaryPath.finalize
+
+    async def full(self):
+        if self.get_final().name == str(step) and self.get_final().parent.name == "checkpoints":
+            _no_space()
+        return await commit(self)
+
+    monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", full)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+# readable numbers: no scaling, no window normalisation, row order as time
+RAW = {"target": ("v",), "time_column": None, "scaler": "none", "normalize": "none"}
+
+
+def series_of(values, **overrides):
+    """Prepared series and config of one column ``v`` (and optional feature columns)."""
+    values = np.asarray(values, dtype=np.float64)
+    columns = {"v": values} if values.ndim == 1 else {"v": values[:, 0]}
+    if values.ndim == 2:
+        columns.update({f"f{j}": values[:, j] for j in range(1, values.shape[1])})
+        overrides.setdefault("features", tuple(f"f{j}" for j in range(1, values.shape[1])))
+    cfg = DataConfig(**{**RAW, **overrides})
+    return prepare_series(pd.DataFrame(columns), cfg), cfg
+
+
+def raises_one_line(match, fn, *args, error=DataError, **kwargs):
+    with pytest.raises(error, match=match) as info:
+        fn(*args, **kwargs)
+    assert "\n" not in str(info.value)
+    return info.value
+
+
+DATES = ["2000-01-01", "2000-01-02", "2000-01-03", "2000-01-04", "2000-01-05"]

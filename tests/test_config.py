@@ -4,8 +4,12 @@ import dataclasses
 import inspect
 import json
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from helpers import _JSON, raises_one_line
 from stacklstm import LSTMModel, StackedLSTM
 from stacklstm.checks import SettingError, SettingTypeError
 from stacklstm.config import (
@@ -19,6 +23,7 @@ from stacklstm.config import (
     describe,
     setting,
 )
+from stacklstm.train import load_config
 
 #: Every key a layout-2 config.json holds. A field added later must carry `legacy=` (the
 #: behaviour before it existed), so that older run folders keep meaning what they meant.
@@ -135,3 +140,132 @@ def test_setting_errors_name_the_field(cls, kwargs, message):
     with pytest.raises(SettingError, match=message) as err:
         cls(**kwargs)
     assert err.value.field == next(iter(kwargs))
+
+
+def test_config_round_trip_and_defaults():
+    cfg = RunConfig.from_dict({"model": {"linear_layer_sizes": [4]}, "train": {"lr": 1}})
+    assert cfg.model.linear_layer_sizes == (4,)
+    assert cfg.train.lr == 1.0 and isinstance(cfg.train.lr, float)
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert RunConfig().model == ModelConfig(64, 2, (32, 16), False, False, 0.0)
+    assert (RunConfig().train.batch_size, RunConfig().train.seed) == (32, 0)
+    assert RunConfig().data.season == 52 and RunConfig().train.skip_nonfinite is False
+
+
+def test_config_diff_names_fields():
+    a = RunConfig()
+    b = a.replace({"train": {"epochs": 7}, "data": {"window": 3}})
+    assert a.diff(b) == ["data.window: 10 != 3", "train.epochs: 60 != 7"]
+    assert a.diff(a) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"modle": {}}, "unknown config section(s) 'modle'"),
+        ({"train": {"epoch": 3}}, "unknown [train] key(s) 'epoch'; expected some of: epochs"),
+        ({"model": {"hidden_size": 0}}, "lstm_hidden_size must be an integer >= 1, got 0"),
+        ({"model": {"linear_layer_sizes": [3, "x"]}}, "linear_layer_sizes must hold integers >= 1"),
+        ({"model": {"dropout": 1.0}}, "dropout_rate must be a number in [0.0, 1.0), got 1.0"),
+        ({"train": {"lr": 0}}, "lr must be a number in (0.0, inf), got 0.0"),
+        ({"train": {"loss": "l2"}}, "loss must be one of 'mse', 'mae', 'huber', got 'l2'"),
+        ({"train": {"batch_size": True}}, "batch_size must be an integer >= 1, got True"),
+        ({"data": {"window": 0}}, "window must be an integer >= 1, got 0"),
+    ],
+)
+def test_config_rejects_bad_settings_in_one_line(raw, message):
+    with pytest.raises(ValueError) as info:
+        RunConfig.from_dict(raw)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_load_config_reads_toml_and_yaml(tmp_path):
+    toml = tmp_path / "run.toml"
+    toml.write_text('[data]\ntarget = ["co2"]\nwindow = 12\n[train]\nepochs = 4\n')
+    yaml = tmp_path / "run.yaml"
+    yaml.write_text("data:\n  window: 12\ntrain:\n  epochs: 4\n")
+    expected = RunConfig().replace({"data": {"window": 12}, "train": {"epochs": 4}})
+    assert load_config(toml) == expected
+    assert load_config(yaml) == expected
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[train\nepochs = 4\n")
+    with pytest.raises(ValueError, match=r"cannot parse .*bad\.toml"):
+        load_config(bad)
+    with pytest.raises(ValueError, match="config file not found"):
+        load_config(tmp_path / "missing.toml")
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"must end in \.toml, \.yaml or \.yml"):
+        load_config(tmp_path / "run.json")
+    yaml.write_text("train:\n  epochs: [\n")
+    with pytest.raises(ValueError, match=r"cannot parse .*run\.yaml"):
+        load_config(yaml)
+
+
+_FIELDS = {
+    section: [f.name for f in dataclasses.fields(cls)]
+    for section, cls in (("data", DataConfig), ("model", ModelConfig), ("train", TrainConfig))
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    raw=st.dictionaries(
+        st.sampled_from(["data", "model", "train", "extra"]),
+        st.one_of(
+            _JSON,
+            st.sampled_from(["data", "model", "train"]).flatmap(
+                lambda s: st.dictionaries(st.sampled_from([*_FIELDS[s], "junk"]), _JSON, max_size=4)
+            ),
+        ),
+        max_size=3,
+    )
+)
+def test_run_config_from_dict_accepts_a_valid_config_or_says_why_not(raw):
+    try:
+        cfg = RunConfig.from_dict(raw)
+    except (ValueError, TypeError) as err:
+        assert str(err) and "\n" not in str(err), str(err)
+        return
+    cfg.validate()
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"window": 0}, "window must be an integer >= 1, got 0"),
+        ({"horizon": 1.5}, "horizon must be an integer >= 1, got 1.5"),
+        ({"stride": True}, "stride must be an integer >= 1, got True"),
+        ({"val_fraction": 1.0}, r"val_fraction must be a number in \[0.0, 1.0\), got 1.0"),
+        ({"test_fraction": -0.1}, r"test_fraction must be a number in \[0.0, 1.0\), got -0.1"),
+        ({"val_fraction": 0.5, "test_fraction": 0.5}, "below 1 .* got 0.5 \\+ 0.5"),
+        ({"target": ()}, "target must name at least one column"),
+        ({"target": "co2"}, "got the string 'co2'; write \\('co2',\\)"),
+        ({"features": ("co2",)}, "'co2' is in both target and features"),
+        ({"features": ("t", "t")}, "features names column 't' more than once"),
+        ({"time_column": "co2"}, "time_column 'co2' is also listed"),
+        ({"scaler": "zscore"}, "scaler must be one of 'standard', 'minmax', 'robust', 'none'"),
+        ({"normalize": "revin"}, "normalize must be one of 'none', 'window', got 'revin'"),
+        ({"gaps": "drop"}, "gaps must be one of 'interpolate', 'reject', got 'drop'"),
+        ({"difference": "yes"}, "difference must be true or false, got 'yes'"),
+    ],
+)
+def test_config_rejects_bad_values(overrides, match):
+    raises_one_line(match, DataConfig, error=SettingError, **overrides)
+
+
+def test_config_dict_round_trip_and_unknown_keys():
+    cfg = DataConfig(target=("a", "b"), features=("c",), window=24, difference=True)
+    assert DataConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert DataConfig.from_dict({}) == DataConfig()
+    assert DataConfig(window=np.int64(5)).to_dict()["window"] == 5
+    raises_one_line(
+        "unknown DataConfig key\\(s\\) 'windw'; expected some of: target",
+        DataConfig.from_dict,
+        {"windw": 3},
+        error=SettingError,
+    )
+    raises_one_line(
+        "window must be an integer", DataConfig.from_dict, {"window": "3"}, error=SettingError
+    )

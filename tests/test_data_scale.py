@@ -1,0 +1,63 @@
+"""Scalers: fitted on training rows only, hand-computed statistics, inversion."""
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers import series_of
+from stacklstm.data import DataError, Scaler, make_splits
+
+
+def test_scaler_fitted_on_training_rows_only():
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(60, 2)).cumsum(axis=0)
+    series, cfg = series_of(values, window=4, horizon=2, scaler="standard", normalize="window")
+    splits, scaler = make_splits(series, cfg)
+    changed = values.copy()
+    changed[splits.n_train :] = changed[splits.n_train :] * 10.0 + 5.0  # only val and test rows
+    splits2, scaler2 = make_splits(*series_of(changed, window=4, horizon=2, scaler="standard"))
+    assert np.array_equal(scaler.center, scaler2.center)
+    assert np.array_equal(scaler.scale, scaler2.scale)
+    assert not np.array_equal(splits.test.y_true, splits2.test.y_true)
+    n = splits.n_train
+    assert np.allclose(scaler.center, values[:n].mean(axis=0), rtol=1e-14, atol=1e-14)
+    assert np.allclose(scaler.scale, values[:n].std(axis=0), rtol=1e-14)
+    changed[0] += 1.0  # a training row: now the scaler must move
+    _, scaler3 = make_splits(*series_of(changed, window=4, horizon=2, scaler="standard"))
+    assert not np.array_equal(scaler.center, scaler3.center)
+
+
+@pytest.mark.parametrize(
+    ("kind", "center", "scale"),
+    [
+        ("standard", [4.0, 10.0], [np.sqrt(12.5), 1.0]),
+        ("minmax", [1.0, 10.0], [9.0, 1.0]),
+        ("robust", [2.5, 10.0], [3.0, 1.0]),  # quartiles 1.75 and 4.75
+        ("none", [0.0, 0.0], [1.0, 1.0]),
+    ],
+)
+def test_scaler_statistics_hand_computed(kind, center, scale):
+    values = np.array([[1.0, 10.0], [2.0, 10.0], [3.0, 10.0], [10.0, 10.0]])  # column 1 constant
+    scaler = Scaler.fit(values, kind, ("a", "b"), 1)
+    assert scaler.center.tolist() == pytest.approx(center, rel=1e-15)
+    assert scaler.scale.tolist() == pytest.approx(scale, rel=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["standard", "minmax", "robust", "none"])
+def test_scaler_inverse_restores_values_and_round_trips(kind):
+    rng = np.random.default_rng(2)
+    values = rng.normal(3.0, 5.0, size=(30, 3))
+    scaler = Scaler.fit(values[:20], kind, ("a", "b", "c"), 2)
+    scaled = scaler.transform(values)
+    np.testing.assert_allclose(scaler.inverse_transform(scaled), values, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(
+        scaler.inverse_transform(scaled[:, :2], targets_only=True), values[:, :2], rtol=1e-13
+    )
+    restored = Scaler.from_dict(json.loads(json.dumps(scaler.to_dict())))
+    assert np.array_equal(restored.transform(values), scaled)
+    assert (restored.kind, restored.columns, restored.n_targets) == (kind, ("a", "b", "c"), 2)
+    with pytest.raises(ValueError, match="3 scaler columns"):
+        scaler.transform(values[:, :2])
+    with pytest.raises(DataError, match="scaler keys"):
+        Scaler.from_dict({"kind": kind})
