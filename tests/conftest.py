@@ -3,7 +3,8 @@
 import jax
 import pytest
 
-from helpers import CACHE_SETTINGS
+from helpers import CACHE_SETTINGS, CRASH_FLAGS, CRASH_RUN, STEPS_PER_EPOCH, TINY_RUN, _main, _saved
+from stacklstm.train import fit, read_run_info
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -32,3 +33,22 @@ def kernel(request, monkeypatch):
     jax.clear_caches()
     yield request.param
     jax.clear_caches()
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """One finished tiny run on the bundled data (2 epochs of 24 steps)."""
+    out = tmp_path_factory.mktemp("fit") / "run"
+    return fit(TINY_RUN, out, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """One uninterrupted ``stacklstm train`` with CRASH_FLAGS: (run folder, its contents)."""
+    run = tmp_path_factory.mktemp("reference") / "run"
+    code, _, err = _main("train", "--out", run, "--quiet", *CRASH_FLAGS)
+    assert code == 0, err
+    assert read_run_info(run).config == CRASH_RUN
+    saved = _saved(run)
+    assert saved["latest"][0] == 2 * STEPS_PER_EPOCH
+    return run, saved

@@ -1,25 +1,111 @@
-"""The run folder: config.json, Orbax checkpoints (latest and best), atomic writes."""
+"""Orbax checkpoints (latest and best): round trips, retention, and damaged checkpoints."""
 
-import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from stacklstm.data import Scaler
-from stacklstm.train import LAYOUT_VERSION, RunConfig, TrainConfig
-from stacklstm.train.checkpoint import Progress, RunCheckpoints
-from stacklstm.train.rundir import (
-    CONFIG_FILE,
-    RunInfo,
-    atomic_write,
-    atomic_write_text,
-    check_new_run_dir,
-    read_run_info,
-    write_run_info,
-)
+from helpers import ORBAX_ABANDONS_READS, PROPERTY, _truncate
+from stacklstm.train import TrainConfig
+from stacklstm.train.checkpoint import Meter, Progress, RunCheckpoints
 from stacklstm.train.step import TrainState, make_optimizer
+
+
+@pytest.fixture(scope="module")
+def big_checkpoints(tmp_path_factory):
+    """Checkpoints at steps 10 and 20 of a state with arrays large enough to be stored in
+    data files of their own (small ones are inlined in Orbax's index)."""
+    folder = tmp_path_factory.mktemp("ckpts")
+    rng = np.random.default_rng(0)
+    states = {}
+    for step in (10, 20):
+        params = {"w": jnp.asarray(rng.normal(size=(64, 256)), jnp.float32),
+                  "b": jnp.asarray(rng.normal(size=(256,)), jnp.float32)}  # fmt: skip
+        states[step] = (TrainState(jnp.asarray(step, jnp.int32), params, {"m": params["b"] * 2}),
+                        Progress(epoch=step, interval=Meter(loss_sum=0.1 + step)))  # fmt: skip
+        with RunCheckpoints(folder) as ckpts:
+            ckpts.save("latest", step, states[step][0], jax.random.key(step), states[step][1])
+    return folder, states
+
+
+def _copy(folder, base):
+    copy = Path(tempfile.mkdtemp(dir=base)) / "run"
+    shutil.copytree(folder, copy)
+    return copy
+
+
+def _assert_restored(restored, expected):
+    state, _, progress = restored
+    assert progress == expected[1]
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(expected[0]), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@ORBAX_ABANDONS_READS
+@PROPERTY
+@given(data=st.data())
+def test_a_damaged_checkpoint_is_reported_never_read_as_other_numbers(
+    big_checkpoints, tmp_path_factory, data
+):
+    """Flip a byte or cut short any file of the newest checkpoint: it restores exactly what was
+    saved or fails with a ValueError naming the step, and the fallback takes the older one."""
+    folder, states = big_checkpoints
+    run = _copy(folder, tmp_path_factory.getbasetemp())
+    files = sorted(p for p in (run / "checkpoints" / "20").rglob("*") if p.is_file())
+    path = data.draw(st.sampled_from(files), label="file")
+    content = bytearray(path.read_bytes())
+    if data.draw(st.booleans(), label="truncate") or not content:
+        path.write_bytes(content[: data.draw(st.integers(0, max(len(content) - 1, 0)))])
+    else:
+        at = data.draw(st.integers(0, len(content) - 1), label="offset")
+        content[at] ^= data.draw(st.integers(1, 255), label="xor")
+        path.write_bytes(bytes(content))
+    target = states[20][0]
+    with RunCheckpoints(run) as ckpts:
+        try:
+            restored = ckpts.restore("latest", target, 20)
+        except ValueError as err:
+            assert str(err).startswith(f"cannot restore step 20 from {run / 'checkpoints'}")
+            _assert_restored(ckpts.restore_intact("latest", target), states[10])
+            assert ckpts._managers["latest"].all_steps() == [10]  # the damaged one is gone
+        else:
+            _assert_restored(restored, states[20])
+
+
+@ORBAX_ABANDONS_READS
+@pytest.mark.parametrize("damage", ["truncate", "garble"])
+def test_unreadable_newest_checkpoint_is_named_and_the_previous_one_used(
+    big_checkpoints, tmp_path, caplog, damage
+):
+    folder, states = big_checkpoints
+    run = _copy(folder, tmp_path)
+    biggest = max((run / "checkpoints" / "20").rglob("*"), key=lambda p: p.stat().st_size)
+    if damage == "truncate":
+        _truncate(biggest)
+    else:  # random floats compress to nothing: flipped bytes still decode, to other numbers
+        content = bytearray(biggest.read_bytes())
+        content[len(content) // 2] ^= 0xFF
+        biggest.write_bytes(bytes(content))
+    with RunCheckpoints(run) as ckpts:
+        with pytest.raises(ValueError, match=f"cannot restore step 20 from {run}") as info:
+            ckpts.restore("latest", states[20][0])
+        if damage == "garble":
+            assert "differ from the checksum written with them" in str(info.value)
+        _assert_restored(ckpts.restore_intact("latest", states[20][0]), states[10])
+    assert "using step 10, the newest intact checkpoint, and deleting step 20" in caplog.text
+    for path in (run / "checkpoints" / "10").rglob("*"):  # now the only one: damage it too
+        if path.is_file() and path.stat().st_size > 1000:
+            _truncate(path)
+    with RunCheckpoints(run) as ckpts, pytest.raises(ValueError) as info:
+        ckpts.restore_intact("latest", states[20][0])
+    assert str(info.value).startswith(f"no checkpoint in {run / 'checkpoints'} is readable: ")
+    assert "cannot restore step 10" in str(info.value)
 
 
 def _state(scale=1.0):
@@ -83,60 +169,3 @@ def test_restore_errors_are_one_line_value_errors(tmp_path):
         with pytest.raises(ValueError, match="cannot restore step 1 from") as info:
             ckpts.restore("latest", wrong)
     assert "\n" not in str(info.value)
-
-
-def _info():
-    scaler = Scaler.fit(np.array([[1.0], [3.0]]), "standard", ("co2",), 1)
-    return RunInfo(RunConfig().replace({"train": {"epochs": 3}}), None, scaler)
-
-
-def test_run_info_round_trips_and_checks_the_layout_version(tmp_path):
-    write_run_info(tmp_path, _info())
-    raw = json.loads((tmp_path / CONFIG_FILE).read_text())
-    assert raw["layout_version"] == LAYOUT_VERSION
-    assert raw["config"]["train"]["epochs"] == 3 and raw["scaler"]["center"] == [2.0]
-    info = read_run_info(tmp_path)
-    assert info.config == _info().config and info.data_path is None
-    assert info.scaler.to_dict() == _info().scaler.to_dict()
-    raw["layout_version"] = LAYOUT_VERSION + 1
-    (tmp_path / CONFIG_FILE).write_text(json.dumps(raw))
-    with pytest.raises(ValueError, match=f"has layout version {LAYOUT_VERSION + 1} but this"):
-        read_run_info(tmp_path)
-    with pytest.raises(ValueError, match="run folder not found"):
-        read_run_info(tmp_path / "nope")
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match=r"is not a run folder: it has no config\.json"):
-        read_run_info(tmp_path / "empty")
-
-
-def test_check_new_run_dir(tmp_path):
-    check_new_run_dir(tmp_path / "a" / "b")  # absent: fine, and nothing is created
-    assert not (tmp_path / "a").exists()
-    check_new_run_dir(tmp_path)  # empty folder: fine
-    write_run_info(tmp_path / "", _info())
-    with pytest.raises(ValueError, match="already holds a run; pass `resume=True`"):
-        check_new_run_dir(tmp_path)
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(ValueError, match="is a file"):
-        check_new_run_dir(tmp_path / "file")
-    with pytest.raises(ValueError, match=r"cannot create the run folder .*file is not writable"):
-        check_new_run_dir(tmp_path / "file" / "run")  # under a file: nothing can be created
-
-
-def test_atomic_write_replaces_whole_files_only(tmp_path):
-    path = tmp_path / "report.json"
-    atomic_write_text(path, "old")
-
-    class Boom(Exception):
-        pass
-
-    def fail(handle):
-        handle.write(b"half")
-        raise Boom
-
-    with pytest.raises(Boom):
-        atomic_write(path, fail)
-    assert path.read_text() == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary left over
-    atomic_write_text(path, "new")
-    assert path.read_text() == "new"

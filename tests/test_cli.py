@@ -4,20 +4,42 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import typing
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from helpers import cache_env, tiny_run
+import stacklstm.train.loop as loop
+from helpers import (
+    _JSON,
+    CRASH_FLAGS,
+    PROPERTY,
+    _complete_steps,
+    _full_disk_at_commit,
+    _main,
+    _no_space,
+    cache_env,
+    tiny_run,
+)
 from stacklstm import cli
-from stacklstm.cli import build_parser, main
+from stacklstm.cli import _ints, _names, build_parser, main
 from stacklstm.data import DataConfig, bundled_dataset_path, read_table
 from stacklstm.train import ModelConfig, TrainConfig, read_run_info
+from stacklstm.train.checkpoint import RunCheckpoints
+from stacklstm.train.rundir import CONFIG_FILE
 
-# The tiny run of test_train.py (same settings, so a shared compilation cache can hit).
+# The tiny run of test_fit.py (same settings, so a shared compilation cache can hit).
 TINY_FLAGS, TINY_RUN = tiny_run()
 
 
@@ -206,3 +228,299 @@ def test_usage_errors_without_a_command(capsys):
     code, _, err = _run(capsys, "fly")
     assert code == 2 and len(err.splitlines()) == 1 and "invalid choice: 'fly'" in err
     assert read_table(bundled_dataset_path()).shape == (2284, 2)
+
+
+def _one_line_error(code, stdout, stderr, expected_code=2):
+    assert code == expected_code, (code, stderr)
+    assert len(stderr.splitlines()) == 1, stderr
+    assert stderr.startswith("stacklstm: error: "), stderr
+    assert stdout == ""
+    return stderr
+
+
+def test_cli_diverged_run_exits_1_naming_the_steps_and_last_good_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    flags = [*CRASH_FLAGS, "--batch-size", "64", "--log-every", "10", "--lr", "1e30"]
+    err = _one_line_error(*_main("train", "--out", run, "--quiet", *flags), expected_code=1)
+    # the first update (warm-up starts at 0) is fine; the ones after it blow up
+    assert re.search(r"became NaN/Inf at step [23] \(steps 1-10 checked together\)", err), err
+    assert f"the last good checkpoint is step 0 in {run / 'checkpoints'}" in err
+    assert _complete_steps(run) == [0]  # the run stays resumable from its last good step
+    with RunCheckpoints(run, read_only=True) as ckpts:
+        assert ckpts.latest_step("best") is None  # never a best checkpoint of NaN params
+
+
+def _weekly_csv(path, values, dates=None):
+    """A ``date,co2`` table, weekly from 2000-01-02 unless ``dates`` are given."""
+    dates = pd.date_range("2000-01-02", periods=len(values), freq="W") if dates is None else dates
+    rows = "".join(f"{d:%Y-%m-%d},{v}\n" for d, v in zip(dates, values, strict=True))
+    path.write_text("date,co2\n" + rows)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("cells", "flags", "message"),
+    [
+        ({7: "inf", 12: "-inf"}, [], "target column 'co2' holds infinite values in rows 7, 12;"),
+        ({5: "1e999"}, [], "holds infinite values in rows 5;"),
+        ({3: "", 9: "nan"}, ["--gaps", "reject"], "gaps='reject' but rows 3, 9 hold empty values"),
+        ({4: "NaN"}, ["--gaps", "reject"], "gaps='reject' but rows 4 hold empty values"),
+        ({6: "12kg"}, [], "target column 'co2' must be numeric; row 6 holds '12kg'"),
+    ],
+)
+def test_nan_or_inf_in_the_data_is_named_by_row_before_training(tmp_path, cells, flags, message):
+    values = [str(300.0 + i) for i in range(40)]
+    for row, cell in cells.items():
+        values[row - 1] = cell  # row 1 is the first row below the header
+    csv = _weekly_csv(tmp_path / "data.csv", values)
+    # these settings train on the clean table
+    args = ["train", "--data", csv, "--out", tmp_path / "runs" / "r", "--window", "3",
+            "--batch-size", "4", *flags]  # fmt: skip
+    err = _one_line_error(*_main(*args))
+    assert message in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_gaps_reject_names_missing_time_stamps(tmp_path):
+    dates = pd.date_range("2000-01-02", periods=41, freq="W").delete(20)  # one week missing
+    csv = _weekly_csv(tmp_path / "data.csv", np.arange(40.0), dates)
+    args = ["train", "--data", csv, "--out", tmp_path / "r", "--window", "3", "--batch-size", "4",
+            "--gaps", "reject"]  # fmt: skip
+    err = _one_line_error(*_main(*args))
+    assert "1 time stamps of step 7D are missing, the first 2000-05-21" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_folder_of_another_layout_version_or_config_is_refused(reference, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(reference[0], run)
+    raw = json.loads((run / CONFIG_FILE).read_text())
+    before = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
+    (run / CONFIG_FILE).write_text(json.dumps({**raw, "layout_version": 99}))
+    for argv in (["evaluate", run], ["predict", run], ["train", "--out", run, "--resume"]):
+        err = _one_line_error(*_main(*argv))
+        assert "has layout version 99 but this stacklstm reads versions 1, 2" in err, argv
+    raw["config"]["model"]["lstm_hidden_size"] = 9  # a config the checkpoints were not made with
+    (run / CONFIG_FILE).write_text(json.dumps(raw))
+    err = _one_line_error(*_main("evaluate", run))
+    assert re.search(
+        r"cannot restore step 198 from .*: Requested shape: \(.*\) is not compatible "
+        r"with the stored shape: \(.*\)",
+        err,
+    ), err
+    (run / CONFIG_FILE).write_text(
+        json.dumps({**raw, "config": read_run_info(reference[0]).config.to_dict()})
+    )
+    err = _one_line_error(*_main("train", "--out", run, "--resume", "--hidden-size", "9"))
+    assert "the settings differ from the saved run's (model.lstm_hidden_size: 9 != 8)" in err
+    after = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.name != CONFIG_FILE}
+    assert after == {p: t for p, t in before.items() if p.name != CONFIG_FILE}
+
+
+def test_unwritable_output_folder_is_refused_before_training(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("x")
+    err = _one_line_error(*_main("train", "--out", tmp_path / "file" / "run"))
+    assert f"cannot create the run folder {tmp_path / 'file' / 'run'}" in err
+    # tests run as root, where a chmod does not stop writes: stand in for a read-only parent
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path and real_access(p, mode))
+    err = _one_line_error(*_main("train", "--out", tmp_path / "runs" / "r"))
+    assert f"{tmp_path} is not writable" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.parametrize("where", ["config", "first checkpoint"])
+def test_disk_full_while_creating_a_run_leaves_nothing_behind(tmp_path, monkeypatch, where):
+    if where == "config":
+        monkeypatch.setattr(loop, "write_run_info", _no_space)
+    else:
+        _full_disk_at_commit(monkeypatch, 0)
+    out = tmp_path / "runs" / "r"
+    err = _one_line_error(*_main("train", "--out", out, "--quiet", *CRASH_FLAGS))
+    assert f"cannot create the run folder {out}: " in err and "No space left on device" in err
+    assert "nothing was left behind" in err
+    assert list(tmp_path.iterdir()) == []  # not even runs/
+
+
+def _is(parse, text):
+    try:
+        parse(text)
+    except Exception:  # ValueError, OverflowError, argparse.ArgumentTypeError
+        return False
+    return True
+
+
+def _bad_value(kind):
+    """Values no field of this type accepts (every number field's lower bound is >= 0)."""
+    text = st.text(max_size=6)
+    if kind is int:
+        return st.one_of(st.integers(max_value=-1).map(str), text.filter(lambda s: not _is(int, s)))
+    if kind is float:
+        return st.one_of(
+            st.floats(max_value=-1e-6).map(repr),
+            st.sampled_from(["nan", "inf", "-inf", "1e999"]),
+            text.filter(lambda s: not _is(float, s)),
+        )
+    if kind is bool:  # a switch: --flag=VALUE is an error
+        return text
+    if typing.get_origin(kind) is Literal:
+        return text.filter(lambda s: s not in typing.get_args(kind))
+    if kind == tuple[int, ...]:
+        return st.one_of(
+            st.lists(st.integers(max_value=0), min_size=1, max_size=3).map(
+                lambda v: ",".join(map(str, v))
+            ),
+            text.filter(lambda s: not _is(_ints, s)),
+        )  # fmt: skip
+    raise AssertionError(kind)
+
+
+def _setting_flags():
+    for cls in (DataConfig, ModelConfig, TrainConfig):
+        hints = typing.get_type_hints(cls)
+        for field in dataclasses.fields(cls):
+            yield "--" + field.name.replace("_", "-"), hints[field.name]
+
+
+_COLUMN_FLAGS = {
+    # target: anything but exactly co2; features: anything naming a column; time: not 'date'
+    "--target": st.text(max_size=6).filter(lambda s: not _is(_names, s) or _names(s) != ("co2",)),
+    "--features": st.text(max_size=6).filter(lambda s: not _is(_names, s) or _names(s) != ()),
+    "--time-column": st.text(min_size=1, max_size=6).filter(
+        lambda s: s.strip().lower() not in ("", "none", "date")
+    ),
+}
+
+
+BAD_FLAGS = st.one_of(
+    *[
+        (_COLUMN_FLAGS[flag] if flag in _COLUMN_FLAGS else _bad_value(kind)).map(
+            lambda value, flag=flag: [f"{flag}={value}"]
+        )
+        for flag, kind in _setting_flags()
+    ],
+    st.text(min_size=1, max_size=6).map(lambda s: ["--zz" + s]),  # no such flag
+    st.text(max_size=6).map(lambda s: ["--window", "5", "extra" + s]),  # a stray argument
+)
+
+
+@PROPERTY
+@given(flags=st.lists(BAD_FLAGS, min_size=1, max_size=2).map(lambda f: [a for x in f for a in x]))
+def test_cli_bad_flags_exit_2_with_one_line_and_no_run_folder(tmp_path_factory, flags):
+    base = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp()))
+    code, out, err = _main("train", "--out", base / "runs" / "r", "--epochs", "1", *flags)
+    _one_line_error(code, out, err)
+    assert not (base / "runs").exists()
+
+
+_MISSING = "time stamps of step 7D are missing"
+
+
+_DEFECTS = {  # kind -> (what it does to row r, what the message may say; {row}: its file row)
+    "text": (lambda rows, r, v: rows[r].update(co2=v), ["must be numeric; row {row} holds"]),
+    "inf": (lambda rows, r, v: rows[r].update(co2=v), ["holds infinite values in rows {row}"]),
+    "empty": (lambda rows, r, v: rows[r].update(co2=v), ["gaps='reject' but rows {row}"]),
+    "bad date": (lambda rows, r, v: rows[r].update(date=v), ["cannot parse"]),
+    # the week before, whatever it holds now (a bad date; or its row is gone: a week is missing)
+    "repeated date": (
+        lambda rows, r, v: rows[r].update(date=rows[r - 1]["date"]),
+        ["repeats", "cannot parse", _MISSING],
+    ),
+    "missing week": (lambda rows, r, v: rows[r].update(drop=True), [_MISSING]),
+}
+
+
+_DEFECT_VALUES = {
+    "text": ["abc", "1.2.3", "12kg", "--", "0x1G"],
+    "inf": ["inf", "-inf", "1e999", "-1E400"],
+    "empty": ["", "nan", "NaN", "NA", "null"],
+    "bad date": ["yesterday", "2000-13-45", "x", "2000-02-30"],
+    "repeated date": [""],
+    "missing week": [""],
+}
+
+
+@PROPERTY
+@given(
+    defects=st.lists(
+        st.tuples(st.sampled_from(sorted(_DEFECTS)), st.integers(1, 38), st.integers(0, 4)),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_cli_malformed_csv_exit_2_naming_the_problem_and_no_run_folder(tmp_path_factory, defects):
+    base = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp()))
+    dates = pd.date_range("2000-01-02", periods=40, freq="W").strftime("%Y-%m-%d")
+    rows = [{"date": d, "co2": f"{300 + i}.5"} for i, d in enumerate(dates)]
+    for kind, row, choice in defects:
+        values = _DEFECT_VALUES[kind]
+        _DEFECTS[kind][0](rows, row, values[choice % len(values)])
+    text = "date,co2\n" + "".join(f"{r['date']},{r['co2']}\n" for r in rows if not r.get("drop"))
+    (base / "data.csv").write_text(text)
+    # 40 clean rows train with these flags; every defect above must stop it
+    argv = ["train", "--data", base / "data.csv", "--out", base / "runs" / "r", "--window", "3",
+            "--batch-size", "4", "--epochs", "1", "--gaps", "reject"]  # fmt: skip
+    err = _one_line_error(*_main(*argv))
+    file_row = {id(r): i for i, r in enumerate((r for r in rows if not r.get("drop")), 1)}
+    expected = [
+        message.format(row=file_row.get(id(rows[row])))
+        for kind, row, _ in defects
+        if kind == "missing week" or id(rows[row]) in file_row  # (a dropped row says nothing)
+        for message in _DEFECTS[kind][1]
+    ]
+    assert any(message in err for message in expected), (err, defects)
+    assert not (base / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--hidden-size", "10000000"], "training needs about"),  # would allocate petabytes
+        (["--linear-layer-sizes", "1000000000"], "lower --lstm-hidden-size, --num-lstm-layers or"),
+        (["--num-layers", "1000"], "--num-layers must be an integer in [1, 128], got 1000"),
+        (["--epochs", str(10**12)], "more than the step counter holds (2147483647)"),
+        (["--seed", str(2**64)], "seed must be an integer in [0, 9223372036854775807]"),
+        (["--season", str(10**30)], "season must be an integer in [1, 2147483647]"),
+        (["--data", "{tmp}/dates.csv"], "cannot parse '99999-01-01' in row 1 as a date"),
+    ],
+)
+def test_cli_refuses_what_cannot_run_before_allocating_anything(tmp_path, flags, message):
+    """Settings that would exhaust memory, overflow a counter or hang are refused up front;
+    a library warning on the way (pandas on the dates) does not add a line."""
+    dates = "".join(f"99999-01-{day:02d},{day}\n" for day in range(1, 29))
+    (tmp_path / "dates.csv").write_text("date,co2\n" + dates)
+    argv = [f.format(tmp=tmp_path) for f in flags]
+    err = _one_line_error(*_main("train", "--out", tmp_path / "runs" / "r", *argv))
+    assert message in err
+    assert not (tmp_path / "runs").exists()
+
+
+_RUN_INFO = st.one_of(
+    _JSON,
+    st.fixed_dictionaries(
+        {"layout_version": st.just(1) | _JSON, "config": _JSON, "data_path": _JSON, "scaler": _JSON}
+    ),
+    st.fixed_dictionaries(
+        {"layout_version": st.just(1), "config": st.just({}), "data_path": st.none(),
+         "scaler": st.fixed_dictionaries({"kind": st.just("standard") | _JSON,
+                                          "columns": st.just(["co2"]) | _JSON,
+                                          "n_targets": st.just(1) | _JSON,
+                                          "center": st.just([1.0]) | _JSON,
+                                          "scale": st.just([2.0]) | _JSON})}
+    ),
+)  # fmt: skip
+
+
+@PROPERTY
+@given(config=_RUN_INFO, garbage=st.binary(max_size=40))
+def test_cli_evaluate_and_predict_refuse_a_broken_run_folder(tmp_path_factory, config, garbage):
+    run = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())) / "run"
+    run.mkdir()
+    (run / CONFIG_FILE).write_bytes(
+        json.dumps(config).encode() if garbage[:1] != b"\x00" else garbage
+    )
+    (run / "checkpoints").mkdir()
+    before = sorted(run.rglob("*"))
+    for argv in (["evaluate", run], ["predict", run]):
+        _one_line_error(*_main(*argv))
+    assert sorted(run.rglob("*")) == before

@@ -4,8 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from stacklstm import LSTMModel, LSTMState
+from helpers import PROPERTY
+from stacklstm import LSTMModel, LSTMState, StackedLSTM, lstm_layer
 from stacklstm.kernels.reference import stacked_lstm_reference
 
 
@@ -158,3 +161,304 @@ def test_model_dropout_active_only_when_not_deterministic():
     # dropout_rate=0 with deterministic=False is the deterministic model.
     no_drop = LSTMModel(16, 3, (4,))
     np.testing.assert_array_equal(no_drop.apply(params, x, deterministic=False, rngs=rngs), y_det)
+
+
+@pytest.fixture(scope="module")
+def model_and_params():
+    model = LSTMModel(4, 2, (3,))
+    x = np.zeros((2, 5, 3), np.float32)  # (batch, time, features)
+    return model, model.init(jax.random.key(0), x)
+
+
+def _raises_value_or_type_error(call):
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    assert str(info.value).strip(), "an error must say what is wrong"
+
+
+_WRONG_NDIM = st.lists(st.integers(0, 3), max_size=5).filter(lambda s: len(s) not in (2, 3))
+
+
+_NOT_FLOAT = st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.bool_, np.complex64])
+
+
+_NON_ARRAYS = st.sampled_from([None, "abc", object(), {"x": 1}, [[1.0], [1.0, 2.0]]])
+
+
+# (batch=2, time=5, features=3) is right; each of these is wrong in one way
+BAD_X = st.one_of(
+    _WRONG_NDIM.map(lambda s: np.zeros(s, np.float32)),
+    _NOT_FLOAT.map(lambda d: np.zeros((2, 5, 3), d)),
+    st.integers(0, 3).map(lambda b: np.zeros((b, 0, 3), np.float32)),  # no time steps
+    st.integers(0, 7).filter(lambda f: f != 3).map(lambda f: np.zeros((2, 5, f), np.float32)),
+    st.just(np.full((2, 5), np.nan, np.float32)),  # (batch, time): 1 feature, not 3
+    _NON_ARRAYS,
+)
+
+
+_STATE = st.builds(
+    lambda b, h: LSTMState(jnp.zeros((b, h)), jnp.zeros((b, h))),
+    st.integers(0, 3),
+    st.integers(0, 5),
+)
+
+
+_RIGHT_STATE = LSTMState(jnp.zeros((2, 4)), jnp.zeros((2, 4)))  # (batch, hidden) of MODEL
+
+
+BAD_CARRY = st.one_of(
+    st.integers(0, 4).filter(lambda n: n != 2).map(lambda n: (_RIGHT_STATE,) * n),
+    st.tuples(_STATE, _STATE).filter(lambda c: c[0].h.shape != (2, 4) or c[1].h.shape != (2, 4)),
+    _NON_ARRAYS.map(lambda v: (v, v)),
+    _NON_ARRAYS.filter(lambda v: v is not None),
+    st.just((LSTMState("a", "b"),) * 2),
+)  # fmt: skip
+
+
+BAD_LENGTHS = st.one_of(
+    st.lists(st.integers(1, 5), max_size=4).filter(lambda v: len(v) != 2).map(np.array),
+    st.tuples(st.integers(-3, 9), st.integers(-3, 9))
+    .filter(lambda v: not all(1 <= n <= 5 for n in v))
+    .map(np.array),
+    st.just(np.array([np.nan, 2.0])),
+    st.just(np.array([3.0, 2.0])),
+    st.just(np.array([True, True])),
+    _NON_ARRAYS.filter(lambda v: v is not None),
+)
+
+
+@PROPERTY
+@given(x=BAD_X)
+def test_model_rejects_malformed_x(model_and_params, x):
+    model, params = model_and_params
+    _raises_value_or_type_error(lambda: model.apply(params, x))
+
+
+@PROPERTY
+@given(carry=BAD_CARRY, lengths=st.none() | BAD_LENGTHS)
+def test_model_rejects_malformed_carry_and_seq_lengths(model_and_params, carry, lengths):
+    model, params = model_and_params
+    x = np.zeros((2, 5, 3), np.float32)
+    _raises_value_or_type_error(lambda: model.apply(params, x, carry, seq_lengths=lengths))
+    if lengths is not None:
+        _raises_value_or_type_error(lambda: model.apply(params, x, seq_lengths=lengths))
+
+
+_BAD_COUNT = st.one_of(
+    st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3),
+    st.none(), st.just(np.float32(3.0)),
+)  # fmt: skip
+
+
+_BAD_RATE = st.one_of(
+    st.floats().filter(lambda r: not 0 <= r < 1), st.text(max_size=3), st.none(), st.just([0.1])
+)
+
+
+@PROPERTY
+@given(
+    field=st.sampled_from(
+        ["lstm_hidden_size", "num_lstm_layers", "output_size", "linear_layer_sizes", "dropout_rate"]
+    ),
+    data=st.data(),
+)
+def test_model_and_stack_reject_malformed_settings(field, data):
+    if field == "dropout_rate":
+        value = data.draw(_BAD_RATE)
+    elif field == "linear_layer_sizes":
+        value = data.draw(st.one_of(_BAD_COUNT, st.lists(_BAD_COUNT, min_size=1, max_size=3)))
+    else:
+        value = data.draw(_BAD_COUNT)
+    _raises_value_or_type_error(lambda: LSTMModel(**{field: value}))
+    stack_field = {"lstm_hidden_size": "hidden_size", "num_lstm_layers": "num_layers"}
+    if field in stack_field or field == "dropout_rate":
+        kwargs = {"hidden_size": 4, stack_field.get(field, field): value}
+        _raises_value_or_type_error(lambda: StackedLSTM(**kwargs))
+
+
+@PROPERTY
+@given(x=BAD_X, state=st.none() | BAD_CARRY, lengths=st.none() | BAD_LENGTHS)
+def test_stacked_lstm_rejects_malformed_input(x, state, lengths):
+    stack = StackedLSTM(4, num_layers=2)
+    params = stack.init(jax.random.key(0), np.zeros((2, 5, 3), np.float32))
+    _raises_value_or_type_error(lambda: stack.apply(params, x, state, seq_lengths=lengths))
+    good = np.zeros((2, 5, 3), np.float32)
+    if state is not None or lengths is not None:
+        _raises_value_or_type_error(lambda: stack.apply(params, good, state, seq_lengths=lengths))
+
+
+_GOOD_LAYER = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)), "bias": jnp.zeros(8)}
+
+
+_GOOD_STATE = LSTMState(jnp.zeros((2, 2)), jnp.zeros((2, 2)))
+
+
+_SHAPES = st.lists(st.integers(0, 9), min_size=1, max_size=2).map(tuple)
+
+
+BAD_LAYER_PARAMS = st.one_of(
+    st.sampled_from(["kernel_ih", "kernel_hh", "bias"]).map(
+        lambda k: {n: v for n, v in _GOOD_LAYER.items() if n != k}
+    ),  # a key missing
+    st.tuples(st.sampled_from(["kernel_ih", "kernel_hh", "bias"]), _SHAPES)
+    .filter(lambda kv: kv[1] != _GOOD_LAYER[kv[0]].shape)
+    .map(lambda kv: {**_GOOD_LAYER, kv[0]: jnp.zeros(kv[1])}),  # a wrong shape
+    st.sampled_from([None, "abc", 3, [1, 2]]),
+)
+
+
+@PROPERTY
+@given(
+    case=st.one_of(
+        BAD_LAYER_PARAMS.map(lambda p: (p, np.zeros((2, 5, 3), np.float32), _GOOD_STATE, None)),
+        _WRONG_NDIM.map(lambda s: (_GOOD_LAYER, np.zeros(s, np.float32), _GOOD_STATE, None)),
+        _STATE.filter(lambda s: s.h.shape != (2, 2)).map(
+            lambda s: (_GOOD_LAYER, np.zeros((2, 5, 3), np.float32), s, None)
+        ),
+        BAD_LENGTHS.map(lambda n: (_GOOD_LAYER, np.zeros((2, 5, 3), np.float32), _GOOD_STATE, n)),
+    ),
+    remat=st.sampled_from([False, True, 2]),
+)
+def test_lstm_layer_rejects_malformed_input(case, remat):
+    params, x, state, lengths = case
+    _raises_value_or_type_error(lambda: lstm_layer(params, x, state, lengths, remat=remat))
+
+
+@PROPERTY
+@given(remat=st.one_of(st.integers(max_value=-1), st.text(max_size=3), st.floats(0.5, 9.5)))
+def test_lstm_layer_rejects_malformed_remat(remat):
+    x = np.zeros((2, 5, 3), np.float32)
+    _raises_value_or_type_error(lambda: lstm_layer(_GOOD_LAYER, x, _GOOD_STATE, remat=remat))
+
+
+# Escapes the tests above found once (each now a clear ValueError/TypeError).
+def _zero_feature_init():
+    LSTMModel(4, 1).init(jax.random.key(0), np.zeros((2, 5, 0), np.float32))
+
+
+def _other_model_params():
+    params = LSTMModel(5, 2, (3,)).init(jax.random.key(0), np.zeros((2, 5, 3), np.float32))
+    LSTMModel(4, 2, (3,)).apply(params, np.zeros((2, 5, 3), np.float32))
+
+
+KNOWN_API_ESCAPES = {
+    "mean_aggregation not a bool is taken as truthy": lambda: LSTMModel(mean_aggregation="no"),
+    "bidirectional not a bool is taken as truthy": lambda: StackedLSTM(4, bidirectional="no"),
+    "zero features: ZeroDivisionError from the initializer": _zero_feature_init,
+    "params of another model: flax ScopeParamShapeError": _other_model_params,
+    "lstm_layer state None: AttributeError": lambda: lstm_layer(
+        _GOOD_LAYER, np.zeros((2, 5, 3), np.float32), None
+    ),
+    "lstm_layer 0-d kernel_hh: IndexError": lambda: lstm_layer(
+        {**_GOOD_LAYER, "kernel_hh": jnp.zeros(())}, np.zeros((2, 5, 3), np.float32), _GOOD_STATE
+    ),
+}
+
+
+def test_lstm_layer_takes_params_as_nested_lists():
+    as_lists = {k: np.asarray(v).tolist() for k, v in _GOOD_LAYER.items()}
+    x = np.ones((2, 5, 3), np.float32)
+    np.testing.assert_array_equal(
+        lstm_layer(as_lists, x, _GOOD_STATE)[0], lstm_layer(_GOOD_LAYER, x, _GOOD_STATE)[0]
+    )
+
+
+@pytest.mark.parametrize("case", list(KNOWN_API_ESCAPES))
+def test_once_known_api_escapes_are_clear_errors(case):
+    _raises_value_or_type_error(KNOWN_API_ESCAPES[case])
+
+
+MODEL = LSTMModel(4, 2, (3,))
+
+
+X = np.zeros((2, 5, 3), np.float32)
+
+
+PARAMS = MODEL.init(jax.random.key(0), X)
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (np.zeros(5, np.float32), ValueError, r"\(batch, time, features\).*got shape \(5,\)"),
+        (np.zeros((2, 5, 3, 1), np.float32), ValueError, r"got shape \(2, 5, 3, 1\)"),
+        (np.zeros((2, 5, 3), np.int32), TypeError, "floating-point.*int32"),
+        (np.zeros((2, 5, 3), np.complex64), TypeError, "floating-point.*complex64"),
+        (np.zeros((2, 0, 3), np.float32), ValueError, "at least one time step"),
+        (
+            np.zeros((2, 5, 4), np.float32),
+            ValueError,
+            "layer_0: the params expect inputs with 3 features.*got x with 4",
+        ),
+    ],
+)
+def test_model_rejects_bad_x(x, error, match):
+    with pytest.raises(error, match=match):
+        MODEL.apply(PARAMS, x)
+    with pytest.raises(error, match=match):  # at trace time under jit too
+        jax.jit(MODEL.apply)(PARAMS, x)
+
+
+@pytest.mark.parametrize(
+    "carry, error, match",
+    [
+        (MODEL.initialize_carry(2)[:1], ValueError, "must hold 2 LSTMState.*got 1"),
+        (MODEL.initialize_carry(3), ValueError, r"\(batch, hidden\) = \(2, 4\); got \(3, 4\)"),
+        (LSTMModel(5, 2).initialize_carry(2), ValueError, r"= \(2, 4\); got \(2, 5\)"),
+        (jnp.zeros((2, 4)), TypeError, "tuple of LSTMState"),
+        ((jnp.zeros((2, 4)),) * 2, TypeError, r"carry\)?\[0\] must be an LSTMState|must be an"),
+    ],
+)
+def test_model_rejects_bad_carry(carry, error, match):
+    with pytest.raises(error, match=match):
+        MODEL.apply(PARAMS, X, carry)
+
+
+@pytest.mark.parametrize(
+    "lengths, error, match",
+    [
+        (np.array([5]), ValueError, r"shape \(batch,\) = \(2,\); got shape \(1,\)"),
+        (np.array([[5, 5]]), ValueError, r"got shape \(1, 2\)"),
+        (np.array([0, 5]), ValueError, r"\[1, time=5\]; row 0 has 0"),
+        (np.array([5, 6]), ValueError, r"\[1, time=5\]; row 1 has 6"),
+        (np.array([2.0, 5.0]), TypeError, "integers"),
+    ],
+)
+def test_model_rejects_bad_seq_lengths(lengths, error, match):
+    with pytest.raises(error, match=match):
+        MODEL.apply(PARAMS, X, seq_lengths=lengths)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(num_lstm_layers=0), "num_lstm_layers must be an integer >= 1, got 0"),
+        (dict(lstm_hidden_size=0), "lstm_hidden_size must be an integer >= 1, got 0"),
+        (dict(lstm_hidden_size=2.5), "lstm_hidden_size must be an integer >= 1, got 2.5"),
+        (
+            dict(linear_layer_sizes=(8, -1)),
+            r"integers >= 1 \(e.g. \(32, 16\) or \(\)\), got \[8, -1\]",
+        ),
+        (dict(dropout_rate=1.0), r"dropout_rate must be a number in \[0.0, 1.0\), got 1.0"),
+        (dict(dropout_rate=-0.1), r"\[0.0, 1.0\), got -0.1"),
+        (dict(output_size=0), "output_size must be an integer >= 1"),
+    ],
+)
+def test_model_rejects_bad_config(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LSTMModel(**kwargs)
+
+
+def test_stacked_lstm_and_kernel_reject_bad_input():
+    with pytest.raises(ValueError, match="hidden_size must be an integer >= 1"):
+        StackedLSTM(0)
+    with pytest.raises(ValueError, match="num_layers must be an integer >= 1"):
+        StackedLSTM(3, num_layers=0)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        MODEL.initialize_carry(0)
+    p = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)), "bias": jnp.zeros(8)}
+    s = LSTMState(jnp.zeros((4, 2)), jnp.zeros((4, 2)))
+    with pytest.raises(TypeError, match="keys 'kernel_ih', 'kernel_hh', 'bias'"):
+        lstm_layer({"w": 1}, jnp.ones((4, 5, 3)), s)
+    with pytest.raises(ValueError, match=r"state.h must be \(batch, hidden\) = \(4, 2\)"):
+        lstm_layer(p, jnp.ones((4, 5, 3)), LSTMState(jnp.zeros((3, 2)), jnp.zeros((4, 2))))

@@ -1,0 +1,416 @@
+"""The training loop: the run it writes, resume (also after SIGKILL or a damaged checkpoint),
+the NaN/Inf guard, early stopping, seeds, and a full disk mid-run.
+
+The crash tests kill real ``python -m stacklstm train`` processes and compare the resumed run
+with an uninterrupted one bit for bit (CPU)."""
+
+import contextlib
+import errno
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+import stacklstm.train.loop as loop
+from helpers import (
+    CRASH_FLAGS,
+    CRASH_RUN,
+    ORBAX_ABANDONS_READS,
+    STEPS_PER_EPOCH,
+    TINY_RUN,
+    _complete_steps,
+    _full_disk_at_commit,
+    _leaves,
+    _main,
+    _metric_lines,
+    _saved,
+    _truncate,
+    cache_env,
+)
+from stacklstm.data import DataError, bundled_dataset_path, make_splits, prepare_series, read_table
+from stacklstm.train import FitResult, NonFiniteError, fit, load_run
+from stacklstm.train.checkpoint import BEST_DIR, RunCheckpoints
+from stacklstm.train.rundir import METRICS_FILE
+from stacklstm.train.step import StepMetrics, init_state, make_optimizer, make_schedule
+
+
+def test_fit_writes_the_run_folder(trained_run):
+    out = trained_run.out_dir
+    assert isinstance(trained_run, FitResult)
+    assert (trained_run.step, trained_run.epochs, trained_run.stop_reason) == (48, 2, "epochs")
+    names = {"config.json", "checkpoints", BEST_DIR, METRICS_FILE, "report.json"}
+    assert names | {"forecast.png", "loss.png"} <= {p.name for p in out.iterdir()}
+    lines = _metric_lines(out)
+    # log every 10 steps within each 24-step epoch, plus the epoch lines
+    assert [(r["kind"], r["step"]) for r in lines] == [
+        ("train", 10), ("train", 20), ("train", 24), ("epoch", 24),
+        ("train", 34), ("train", 44), ("train", 48), ("epoch", 48),
+    ]  # fmt: skip
+    assert all(r["val_loss"] > 0 for r in lines if r["kind"] == "epoch")
+    schedule = make_schedule(TINY_RUN.train, total_steps=48)
+    assert lines[0]["lr"] == pytest.approx(float(schedule(9)))
+    with RunCheckpoints(out) as ckpts:
+        assert ckpts.latest_step("latest") == 48  # 0 and 20 saved before; two are kept
+        assert ckpts.latest_step("best") == trained_run.best_step
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["test"]) == {"model", "last_value", "seasonal_naive"}
+    assert set(report["test"]["model"]) >= {"mae", "rmse", "mape"}
+    assert report["n_test"] == 343 and report["checkpoint"]["kind"] == "best"
+
+
+def test_resume_is_bit_identical_to_an_uninterrupted_run(trained_run, tmp_path):
+    whole = trained_run
+    # stopped mid-epoch 2 (step 30, a checkpoint), then resumed
+    stopped = fit(TINY_RUN, tmp_path / "split", quiet=True, stop_after_steps=30)
+    assert (stopped.step, stopped.stop_reason, stopped.report) == (30, "stop_after_steps", None)
+    resumed = fit(TINY_RUN, tmp_path / "split", quiet=True, resume=True)
+    # a crash at step 45: metrics lines up to step 44 were written, the last checkpoint is 40
+    crashed = fit(TINY_RUN, tmp_path / "crash", quiet=True, stop_after_steps=45)
+    assert crashed.step == 45
+    with RunCheckpoints(tmp_path / "crash") as ckpts:
+        ckpts._managers["latest"].delete(45)  # as if killed before that save
+        assert ckpts.latest_step("latest") == 40
+    assert max(r["step"] for r in _metric_lines(tmp_path / "crash")) == 44
+    recovered = fit(TINY_RUN, tmp_path / "crash", quiet=True, resume=True)
+
+    expected = _leaves(load_run(whole.out_dir).params)
+    for result in (resumed, recovered):
+        assert result.step == whole.step == 48
+        assert result.best_val_loss == whole.best_val_loss
+        for a, b in zip(expected, _leaves(load_run(result.out_dir).params), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert _metric_lines(result.out_dir) == _metric_lines(whole.out_dir)  # no duplicates
+        report = {**result.report.data, "data_path": whole.report.data["data_path"]}
+        assert report == whole.report.data
+
+
+def test_resume_refuses_another_config(trained_run):
+    other = TINY_RUN.replace({"train": {"epochs": 3}, "model": {"lstm_hidden_size": 9}})
+    with pytest.raises(ValueError, match=r"model\.lstm_hidden_size: 9 != 8; train\.epochs: 3 != 2"):
+        fit(other, trained_run.out_dir, resume=True, quiet=True)
+    with pytest.raises(ValueError, match="already holds a run; pass `resume=True`"):
+        fit(TINY_RUN, trained_run.out_dir, quiet=True)
+
+
+def test_resume_of_a_finished_run_only_rewrites_the_report(trained_run):
+    before = _metric_lines(trained_run.out_dir)
+    again = fit(TINY_RUN, trained_run.out_dir, resume=True, quiet=True)
+    assert again.step == trained_run.step and again.stop_reason == "epochs"
+    assert _metric_lines(trained_run.out_dir) == before
+
+
+def test_fit_validates_before_creating_the_run_folder(tmp_path):
+    short = tmp_path / "short.csv"
+    frame = pd.DataFrame({"date": pd.date_range("2000-01-01", periods=8, freq="D"), "co2": 1.0})
+    frame.to_csv(short, index=False)
+    out = tmp_path / "run"
+    with pytest.raises(DataError, match="training split has 6 of 8 rows"):
+        fit(TINY_RUN, out, data_path=short, quiet=True)
+    with pytest.raises(DataError, match="not found"):
+        fit(TINY_RUN, out, data_path=tmp_path / "missing.csv", quiet=True)
+    big_batch = TINY_RUN.replace({"train": {"batch_size": 5000}})
+    with pytest.raises(DataError, match=r"`batch_size` \(5000\) is larger than the 1592"):
+        fit(big_batch, out, quiet=True)
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def overflowing(tmp_path_factory):
+    """The CO2 table with one training value beyond float32 (1e39): the windows holding it
+    turn to Inf/NaN in the model. Unscaled (so it stays huge); same shapes as TINY_RUN."""
+    frame = read_table(bundled_dataset_path())
+    frame.loc[100, "co2"] = 1e39
+    path = tmp_path_factory.mktemp("data") / "overflow.csv"
+    frame.to_csv(path, index=False)
+    cfg = TINY_RUN.replace({"data": {"scaler": "none"}})
+    with np.errstate(over="ignore"):  # float32 windows of 1e39: Inf, on purpose
+        splits, _ = make_splits(prepare_series(read_table(path), cfg.data), cfg.data)
+    train = splits.train
+    bad = ~np.isfinite(train.x).all(axis=(1, 2)) | ~np.isfinite(train.y).all(axis=(1, 2))
+    # per epoch (24 steps of 64), whether each step's batch holds a bad window
+    bad_steps = [
+        bad[np.random.default_rng([0, epoch]).permutation(len(train))[: 24 * 64]]
+        .reshape(24, 64)
+        .any(axis=1)
+        for epoch in range(2)
+    ]
+    return path, cfg, np.asarray(bad_steps)  # (epoch, step)
+
+
+OVERFLOW = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+
+
+@OVERFLOW
+def test_nonfinite_loss_stops_naming_the_steps_and_last_good_checkpoint(tmp_path, overflowing):
+    path, cfg, bad_steps = overflowing
+    first = int(np.argmax(bad_steps[0])) + 1  # the first step whose batch holds Inf
+    checked = (first - 1) // 10 * 10 + 1, min((first - 1) // 10 * 10 + 10, 24)
+    with pytest.raises(NonFiniteError) as info:
+        fit(cfg, tmp_path / "run", data_path=path, quiet=True)
+    message = str(info.value)
+    assert f"became NaN/Inf at step {first} (steps {checked[0]}-{checked[1]} checked" in message
+    last_good = 20 if first > 20 else 0  # TINY_RUN checkpoints every 20 steps
+    assert f"the last good checkpoint is step {last_good} in" in message
+    with RunCheckpoints(tmp_path / "run") as ckpts:
+        assert ckpts.latest_step("latest") == last_good
+        assert ckpts.latest_step("best") is None
+
+
+@OVERFLOW
+def test_skip_nonfinite_counts_skipped_updates_and_keeps_checkpoints_finite(tmp_path, overflowing):
+    path, cfg, bad_steps = overflowing
+    cfg = cfg.replace({"train": {"skip_nonfinite": True}})
+    result = fit(cfg, tmp_path / "run", data_path=path, quiet=True)
+    lines = _metric_lines(tmp_path / "run")
+    assert result.step == 48 and result.skipped == int(bad_steps.sum()) > 0
+    assert [r["skipped"] for r in lines if r["kind"] == "epoch"] == bad_steps.sum(1).tolist()
+    assert sum(r["skipped"] for r in lines if r["kind"] == "train") == result.skipped
+    assert all(r["train_loss"] < 1 for r in lines)  # skipped steps are left out of the mean
+    with RunCheckpoints(tmp_path / "run") as ckpts:
+        assert ckpts.latest_step("best") == result.best_step
+    assert all(np.isfinite(leaf).all() for leaf in _leaves(load_run(result.out_dir).params))
+    assert result.report.data["test"]["model"]["rmse"] > 0
+
+
+def test_early_stopping_follows_the_validation_losses(tmp_path):
+    cfg = TINY_RUN.replace(
+        {"model": {"num_layers": 1}, "train": {"epochs": 8, "patience": 1, "lr": 0.05}}
+    )
+    result = fit(cfg, tmp_path / "run", quiet=True)
+    val = [r["val_loss"] for r in _metric_lines(tmp_path / "run") if r["kind"] == "epoch"]
+    best, expected_epochs = np.inf, 8
+    for epoch, loss in enumerate(val, start=1):
+        if loss >= best:  # patience 1: the first epoch without improvement stops the run
+            expected_epochs = epoch
+            break
+        best = loss
+    assert len(val) == result.epochs == expected_epochs
+    assert result.stop_reason == ("early_stopping" if expected_epochs < 8 else "epochs")
+    assert result.best_val_loss == min(val)
+    assert result.best_step == 24 * (int(np.argmin(val)) + 1)
+
+
+def _assert_same_run(got, expected):
+    """Bit-identical params, optimizer state, RNG and bookkeeping, metrics and report."""
+    assert got["config"] == expected["config"]
+    for which in ("latest", "best"):
+        (step, leaves, progress), (e_step, e_leaves, e_progress) = got[which], expected[which]
+        assert step == e_step and progress == e_progress, which
+        assert len(leaves) == len(e_leaves)
+        for a, b in zip(leaves, e_leaves, strict=True):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert got["metrics"] == expected["metrics"]
+    assert got["report"] == expected["report"]
+
+
+def _last_logged_step(run_dir):
+    path = Path(run_dir) / METRICS_FILE
+    steps = [0]
+    for line in path.read_text().splitlines() if path.exists() else []:
+        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
+            steps.append(json.loads(line)["step"])  # a line may be half written
+    return max(steps)
+
+
+def _wait_for(child, condition, log, timeout=300):
+    start = time.monotonic()
+    while not condition():
+        if child.poll() is not None or time.monotonic() - start > timeout:
+            child.kill()
+            child.wait()
+            pytest.fail(f"the child ended or stalled first:\n{log.read_text()[-3000:]}")
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_epoch_then_resume_equals_an_uninterrupted_run(reference, tmp_path):
+    run, log = tmp_path / "run", tmp_path / "child.log"
+    with log.open("w") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "stacklstm", "train", "--out", str(run), "--quiet",
+             *CRASH_FLAGS],
+            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
+        )  # fmt: skip
+        # at least one checkpoint besides step 0, and well inside epoch 1
+        started = lambda: _last_logged_step(run) >= 30 and max(_complete_steps(run)) >= 10  # noqa: E731
+        _wait_for(child, started, log)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    killed_at = _last_logged_step(run)
+    assert 30 <= killed_at < STEPS_PER_EPOCH, killed_at  # mid-epoch, nothing finished
+    assert 10 <= _complete_steps(run)[-1] <= killed_at
+    assert not (run / "report.json").exists()
+
+    code, _, err = _main("train", "--out", run, "--resume", "--quiet")
+    assert code == 0, err
+    _assert_same_run(_saved(run), reference[1])
+
+
+# Run by the child below: Orbax's last act of a save (renaming "40.orbax-checkpoint-tmp" to
+# "40") stalls, so the test can SIGKILL it with step 40 written but not committed.
+STALL_COMMIT_OF_STEP_40 = """
+import pathlib, runpy, sys, time
+from orbax.checkpoint._src.path import atomicity
+
+commit = atomicity.AtomicRenameTemporaryPath.finalize
+marker = pathlib.Path(sys.argv[1])
+
+async def stalled(self):
+    final = self.get_final()
+    if final.parent.name == "checkpoints" and final.name == "40":
+        marker.write_text(str(self.get()))
+        time.sleep(600)
+    return await commit(self)
+
+atomicity.AtomicRenameTemporaryPath.finalize = stalled
+sys.argv = ["stacklstm", *sys.argv[2:]]
+runpy.run_module("stacklstm", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.slow
+def test_kill_during_a_checkpoint_write_keeps_the_previous_checkpoint(reference, tmp_path):
+    run, log, marker = tmp_path / "run", tmp_path / "child.log", tmp_path / "stalled"
+    with log.open("w") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-c", STALL_COMMIT_OF_STEP_40, str(marker), "train", "--out",
+             str(run), "--quiet", *CRASH_FLAGS],
+            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
+        )  # fmt: skip
+        _wait_for(child, marker.exists, log)
+        partial = Path(marker.read_text())
+        assert partial.name == "40.orbax-checkpoint-tmp" and partial.is_dir()
+        for path in partial.rglob("*"):  # and make it a half-written one
+            if path.is_file():
+                _truncate(path)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert _complete_steps(run) == [20, 30]  # the previous checkpoints, untouched
+
+    code, _, err = _main("train", "--out", run, "--resume")  # not quiet: see where it resumed
+    assert code == 0, err
+    assert f"resumed {run} at step 30" in err
+    assert not partial.exists()  # the stale temporary folder is cleaned up
+    _assert_same_run(_saved(run), reference[1])
+
+
+def test_same_seed_is_bit_identical_and_another_seed_differs(reference, tmp_path):
+    runs = {}
+    for name, seed in (("a", 0), ("b", 0), ("other", 1)):
+        cfg = CRASH_RUN.replace({"train": {"seed": seed}})
+        fit(cfg, tmp_path / name, quiet=True, stop_after_steps=20)
+        with RunCheckpoints(tmp_path / name, read_only=True) as ckpts:
+            state, _, _ = ckpts.restore("latest", _abstract_state(cfg))
+        runs[name] = (
+            [np.asarray(a) for a in jax.tree.leaves(state)],
+            _metric_lines(tmp_path / name),
+        )
+    (a, a_lines), (b, b_lines), (other, other_lines) = runs["a"], runs["b"], runs["other"]
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert a_lines == b_lines == reference[1]["metrics"][: len(a_lines)]  # = the longer run's
+    params = slice(1, 1 + len(jax.tree.leaves(_abstract_state(CRASH_RUN).params)))
+    assert all(not np.array_equal(x, y) for x, y in zip(a[params], other[params], strict=True))
+    assert [r["train_loss"] for r in a_lines] != [r["train_loss"] for r in other_lines]
+
+
+def _abstract_state(cfg):
+    model = cfg.model.build(output_size=1)
+    optimizer = make_optimizer(cfg.train, total_steps=1)
+    x = np.zeros((1, 1, 1), np.float32)
+    return jax.eval_shape(lambda: init_state(model, optimizer, jax.random.key(0), x))
+
+
+def test_nonfinite_guard_reads_the_host_once_per_log_interval(monkeypatch, tmp_path):
+    """The NaN/Inf check costs no per-step sync: step results are read in blocks."""
+    reads, steps = [], []
+    device_get = jax.device_get
+
+    def counting_get(tree):
+        if isinstance(tree, list) and tree and all(isinstance(m, StepMetrics) for m in tree):
+            reads.append(len(tree))
+        return device_get(tree)
+
+    make_train_step = loop.make_train_step
+
+    def counted_step(*args, **kwargs):
+        step = make_train_step(*args, **kwargs)
+        return lambda *a: steps.append(1) or step(*a)
+
+    monkeypatch.setattr(jax, "device_get", counting_get)
+    monkeypatch.setattr(loop, "make_train_step", counted_step)
+    fit(CRASH_RUN, tmp_path / "run", quiet=True, stop_after_steps=30)
+    assert len(steps) == 30
+    assert reads == [5] * 6  # log_every=5 (checkpoints every 10 fall on log steps)
+
+
+@ORBAX_ABANDONS_READS
+@pytest.mark.slow
+def test_resume_skips_a_damaged_newest_checkpoint_and_still_matches(reference, tmp_path):
+    run = tmp_path / "run"
+    fit(CRASH_RUN, run, quiet=True, stop_after_steps=50)  # checkpoints 40 and 50
+    for path in (run / "checkpoints" / "50" / "state").rglob("*"):
+        if path.is_file():
+            _truncate(path)
+    code, _, err = _main("train", "--out", run, "--resume", "--quiet")
+    assert code == 0, err
+    assert f"cannot restore step 50 from {run / 'checkpoints'}" in err
+    assert "using step 40, the newest intact checkpoint, and deleting step 50" in err
+    _assert_same_run(_saved(run), reference[1])
+
+
+def _full_after(writes):
+    """``Path.open`` whose metrics file refuses the ``writes + 1``-th write (a full disk)."""
+    real_open = Path.open
+
+    class Full(io.TextIOWrapper):
+        count = 0
+
+        def write(self, text):
+            Full.count += 1
+            if Full.count > writes:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().write(text)
+
+    def open_(self, mode="r", *args, **kwargs):
+        if self.name == METRICS_FILE and mode == "a":
+            return Full(real_open(self, "ab"), encoding="utf-8")
+        return real_open(self, mode, *args, **kwargs)
+
+    return open_
+
+
+@pytest.mark.parametrize("where", ["checkpoint", "metrics"])
+def test_disk_full_mid_run_names_the_step_and_keeps_the_last_checkpoint(
+    reference, tmp_path, monkeypatch, where
+):
+    if where == "checkpoint":
+        _full_disk_at_commit(monkeypatch, 40)
+        expected = "cannot write checkpoint step 40 to {run}/checkpoints: [Errno 28] No space"
+        expected_tail = "the newest complete checkpoint is still step 30: fix the cause"
+    else:
+        monkeypatch.setattr(Path, "open", _full_after(writes=4))  # lines of steps 5-20 only
+        expected = "cannot write {run}/metrics.jsonl at step 25: No space left on device"
+        expected_tail = "the newest complete checkpoint is step 20: fix the cause"
+    run = tmp_path / "run"
+    with pytest.raises(OSError) as info:
+        fit(CRASH_RUN, run, quiet=True)
+    assert info.value.errno == errno.ENOSPC
+    assert expected.format(run=run) in str(info.value) and expected_tail in str(info.value)
+    assert "continue from it with `resume=True`" in str(info.value)
+    monkeypatch.undo()
+
+    fit(CRASH_RUN, run, quiet=True, resume=True, stop_after_steps=60)  # space freed
+    assert _metric_lines(run) == reference[1]["metrics"][: len(_metric_lines(run))]
+    assert _last_logged_step(run) == 60
