@@ -25,6 +25,7 @@ MODULES = [
     "stacklstm.train.rundir",
     "stacklstm.train.step",
     "stacklstm.cli",
+    "stacklstm.tune",
 ]
 
 

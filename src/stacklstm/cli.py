@@ -1,4 +1,4 @@
-"""``stacklstm train | evaluate | predict``: parse -> config -> call. No logic of its own.
+"""``stacklstm train | evaluate | predict | tune``: parse -> config -> call. No logic of its own.
 
 Every setting flag is made from a field of ``DataConfig``, ``ModelConfig`` or ``TrainConfig``
 (``lstm_hidden_size`` -> ``--lstm-hidden-size``; the older spellings of
@@ -42,6 +42,7 @@ examples:
   stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
   stacklstm predict runs/sales --data sales.csv --output forecasts.csv
+  stacklstm tune --data sales.csv --target units --trials 20 --out runs/tune   # Optuna search
 
 A config file (TOML or YAML) has the sections [data], [model] and [train] with the field
 names of the flags below (written with underscores), e.g.
@@ -60,6 +61,8 @@ _ARGUMENT_FLAGS = {
     "coordinator": "--coordinator",
     "num_processes": "--num-processes",
     "process_id": "--process-id",
+    "trials": "--trials",
+    "heartbeat": "--heartbeat",
 }
 
 
@@ -243,6 +246,43 @@ def build_parser() -> argparse.ArgumentParser:
     processes.add_argument("--process-id", type=_int, metavar="I", help="this process, 0..N-1")
     train.set_defaults(func=_train)
 
+    tune = commands.add_parser(
+        "tune",
+        help="hyperparameter search on Optuna; many workers can share one study",
+        description=(
+            "Search the [tune] section's space (or a default one) with Optuna's TPE sampler, "
+            "pruning on the validation loss; each trial is a run folder under OUT/trials/. "
+            "Start the same command several times (processes or machines) with one --storage "
+            "to share the study. Writes OUT/best.toml, trials.csv and plots."
+        ),
+        epilog=(
+            "example:\n  stacklstm tune --trials 10 --out runs/tune &\n"
+            "  stacklstm tune --trials 10 --out runs/tune     # a second worker, same study"
+        ),
+        formatter_class=formatter,
+    )
+    tune.add_argument("--data", metavar="FILE", help="CSV/Parquet table (default: bundled CO2)")
+    tune.add_argument(
+        "--config", metavar="FILE", help="TOML or YAML settings with a [tune] search space"
+    )
+    tune.add_argument("--out", metavar="DIR", help="search folder (default: runs/tune-<date-time>)")
+    tune.add_argument("--trials", type=_int, default=10, metavar="N",
+                      help="trials this worker runs (default: 10)")  # fmt: skip
+    tune.add_argument(
+        "--storage", metavar="URL",
+        help="Optuna storage URL shared by the workers (default: sqlite:///OUT/study.db)",
+    )  # fmt: skip
+    tune.add_argument("--study", default="stacklstm", metavar="NAME",
+                      help="study name (default: stacklstm)")  # fmt: skip
+    tune.add_argument(
+        "--heartbeat", type=_int, default=60, metavar="S",
+        help="seconds between a trial's heartbeats; a trial silent for 2*S is marked failed "
+        "(default: 60)",
+    )  # fmt: skip
+    tune.add_argument("--quiet", action="store_true", help="no info logs")
+    _add_setting_flags(tune)
+    tune.set_defaults(func=_tune)
+
     evaluate = commands.add_parser(
         "evaluate",
         help="recompute a run's report (test metrics vs naive baselines)",
@@ -320,6 +360,29 @@ def _train(args: argparse.Namespace) -> int:
     if result.report is not None:
         print(result.report.table)
     print(f"run folder: {out}  ({result.step} steps, stopped by {result.stop_reason})")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from .config import read_config_file
+    from .tune import tune
+
+    space = None
+    base = RunConfig()
+    if args.config is not None:
+        raw = read_config_file(args.config)
+        space = raw.pop("tune", None)
+        base = load_config(args.config)
+    out = (
+        Path(args.out) if args.out else Path("runs") / datetime.now().strftime("tune-%Y%m%d-%H%M%S")
+    )
+    result = tune(
+        base.replace(_overrides(args)), out, trials=args.trials, space=space,
+        storage=args.storage, study=args.study, data_path=args.data, heartbeat=args.heartbeat,
+    )  # fmt: skip
+    print(result.table)
+    best = "none yet" if result.best_value is None else f"{result.best_value:.6g}"
+    print(f"search folder: {out}  ({result.ran} trials here; best validation loss {best})")
     return 0
 
 

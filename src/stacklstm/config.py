@@ -432,12 +432,12 @@ def _legacy_values(cls: type, values: Mapping[str, Any], section: str) -> dict[s
     return out
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Read a ``RunConfig`` from a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file.
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The raw nested table of a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file.
 
     Raises:
-        SettingError: Missing file, unknown suffix, a syntax error (with its line), or bad
-            settings; the message starts with the file's path.
+        SettingError: Missing file, unknown suffix, a syntax error (with its line), or not a
+            table.
     """
     path = Path(path)
     if not path.is_file():
@@ -461,6 +461,23 @@ def load_config(path: str | Path) -> RunConfig:
         if type(err).__module__.startswith("yaml"):
             raise SettingError(f"cannot parse {path}: {err}") from err
         raise
+    if not isinstance(raw, dict):
+        raise SettingError(f"{path}: expected a table of run settings, got {type(raw).__name__}")
+    return raw
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read a ``RunConfig`` from a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file.
+
+    Its sections are ``[data]``, ``[model]`` and ``[train]``; a ``[tune]`` section (the
+    search space of ``stacklstm tune``) is allowed and ignored here.
+
+    Raises:
+        SettingError: Missing file, unknown suffix, a syntax error (with its line), or bad
+            settings; the message starts with the file's path.
+    """
+    path = Path(path)
+    raw = {k: v for k, v in read_config_file(path).items() if k != "tune"}
     try:
         return RunConfig.from_dict(raw)
     except SettingError as err:

@@ -14,7 +14,7 @@ from ..data import Series, WindowSet
 from .rundir import atomic_write
 
 
-def _save_figure(fig: Any, path: Path) -> None:
+def save_figure(fig: Any, path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
@@ -52,7 +52,7 @@ def plot_forecast(
         ax.legend(loc="best", fontsize=8)
     axes[0, 0].set_title(f"test forecasts ({len(test)} windows, horizon {test.horizon})")
     fig.tight_layout()
-    _save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -81,5 +81,5 @@ def plot_loss(path: Path, metrics_path: Path) -> None:
     ax.set_ylabel("loss (scaled units)")
     ax.legend()
     fig.tight_layout()
-    _save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)

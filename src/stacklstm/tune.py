@@ -1,0 +1,421 @@
+"""Hyperparameter search on Optuna: one study in any Optuna storage, shared by many workers.
+
+Each trial is a normal run folder (``DIR/trials/<number>``) trained by :func:`fit`; the
+objective is its best validation loss. Trials are sampled by TPE and pruned on the
+per-epoch validation loss through ``fit``'s epoch callbacks (a pruned trial's run folder is
+finished, with ``stop_reason="callback"``). Many workers are many processes (on one machine
+or many) running the same search with one storage URL: Optuna's own distributed mode, with
+SQLite on one machine and PostgreSQL or MySQL across machines. With a heartbeat, a worker
+that dies mid-trial leaves that trial marked failed by the next worker.
+
+The search space is the ``[tune]`` section of the config file, one sub-table per config
+section; a list is a choice, a table ``{low, high}`` a range (integers when both bounds are
+integers; ``log = true`` samples on a log scale)::
+
+    [tune.model]
+    lstm_hidden_size = [16, 32, 64, 128]
+    num_lstm_layers = {low = 1, high = 3}
+    linear_layer_sizes = [[], [32], [32, 16]]
+    [tune.train]
+    lr = {low = 1e-4, high = 1e-2, log = true}
+
+Without a ``[tune]`` section, :func:`default_space` is searched.
+
+Example:
+    >>> space = SearchSpace.from_dict({"model": {"lstm_hidden_size": [8, 16]}}, RunConfig())
+    >>> import optuna
+    >>> space.suggest(optuna.trial.FixedTrial({"model.lstm_hidden_size": 16}))
+    {'model': {'lstm_hidden_size': 16}}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .checks import SettingError, check_positive_int, is_int, is_real
+from .config import SECTIONS, RunConfig
+
+log = logging.getLogger(__name__)
+
+STUDY_FILE = "study.db"
+BEST_CONFIG = "best.toml"
+TRIALS_TABLE = "trials.csv"
+HISTORY_PLOT = "history.png"
+IMPORTANCE_PLOT = "importances.png"
+DEFAULT_STUDY = "stacklstm"
+#: Seconds between a running trial's heartbeats; a trial silent for twice as long is failed.
+DEFAULT_HEARTBEAT = 60
+_OPEN_ATTEMPTS = 10
+
+
+def _import_optuna():
+    try:
+        import optuna
+    except ImportError as err:
+        raise SettingError(
+            "hyperparameter search needs Optuna, which is not installed; run "
+            "`pip install 'stacklstm[tune]'`"
+        ) from err
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def default_space(base: RunConfig) -> dict[str, dict[str, Any]]:
+    """The search space used without a ``[tune]`` section: hidden size, depth, head, dropout,
+    learning rate, and the window around ``base``'s (half, same, double)."""
+    w = base.data.window
+    windows = sorted({max(2, w // 2), w, 2 * w})
+    return {
+        "data": {"window": windows},
+        "model": {
+            "lstm_hidden_size": [16, 32, 64, 128],
+            "num_lstm_layers": {"low": 1, "high": 3},
+            "linear_layer_sizes": [[], [32], [32, 16]],
+            "dropout_rate": {"low": 0.0, "high": 0.3},
+        },
+        "train": {"lr": {"low": 3e-4, "high": 1e-2, "log": True}},
+    }
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One searched setting: ``choices`` (a list), or a ``low..high`` range.
+
+    Attributes:
+        section: ``"data"``, ``"model"`` or ``"train"``.
+        name: The config field.
+        choices: The values to choose from, or None for a range.
+        low, high: The range's bounds (integers: an integer range).
+        log: Sample the range on a log scale.
+    """
+
+    section: str
+    name: str
+    choices: tuple[Any, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    def suggest(self, trial: Any) -> Any:
+        if self.choices is not None:
+            # Optuna's choices must be scalars: a list (layer sizes) is chosen by its label.
+            labels = [_label(c) for c in self.choices]
+            picked = trial.suggest_categorical(self.key, labels)
+            return self.choices[labels.index(picked)]
+        if is_int(self.low) and is_int(self.high):
+            return trial.suggest_int(self.key, self.low, self.high, log=self.log)
+        return trial.suggest_float(self.key, self.low, self.high, log=self.log)
+
+
+def _label(choice: Any) -> Any:
+    if isinstance(choice, (list, tuple)):
+        return ",".join(map(str, choice)) or "()"
+    return choice
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The dimensions of a search, each checked against the config it will be applied to."""
+
+    dimensions: tuple[Dimension, ...]
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], base: RunConfig) -> SearchSpace:
+        """Parse a ``[tune]`` table; every choice and bound is checked on ``base``.
+
+        Raises:
+            SettingError: An unknown section or field, a malformed entry, or a value the
+                config refuses (the message names ``[tune.section] field``).
+        """
+        if not isinstance(raw, Mapping) or not raw:
+            raise SettingError(f"[tune] must be a non-empty table of sections, got {raw!r}")
+        dims = []
+        for section, fields in raw.items():
+            if section not in SECTIONS:
+                raise SettingError(
+                    f"unknown [tune] section {section!r}; expected some of: {', '.join(SECTIONS)}"
+                )
+            if not isinstance(fields, Mapping):
+                raise SettingError(f"[tune.{section}] must be a table, got {fields!r}")
+            known = [f.name for f in dataclasses.fields(SECTIONS[section])]
+            for name, spec in fields.items():
+                where = f"[tune.{section}] {name}"
+                if name not in known:
+                    raise SettingError(
+                        f"{where}: unknown setting; expected some of: {', '.join(known)}"
+                    )
+                dim = _dimension(section, name, spec, where)
+                for value in dim.choices or (dim.low, dim.high):
+                    try:
+                        base.replace({section: {name: value}})
+                    except ValueError as err:
+                        raise SettingError(f"{where}: {value!r} is not allowed: {err}") from err
+                dims.append(dim)
+        return cls(tuple(dims))
+
+    def suggest(self, trial: Any) -> dict[str, dict[str, Any]]:
+        """``{"section": {field: value}}`` overrides sampled by ``trial``."""
+        out: dict[str, dict[str, Any]] = {}
+        for dim in self.dimensions:
+            out.setdefault(dim.section, {})[dim.name] = dim.suggest(trial)
+        return out
+
+
+def _dimension(section: str, name: str, spec: Any, where: str) -> Dimension:
+    if isinstance(spec, (list, tuple)):
+        if not spec:
+            raise SettingError(f"{where}: a list of choices must not be empty")
+        labels = [_label(c) for c in spec]
+        if len(set(map(repr, labels))) != len(labels):
+            raise SettingError(f"{where}: the choices repeat a value: {list(spec)!r}")
+        return Dimension(section, name, choices=tuple(spec))
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - {"low", "high", "log"})
+        if unknown or "low" not in spec or "high" not in spec:
+            raise SettingError(
+                f"{where}: a range is {{low = ..., high = ...}} (and optionally log = true), "
+                f"got {dict(spec)!r}"
+            )
+        low, high, use_log = spec["low"], spec["high"], spec.get("log", False)
+        if not (is_real(low) and is_real(high)) or not math.isfinite(low + high) or low >= high:
+            raise SettingError(f"{where}: a range needs numbers low < high, got {low!r}, {high!r}")
+        if not isinstance(use_log, bool) or (use_log and low <= 0):
+            raise SettingError(f"{where}: log = true needs low > 0 (and log true or false)")
+        return Dimension(section, name, low=low, high=high, log=use_log)
+    raise SettingError(
+        f"{where}: expected a list of choices or a range {{low = ..., high = ...}}, got {spec!r}"
+    )
+
+
+def open_study(
+    storage: str, study: str, heartbeat: int = DEFAULT_HEARTBEAT, seed: int | None = None
+):
+    """Create or join the study ``study`` in the Optuna storage URL ``storage`` (TPE sampler,
+    median pruner, heartbeat on the trials).
+
+    Raises:
+        SettingError: Optuna is not installed, or the storage cannot be opened.
+    """
+    optuna = _import_optuna()
+    check_positive_int("heartbeat", heartbeat)
+    # Workers started together race to create the storage's tables: the loser sees "already
+    # exists" (or a locked SQLite file) and simply opens what the winner made.
+    for attempt in range(_OPEN_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():  # the heartbeat is marked experimental
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                rdb = optuna.storages.RDBStorage(
+                    storage, heartbeat_interval=heartbeat, grace_period=2 * heartbeat
+                )
+            return optuna.create_study(
+                storage=rdb,
+                study_name=study,
+                direction="minimize",
+                load_if_exists=True,
+                sampler=optuna.samplers.TPESampler(seed=seed),
+                pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1),
+            )
+        except Exception as err:  # sqlalchemy's errors, a missing database driver, a bad URL
+            first = " ".join(str(err).split())[:300] or type(err).__name__
+            racing = any(word in first for word in ("already exists", "locked", "UNIQUE"))
+            if not racing or attempt + 1 == _OPEN_ATTEMPTS:
+                raise SettingError(f"cannot open the study storage {storage!r}: {first}") from err
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What :func:`tune` did.
+
+    Attributes:
+        out_dir: The search folder.
+        ran: Trials this worker ran.
+        best_value: The study's best validation loss so far (all workers), or None.
+        best_config: The run config of the best trial, or None.
+        table: A text summary of the study's trials.
+    """
+
+    out_dir: Path
+    ran: int
+    best_value: float | None
+    best_config: RunConfig | None
+    table: str
+
+
+def tune(
+    base: RunConfig,
+    out_dir: str | Path,
+    *,
+    trials: int,
+    space: Mapping[str, Any] | None = None,
+    storage: str | None = None,
+    study: str = DEFAULT_STUDY,
+    data_path: str | Path | None = None,
+    heartbeat: int = DEFAULT_HEARTBEAT,
+    quiet: bool = True,
+) -> TuneResult:
+    """Run ``trials`` trials of the study, then write the best config, a table and plots.
+
+    Args:
+        base: The settings every trial starts from; the space overrides some of them.
+        out_dir: The search folder: ``trials/<number>/`` run folders, ``study.db`` (the
+            default storage), ``best.toml``, ``trials.csv``, ``history.png``,
+            ``importances.png``.
+        trials: Trials this worker runs (others may run more on the same study).
+        space: The ``[tune]`` table; None searches :func:`default_space`.
+        storage: An Optuna RDB storage URL (``sqlite:///...``, ``postgresql://...``,
+            ``mysql://...``); None means ``sqlite:///<out_dir>/study.db``.
+        study: The study's name: workers with the same storage and name share it.
+        data_path: The table to train on (None: the bundled CO2 data).
+        heartbeat: Seconds between heartbeats of a running trial.
+        quiet: No progress bars.
+
+    Raises:
+        SettingError: Bad settings, search space or storage, or no validation windows
+            (the objective is the validation loss).
+    """
+    from .train.loop import NonFiniteError, fit
+
+    optuna = _import_optuna()
+    check_positive_int("trials", trials)
+    if base.data.val_fraction <= 0:
+        raise SettingError(
+            "the search minimises the validation loss: `val_fraction` must be above 0"
+        )
+    dims = SearchSpace.from_dict(default_space(base) if space is None else space, base)
+    out_dir = Path(out_dir)
+    if storage is None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        storage = f"sqlite:///{(out_dir / STUDY_FILE).absolute()}"
+    the_study = open_study(storage, study, heartbeat)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def objective(trial: Any) -> float:
+        cfg = base.replace(dims.suggest(trial))
+        pruned = []
+
+        def report(end: Any) -> bool:
+            if end.val_loss is not None and math.isfinite(end.val_loss):
+                trial.report(end.val_loss, end.epoch)
+                if trial.should_prune():
+                    pruned.append(end.epoch)
+                    return True
+            return False
+
+        run_dir = out_dir / "trials" / f"{trial.number:04d}"
+        trial.set_user_attr("run_dir", str(run_dir))
+        result = fit(cfg, run_dir, quiet=quiet, data_path=data_path, callbacks=[report])
+        if pruned:
+            raise optuna.TrialPruned(f"pruned after epoch {pruned[0]}")
+        if result.best_val_loss is None or not math.isfinite(result.best_val_loss):
+            raise optuna.TrialPruned("no finite validation loss")
+        return result.best_val_loss
+
+    before = len(the_study.trials)
+    the_study.optimize(objective, n_trials=trials, catch=(NonFiniteError,))
+    log.info("ran %d trials of study %r", trials, study)
+    return _summarise(the_study, base, dims, out_dir, ran=len(the_study.trials) - before)
+
+
+def best_overrides(the_study: Any, dims: SearchSpace) -> dict[str, dict[str, Any]]:
+    """The best trial's overrides, decoded from Optuna's parameter values."""
+    from optuna.trial import FixedTrial
+
+    return dims.suggest(FixedTrial(the_study.best_trial.params))
+
+
+def _summarise(the_study: Any, base: RunConfig, dims: SearchSpace, out_dir: Path, ran: int):
+    from .train.rundir import atomic_write_text
+
+    done = [t for t in the_study.trials if t.state.name == "COMPLETE"]
+    best_value = best_config = None
+    if done:
+        best_config = base.replace(best_overrides(the_study, dims))
+        best_value = the_study.best_value
+        _write_best(best_config, out_dir)
+    frame = the_study.trials_dataframe(attrs=("number", "state", "value", "params"))
+    atomic_write_text(out_dir / TRIALS_TABLE, frame.to_csv(index=False))
+    table = frame.to_string(index=False) if len(frame) else "(no trials)"
+    if len(done) >= 2:
+        _plot(the_study, out_dir)
+    return TuneResult(out_dir, ran, best_value, best_config, table)
+
+
+def _write_best(cfg: RunConfig, out_dir: Path) -> Path:
+    """``best.toml``, or ``best.yaml`` when a setting is None (which TOML cannot spell)."""
+    from .train.rundir import atomic_write_text
+
+    try:
+        text, path = to_toml(cfg.to_dict()), out_dir / BEST_CONFIG
+    except SettingError:
+        import yaml
+
+        text, path = yaml.safe_dump(cfg.to_dict(), sort_keys=False), out_dir / "best.yaml"
+        log.info("the best config holds a None setting, which TOML cannot write: %s", path)
+    atomic_write_text(path, text)
+    return path
+
+
+def _plot(the_study: Any, out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.importance import PedAnovaImportanceEvaluator
+    from optuna.visualization import matplotlib as optuna_plots
+
+    from .train.plots import save_figure
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
+        for name, plot in (
+            (HISTORY_PLOT, optuna_plots.plot_optimization_history),
+            (IMPORTANCE_PLOT, optuna_plots.plot_param_importances),
+        ):
+            # PED-ANOVA: Optuna's own importance estimate, without scikit-learn
+            kwargs = {"evaluator": PedAnovaImportanceEvaluator()} if name == IMPORTANCE_PLOT else {}
+            ax = plot(the_study, **kwargs)
+            figure = ax.figure
+            figure.tight_layout()
+            save_figure(figure, out_dir / name)
+            plt.close(figure)
+
+
+def to_toml(config: Mapping[str, Mapping[str, Any]]) -> str:
+    """A nested ``{"section": {key: value}}`` config as TOML (what ``--config`` reads).
+
+    Raises:
+        SettingError: A None value (``time_column=None``), which TOML cannot spell.
+
+    Example:
+        >>> print(to_toml({"model": {"lstm_hidden_size": 8, "linear_layer_sizes": [8]}}))
+        [model]
+        lstm_hidden_size = 8
+        linear_layer_sizes = [8]
+        <BLANKLINE>
+    """
+    lines = []
+    for section, values in config.items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            if value is None:
+                raise SettingError(
+                    f"[{section}] {key} is None, which TOML cannot write; use a YAML config for it"
+                )
+            lines.append(f"{key} = {json.dumps(value)}")
+        lines.append("")
+    return "\n".join(lines)
