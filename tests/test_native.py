@@ -46,11 +46,11 @@ def _case(seed, batch, time, features, hidden):
 def fresh_load(monkeypatch):
     """Lets a test load the kernel again under patched conditions; loads it normally after."""
     monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
-    native._load.cache_clear()
+    native._load_once.cache_clear()
     jax.clear_caches()
     yield
     monkeypatch.undo()
-    native._load.cache_clear()
+    native._load_once.cache_clear()
     jax.clear_caches()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the real load must not warn

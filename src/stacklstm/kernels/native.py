@@ -26,9 +26,11 @@ that meets one fails with a message that says to trace under ``use("xla")``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import threading
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -45,8 +47,34 @@ _F32 = jnp.float32
 CHOICES = ("auto", "native", "xla")
 _TARGETS = ("stacklstm_lstm_forward", "stacklstm_lstm_forward_train", "stacklstm_lstm_backward")
 
+
+class _ClearingContext:
+    """Stand-in for ``jax.make_user_context`` on JAX versions without it: a thread's own value,
+    and JAX's caches cleared on each change (so functions are traced again)."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    @property
+    def value(self):
+        return getattr(self._local, "value", None)
+
+    @contextlib.contextmanager
+    def __call__(self, value):
+        previous = self.value
+        self._local.value = value
+        jax.clear_caches()
+        try:
+            yield
+        finally:
+            self._local.value = previous
+            jax.clear_caches()
+
+
 # The choice made with use(); None defers to STACKLSTM_KERNEL. Part of JAX's jit cache keys.
-_choice_context = jax.make_user_context(None)
+_choice_context = (
+    jax.make_user_context(None) if hasattr(jax, "make_user_context") else _ClearingContext()
+)
 
 
 def use(kernel: str):
@@ -146,10 +174,18 @@ def _smoke_test() -> None:
     np.testing.assert_allclose(along, (plus - minus) / (2 * eps), rtol=1e-3, atol=1e-3)
 
 
-@functools.cache
+_load_lock = threading.Lock()
+
+
 def _load() -> _Loaded:
     """Imports the extension and registers its handlers once, after checking them; the result
     says whether the kernel can be used and why not. A failure is warned about once."""
+    with _load_lock:  # one load, also when several threads trace at once
+        return _load_once()
+
+
+@functools.cache
+def _load_once() -> _Loaded:
     try:
         from stacklstm import _lstm_cpu  # the compiled module, built by the package's build
     except ImportError as e:
@@ -178,7 +214,7 @@ def _load() -> _Loaded:
         f"stacklstm: the compiled CPU kernel is not used, {reason}; the pure-JAX path runs "
         "instead (same numbers, slower on the CPU)",
         RuntimeWarning,
-        stacklevel=2,
+        stacklevel=4,
     )
     return _Loaded(False, reason, built, running)
 
@@ -285,7 +321,7 @@ _native_marker_p.def_impl(lambda x: x)
 
 
 def _marker_lowering(ctx, x):
-    if ctx.module_context.lowering_parameters.for_export:
+    if getattr(ctx.module_context.lowering_parameters, "for_export", False):
         raise ValueError(_EXPORT_MESSAGE.format(targets=", ".join(_TARGETS)))
     return [x]
 
