@@ -121,6 +121,23 @@ def test_native_choice_raises_where_it_cannot_run(monkeypatch, fresh_load):
     assert "no kernel here" in kernels.info().reason
 
 
+def test_kernel_not_built_is_quietly_the_pure_jax_path(monkeypatch, fresh_load):
+    """An install without the kernel (no compiler, no oneMKL, STACKLSTM_BUILD_KERNEL=0) runs on
+    the pure-JAX path, without a warning; info() says why."""
+    import stacklstm
+
+    monkeypatch.setitem(sys.modules, "stacklstm._lstm_cpu", None)  # import fails
+    monkeypatch.delattr(stacklstm, "_lstm_cpu", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        info = kernels.info()
+        p, x, s0 = _case(2, 2, 3, 2, 4)
+        text = _lowered(p, x, s0)
+    assert (info.path, info.kernel_loaded) == ("xla", False)
+    assert "not built" in info.reason
+    assert TARGET not in text
+
+
 @needs_kernel
 def test_ffi_api_mismatch_falls_back_with_one_warning(monkeypatch, fresh_load):
     from stacklstm import _lstm_cpu
