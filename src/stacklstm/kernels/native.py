@@ -20,14 +20,17 @@ pure-JAX path with one warning that says why.
 
 JAX semantics kept on this path: ``jit``, ``grad``, ``vmap`` (one call per vmapped element),
 grad of grad and ``jax.hessian`` (each custom call's own derivative is that of the pure-JAX
-computation of the same outputs). ``jax.export`` cannot serialise these custom calls; an export
-that meets one fails with a message that says to trace under ``use("xla")``.
+computation of the same outputs), and sharding: with the batch split over a mesh, each device
+runs the calls on its own rows and the weight gradients are all-reduced (``_PerShard``).
+``jax.export`` cannot serialise these custom calls; an export that meets one fails with a
+message that says to trace under ``use("xla")``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import re
 import threading
@@ -39,8 +42,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental.custom_partitioning import custom_partitioning
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
+from jax.sharding import NamedSharding, PartitionSpec
 
 Array = jax.Array
 _F32 = jnp.float32
@@ -162,7 +167,9 @@ def _smoke_test() -> None:
         return jnp.sum(jnp.sin(ys)) + jnp.sum(h * c), ys
 
     # Eagerly, also when the first use is inside a jit trace.
-    with jax.ensure_compile_time_eval(), jax.default_device(jax.devices("cpu")[0]):
+    # On this process's own CPU device: with several processes jax.devices()[0] may be another's.
+    device = jax.local_devices(backend="cpu")[0]
+    with jax.ensure_compile_time_eval(), jax.default_device(device):
         grad = jax.jit(jax.grad(loss, argnums=range(6), has_aux=True))
         grads, ys = jax.tree.map(np.asarray, grad(*(a.astype(np.float32) for a in args)))
     np.testing.assert_allclose(ys, oracle(*args)[1], atol=1e-4)
@@ -340,9 +347,135 @@ def _mask2d(mask: Array) -> Array:
 
 
 def _call(name: str, outs, *args, **attrs):
-    call = jax.ffi.ffi_call(name, outs, vmap_method="sequential")
-    first, *rest = (jnp.asarray(a, _F32) for a in args)
-    return call(_native_marker_p.bind(first), *rest, **attrs)
+    """One custom call; ``args`` already float32."""
+    return tuple(jax.ffi.ffi_call(name, outs)(*args, **attrs))
+
+
+def _spec(batch_names, ndim: int, axis: int | None) -> PartitionSpec:
+    """The spec of an array of rank ``ndim`` whose ``axis`` (if any) is the batch."""
+    parts = [None] * ndim
+    if axis is not None and axis < ndim and batch_names:
+        parts[axis] = batch_names
+    return PartitionSpec(*parts)
+
+
+class _PerShard:
+    """A custom call run by each device on its own rows of the batch.
+
+    ``fn(*arrays) -> tuple of arrays``; ``in_axes``/``out_axes``: the batch axis of each
+    argument and result (None: not batched; ignored for an array without that axis, as the
+    scalar "all valid" mask); ``summed``: results that are sums over the rows (the weight
+    gradients), all-reduced over the devices. Under ``jit`` with the batch sharded over a mesh
+    (``jax.experimental.custom_partitioning``: XLA's partitioner asks how to split the call),
+    each device runs ``fn`` on its rows, with no all-gather; on one device it is ``fn``. A batch
+    that does not split evenly, or a sharding of any other axis, is gathered first (correct,
+    not per shard). ``vmap`` runs one call per element, like ``ffi_call``'s "sequential".
+    """
+
+    def __init__(self, fn, in_axes, out_axes, summed=()):
+        self.fn, self.in_axes, self.out_axes, self.summed = fn, in_axes, out_axes, summed
+        self._by_ranks = {}
+
+    def _batch_names(self, mesh, arg_shapes):
+        """The mesh axes the batch is split over (from the first argument), or None."""
+        lead, axis = arg_shapes[0], self.in_axes[0]
+        spec = tuple(lead.sharding.spec) if hasattr(lead.sharding, "spec") else ()
+        names = spec[axis] if axis < len(spec) else None
+        if names is None:
+            return None
+        names = names if isinstance(names, tuple) else (names,)
+        devices = math.prod(mesh.shape[n] for n in names)
+        return names if devices > 1 and lead.shape[axis] % devices == 0 else None
+
+    def _shardings(self, mesh, arg_shapes, result_shape):
+        names = self._batch_names(mesh, arg_shapes)
+        args = tuple(
+            NamedSharding(mesh, _spec(names, len(a.shape), ax))
+            for a, ax in zip(arg_shapes, self.in_axes, strict=True)
+        )
+        results = tuple(
+            NamedSharding(mesh, _spec(None if i in self.summed else names, len(r.shape), ax))
+            for i, (r, ax) in enumerate(zip(result_shape, self.out_axes, strict=True))
+        )
+        return names, args, results
+
+    def _partitioned(self, ranks, out_ranks):
+        def infer(mesh, arg_shapes, result_shape):
+            return self._shardings(mesh, arg_shapes, result_shape)[2]
+
+        def partition(mesh, arg_shapes, result_shape):
+            names, args, results = self._shardings(mesh, arg_shapes, result_shape)
+
+            def per_shard(*arrays):
+                outs = self.fn(*arrays)
+                if names is None:
+                    return outs
+                return tuple(
+                    jax.lax.psum(o, names) if i in self.summed else o for i, o in enumerate(outs)
+                )
+
+            return mesh, per_shard, results, args
+
+        # The same for Shardy: the batch one factor ("b"), every other axis its own factor that
+        # stays whole.
+        others = []
+
+        def dims(k, rank, axis):
+            names = []
+            for d in range(rank):
+                if d == axis:
+                    names.append("b")
+                else:
+                    names.append(f"a{k}_{d}")
+                    others.append(names[-1])
+            return " ".join(names)
+
+        n = len(ranks)
+        in_pairs = zip(ranks, self.in_axes, strict=True)
+        operands = [dims(k, r, ax) for k, (r, ax) in enumerate(in_pairs)]
+        results = [
+            dims(n + k, r, None if k in self.summed else ax)
+            for k, (r, ax) in enumerate(zip(out_ranks, self.out_axes, strict=True))
+        ]
+        rule = ", ".join(operands) + " -> " + ", ".join(results)
+        call = custom_partitioning(self.fn)
+        call.def_partition(
+            partition,
+            infer_sharding_from_operands=infer,
+            sharding_rule=rule,
+            need_replication_factors=tuple(others),
+        )
+        return call
+
+    def _call_partitioned(self, *arrays):
+        ranks = tuple(a.ndim for a in arrays)
+        if ranks not in self._by_ranks:
+            out_ranks = tuple(len(o.shape) for o in jax.eval_shape(self.fn, *arrays))
+            self._by_ranks[ranks] = self._partitioned(ranks, out_ranks)
+        return self._by_ranks[ranks](*arrays)
+
+    @functools.cached_property
+    def _vmappable(self):
+        call = jax.custom_batching.custom_vmap(self._call_partitioned)
+
+        @call.def_vmap
+        def _one_by_one(axis_size, in_batched, *arrays):
+            batched = [a for a, b in zip(arrays, in_batched, strict=True) if b]
+
+            def one(sliced):
+                it = iter(sliced)
+                pairs = zip(arrays, in_batched, strict=True)
+                return call(*(next(it) if b else a for a, b in pairs))
+
+            outs = jax.lax.map(one, batched)
+            return outs, tuple(True for _ in outs)
+
+        return call
+
+    def __call__(self, *args):
+        first, *rest = (jnp.asarray(a, _F32) for a in args)
+        # The marker lowers to nothing; it makes jax.export say what to do instead.
+        return tuple(self._vmappable(_native_marker_p.bind(first), *rest))
 
 
 def _portable_derivatives(portable):
@@ -395,20 +528,16 @@ def _portable_backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_
     return dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias
 
 
-@_portable_derivatives(functools.partial(_portable_forward, save=False))
-def _forward_infer(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+def _infer_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
     time, batch, _ = x.shape
     hidden = kernel_hh.shape[0]
     seq = jax.ShapeDtypeStruct((time, batch, hidden), _F32)
     state = jax.ShapeDtypeStruct((batch, hidden), _F32)
-    return _call(
-        "stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias, h0, c0,
-        _mask2d(mask),
-    )  # fmt: skip
+    return _call("stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias,
+                 h0, c0, mask2d)  # fmt: skip
 
 
-@_portable_derivatives(functools.partial(_portable_forward, save=True))
-def _forward_train(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+def _train_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
     time, batch, _ = x.shape
     hidden = kernel_hh.shape[0]
     seq = jax.ShapeDtypeStruct((time, batch, hidden), _F32)
@@ -416,15 +545,12 @@ def _forward_train(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
     acts = jax.ShapeDtypeStruct((time, batch, 4 * hidden), _F32)
     # The h each step starts from, for the weight gradient; without padding the outputs are
     # that already (h_prev[t] = ys[t - 1]), so it is not written: shape (0,).
-    h_prev = seq if mask.ndim > 0 else jax.ShapeDtypeStruct((0,), _F32)
-    return _call(
-        "stacklstm_lstm_forward_train", (seq, state, state, acts, seq, h_prev), x, kernel_ih,
-        kernel_hh, bias, h0, c0, _mask2d(mask),
-    )  # fmt: skip
+    h_prev = seq if mask2d.ndim > 0 else jax.ShapeDtypeStruct((0,), _F32)
+    return _call("stacklstm_lstm_forward_train", (seq, state, state, acts, seq, h_prev), x,
+                 kernel_ih, kernel_hh, bias, h0, c0, mask2d)  # fmt: skip
 
 
-@_portable_derivatives(_portable_backward)
-def _backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq):
+def _backward_call(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih, h0, h_seq):
     def like(a):
         return jax.ShapeDtypeStruct(a.shape, _F32)
 
@@ -434,9 +560,37 @@ def _backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h
     return _call(
         "stacklstm_lstm_backward",
         (like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh), bias),
-        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h0, h_seq,
-        h_is_output=mask.ndim == 0,
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih, h0, h_seq,
+        h_is_output=mask2d.ndim == 0,
     )  # fmt: skip
+
+
+# Batch axes: time-major sequences (time, batch, ...) on axis 1, states (batch, hidden) on 0,
+# the mask (time, batch) on 1, weights not at all; the weight gradients summed over devices.
+_FORWARD_AXES = (1, None, None, None, 0, 0, 1)
+_infer_per_shard = _PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0))
+_train_per_shard = _PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1))
+_backward_per_shard = _PerShard(
+    _backward_call, (1, 1, 0, None, 1, 0, 0, 1, 1, None, 0, 1), (0, 0, 1, None, None, None),
+    summed=(3, 4, 5),
+)  # fmt: skip
+
+
+@_portable_derivatives(functools.partial(_portable_forward, save=False))
+def _forward_infer(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+    return _infer_per_shard(x, kernel_ih, kernel_hh, bias, h0, c0, _mask2d(mask))
+
+
+@_portable_derivatives(functools.partial(_portable_forward, save=True))
+def _forward_train(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+    return _train_per_shard(x, kernel_ih, kernel_hh, bias, h0, c0, _mask2d(mask))
+
+
+@_portable_derivatives(_portable_backward)
+def _backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq):
+    return _backward_per_shard(
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h0, h_seq
+    )
 
 
 @jax.custom_vjp
