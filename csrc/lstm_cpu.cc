@@ -11,8 +11,9 @@
 // GEMM (cblas_sgemm_pack/compute, the API oneMKL offers for one matrix used at every step), each
 // step is that GEMM plus one vectorised pass over its gates, so there is no per-step dispatch
 // of separate XLA kernels and no while-loop bookkeeping; the rows of the batch, which are
-// independent sequences, are split over the OpenMP threads for the whole call; and after the
-// reverse loop the input, weight and bias gradients are one GEMM each over all steps.
+// independent sequences, are split over threads for the whole call; and after the reverse loop
+// the input, weight and bias gradients are one GEMM each over all steps. The threads are XLA's
+// own intra-op pool (the FFI ThreadPool), oneMKL sequential inside: no OpenMP runtime.
 //
 // Layout: time-major, row-major, float32. Gates i, f, g, o along the last axis (PyTorch's).
 // A mask of shape (time, batch) marks valid steps (1) and padding (0); a rank-0 mask means
@@ -20,14 +21,17 @@
 
 #include <Python.h>
 #include <mkl.h>
-#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -186,39 +190,84 @@ class PackedWeight {
   float* data_ = nullptr;
 };
 
-// Threads for one call. The rows of a batch are independent sequences, so each thread runs
-// the whole recurrence over its own rows, with no synchronisation between steps (oneMKL runs
-// sequentially inside each). Small steps stay on one thread: waking another costs more.
-int threads_for(int64_t batch, int64_t hidden) {
+// Threads: the calls run on XLA's intra-op thread pool (the FFI ThreadPool), with oneMKL
+// sequential inside; no thread of their own, so concurrent calls share the pool's threads.
+//
+// run_blocks(pool, blocks, fn) runs fn(k) for k in [0, blocks) on the calling thread and up to
+// blocks - 1 pool threads, and returns when all have run. Blocks are claimed from a shared
+// counter: the caller never waits for a block that nobody has started, so a busy pool (or a
+// call from inside the pool) only makes it serial, never deadlocks. fn must not throw.
+struct BlockState {
+  std::atomic<int> next{0};
+  int blocks = 0, done = 0;
+  std::mutex mutex;
+  std::condition_variable all_done;
+  const void* fn = nullptr;  // read only after claiming a block: the caller is still waiting
+  void (*run)(const void*, int) = nullptr;
+};
+
+void work_on(BlockState& state) {
+  for (int k; (k = state.next.fetch_add(1)) < state.blocks;) {
+    state.run(state.fn, k);
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (++state.done == state.blocks) state.all_done.notify_all();
+  }
+}
+
+template <typename Fn>
+void run_blocks(ffi::ThreadPool& pool, int blocks, const Fn& fn) {
+  if (blocks <= 1) {
+    if (blocks == 1) fn(0);
+    return;
+  }
+  std::shared_ptr<BlockState> state;  // shared: a helper may start after the call is over
+  try {
+    state = std::make_shared<BlockState>();
+  } catch (const std::bad_alloc&) {
+    for (int k = 0; k < blocks; ++k) fn(k);
+    return;
+  }
+  state->blocks = blocks;
+  state->fn = &fn;
+  state->run = [](const void* f, int k) { (*static_cast<const Fn*>(f))(k); };
+  for (int k = 1; k < blocks; ++k) {
+    try {
+      pool.Schedule([state] { work_on(*state); });
+    } catch (const std::bad_alloc&) {
+      break;  // the caller runs what is left
+    }
+  }
+  work_on(*state);
+  std::unique_lock<std::mutex> lock(state->mutex);
+  state->all_done.wait(lock, [&] { return state->done == state->blocks; });
+}
+
+// Threads for the recurrence of one call. The rows of a batch are independent sequences, so
+// each block runs the whole recurrence over its own rows, with no synchronisation between
+// steps. Small steps stay on one thread: waking another costs more.
+int threads_for(ffi::ThreadPool& pool, int64_t batch, int64_t hidden) {
   const int64_t step_flops = 2 * batch * 4 * hidden * hidden;
   if (step_flops < (int64_t{1} << 19)) return 1;
-  const int64_t threads = std::min<int64_t>(omp_get_max_threads(), batch / 4);
+  const int64_t threads = std::min<int64_t>(std::max<int64_t>(1, pool.num_threads()), batch / 4);
   return static_cast<int>(std::max<int64_t>(1, threads));
 }
 
-// Sets oneMKL's thread count for this thread for the lifetime of the object.
-class MklThreads {
- public:
-  explicit MklThreads(int n) : previous_(mkl_set_num_threads_local(n)) {}
-  ~MklThreads() { mkl_set_num_threads_local(previous_); }
-
- private:
-  int previous_;
-};
-
-// Runs fn(first_row, n_rows) once on each of `threads` threads, over a split of the rows;
-// false if any call returned false.
+// Runs fn(first_row, n_rows) once per block over a split of the rows; false if any call
+// returned false.
 template <typename Fn>
-bool parallel_rows(int64_t batch, int threads, Fn fn) {
-  bool ok = true;
-#pragma omp parallel num_threads(threads) reduction(&& : ok)
-  {
-    const int k = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t lo = batch * k / n, hi = batch * (k + 1) / n;
-    MklThreads sequential(1);
-    if (hi > lo) ok = fn(lo, hi - lo);
-  }
+bool parallel_rows(ffi::ThreadPool& pool, int64_t batch, int threads, Fn fn) {
+  std::atomic<bool> ok{true};
+  run_blocks(pool, threads, [&](int k) {
+    const int64_t lo = batch * k / threads, hi = batch * (k + 1) / threads;
+    if (hi > lo && !fn(lo, hi - lo)) ok = false;
+  });
   return ok;
+}
+
+// Blocks for a GEMM of `flops`: one per ~4 MFLOP, at most the pool's threads.
+int gemm_blocks(ffi::ThreadPool& pool, double flops) {
+  const int64_t most = std::max<int64_t>(1, pool.num_threads());
+  return static_cast<int>(std::min<int64_t>(most, std::max<int64_t>(1, flops / 4e6)));
 }
 
 // Asks the kernel to back a big output buffer with transparent huge pages before its first
@@ -235,34 +284,51 @@ void advise_huge_pages(void* data, size_t bytes) {
 
 // From the gate gradients dg (rows, 4H) of all steps: d_x = dg @ w_ih^T, d_w_ih = x^T @ dg,
 // d_w_hh = h_prev^T @ dg, d_bias = column sums of dg. h_prev's first `batch` rows are h_first,
-// the others h_rest (so the outputs can stand in for h_prev: h_prev[t] = ys[t - 1]). Rows go in
-// pieces that fit BLAS's ints.
-void gate_gradients(const float* dg, const float* x, const float* w_ih, const float* h_first,
-                    const float* h_rest, int64_t rows, int64_t batch, int64_t features,
-                    int64_t hidden, float* d_x, float* d_w_ih, float* d_w_hh, float* d_bias) {
+// the others h_rest (so the outputs can stand in for h_prev: h_prev[t] = ys[t - 1]). On the
+// pool: d_x by blocks of rows, the others (sums over all rows) by blocks of columns. Rows go in
+// pieces that fit BLAS's ints. Allocates (may throw std::bad_alloc) before any block runs.
+void gate_gradients(ffi::ThreadPool& pool, const float* dg, const float* x, const float* w_ih,
+                    const float* h_first, const float* h_rest, int64_t rows, int64_t batch,
+                    int64_t features, int64_t hidden, float* d_x, float* d_w_ih, float* d_w_hh,
+                    float* d_bias) {
   const int64_t g4 = 4 * hidden, piece = int64_t{1} << 20;
   const MKL_INT f = (MKL_INT)features, h = (MKL_INT)hidden, g = (MKL_INT)g4;
-  std::memset(d_w_ih, 0, sizeof(float) * features * g4);
-  std::memset(d_bias, 0, sizeof(float) * g4);
-  std::vector<float> ones(std::min(piece, rows), 1.0f);
-  for (int64_t r = 0; r < rows; r += piece) {
-    const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
-    const float* dg_r = dg + r * g4;
-    if (features > 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, f, g, 1.0f, dg_r, g, w_ih, g, 0.0f,
-                  d_x + r * features, f);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, f, g, n, 1.0f, x + r * features, f,
-                  dg_r, g, 1.0f, d_w_ih, g);
+  const std::vector<float> ones(std::min(piece, rows), 1.0f);
+  const int blocks = gemm_blocks(pool, 2.0 * rows * g4 * (2.0 * features + hidden));
+  if (features > 0) {
+    run_blocks(pool, blocks, [&](int k) {
+      const int64_t lo = rows * k / blocks, hi = rows * (k + 1) / blocks;
+      for (int64_t r = lo; r < hi; r += piece) {
+        const MKL_INT n = (MKL_INT)std::min(piece, hi - r);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, f, g, 1.0f, dg + r * g4, g, w_ih,
+                    g, 0.0f, d_x + r * features, f);
+      }
+    });
+  }
+  run_blocks(pool, blocks, [&](int k) {
+    // Columns [lo, hi), in multiples of 16 (whole cache lines).
+    const int64_t lo = (g4 * k / blocks) & ~int64_t{15};
+    const int64_t hi = k + 1 == blocks ? g4 : (g4 * (k + 1) / blocks) & ~int64_t{15};
+    if (hi <= lo) return;
+    const MKL_INT w = (MKL_INT)(hi - lo);
+    for (int64_t r = 0; r < rows; r += piece) {
+      const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
+      const float beta = r == 0 ? 0.0f : 1.0f;
+      const float* dg_r = dg + r * g4 + lo;
+      if (features > 0)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, f, w, n, 1.0f, x + r * features, f,
+                    dg_r, g, beta, d_w_ih + lo, g);
+      cblas_sgemv(CblasRowMajor, CblasTrans, n, w, 1.0f, dg_r, g, ones.data(), 1, beta,
+                  d_bias + lo, 1);
     }
-    cblas_sgemv(CblasRowMajor, CblasTrans, n, g, 1.0f, dg_r, g, ones.data(), 1, 1.0f, d_bias, 1);
-  }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, (MKL_INT)batch, 1.0f, h_first, h,
-              dg, g, 0.0f, d_w_hh, g);
-  for (int64_t r = batch; r < rows; r += piece) {
-    const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, n, 1.0f,
-                h_rest + (r - batch) * hidden, h, dg + r * g4, g, 1.0f, d_w_hh, g);
-  }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, w, (MKL_INT)batch, 1.0f, h_first, h,
+                dg + lo, g, 0.0f, d_w_hh + lo, g);
+    for (int64_t r = batch; r < rows; r += piece) {
+      const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, w, n, 1.0f,
+                  h_rest + (r - batch) * hidden, h, dg + r * g4 + lo, g, 1.0f, d_w_hh + lo, g);
+    }
+  });
 }
 
 // Shape checks: every buffer's rank and size is checked before it is read or written.
@@ -318,9 +384,10 @@ ffi::Error out_of_memory() {
 // each step starts from are written for the backward pass; the input projection of all steps goes
 // straight into the activations array. Without it, nothing of the sequence is stored but the
 // outputs: a step is one GEMM of [x_t, h] with the stacked weights. Shapes checked by the caller.
-ffi::Error forward(int64_t time, int64_t batch, int64_t features, int64_t hidden,
-                   ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih, ffi::Buffer<ffi::F32> w_hh,
-                   ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
+ffi::Error forward(ffi::ThreadPool& pool, int64_t time, int64_t batch, int64_t features,
+                   int64_t hidden, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+                   ffi::Buffer<ffi::F32> w_hh, ffi::Buffer<ffi::F32> bias,
+                   ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                    ffi::Buffer<ffi::F32> mask, float* ys, float* h, float* c, float* acts,
                    float* cs, float* h_prev) {
   const int64_t bh = batch * hidden, g4 = 4 * hidden, bg = batch * g4;
@@ -338,8 +405,14 @@ ffi::Error forward(int64_t time, int64_t batch, int64_t features, int64_t hidden
     advise_huge_pages(acts, sizeof(float) * time * bg);
     advise_huge_pages(cs, sizeof(float) * time * bh);
     if (h_prev != nullptr) advise_huge_pages(h_prev, sizeof(float) * time * bh);
-    // Training: the input projection of all steps as one GEMM, straight into the activations.
-    project(xp, w_ih.typed_data(), acts, time * batch, features, g4);
+    // Training: the input projection of all steps as one GEMM (in blocks of rows on the pool),
+    // straight into the activations.
+    const int64_t rows = time * batch;
+    const int blocks = gemm_blocks(pool, 2.0 * rows * features * g4);
+    run_blocks(pool, blocks, [&](int k) {
+      const int64_t lo = rows * k / blocks, hi = rows * (k + 1) / blocks;
+      project(xp + lo * features, w_ih.typed_data(), acts + lo * g4, hi - lo, features, g4);
+    });
   }
   advise_huge_pages(ys, sizeof(float) * time * bh);
   const float* bias_p = bias.typed_data();
@@ -362,7 +435,8 @@ ffi::Error forward(int64_t time, int64_t batch, int64_t features, int64_t hidden
     std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * hidden * g4);
   }
   const float* step_weight = saving ? w_hh.typed_data() : stacked.data();
-  bool ok = parallel_rows(batch, threads_for(batch, hidden), [&](int64_t lo, int64_t rows) {
+  bool ok = parallel_rows(pool, batch, threads_for(pool, batch, hidden), [&](int64_t lo,
+                                                                              int64_t rows) {
     PackedWeight w(step_weight, CblasNoTrans, rows, g4, k);
     if (!w.ok()) return false;
     float* buffer = saving ? nullptr : gate_rows.data() + lo * g4;
@@ -420,7 +494,7 @@ std::string forward_problems(ffi::Buffer<ffi::F32>& x, ffi::Buffer<ffi::F32>& w_
   return problems;
 }
 
-ffi::Error ForwardInfer(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+ffi::Error ForwardInfer(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
                         ffi::Buffer<ffi::F32> w_hh, ffi::Buffer<ffi::F32> bias,
                         ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                         ffi::Buffer<ffi::F32> mask, ffi::ResultBuffer<ffi::F32> ys,
@@ -428,11 +502,11 @@ ffi::Error ForwardInfer(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
   int64_t d[4];
   std::string problems = forward_problems(x, w_ih, w_hh, bias, h0, c0, mask, *ys, *h, *c, d);
   if (!problems.empty()) return shape_error(problems);
-  return forward(d[0], d[1], d[2], d[3], x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(),
+  return forward(pool, d[0], d[1], d[2], d[3], x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(),
                  h->typed_data(), c->typed_data(), nullptr, nullptr, nullptr);
 }
 
-ffi::Error ForwardTrain(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+ffi::Error ForwardTrain(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
                         ffi::Buffer<ffi::F32> w_hh, ffi::Buffer<ffi::F32> bias,
                         ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                         ffi::Buffer<ffi::F32> mask, ffi::ResultBuffer<ffi::F32> ys,
@@ -449,14 +523,19 @@ ffi::Error ForwardTrain(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
   const bool no_h_prev = same_shape(h_prev->dimensions(), {0});
   if (!no_h_prev) expect(problems, "h_prev", *h_prev, {time, batch, hidden});
   if (!problems.empty()) return shape_error(problems);
-  return forward(time, batch, d[2], hidden, x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(),
-                 h->typed_data(), c->typed_data(), acts->typed_data(), cs->typed_data(),
-                 no_h_prev ? nullptr : h_prev->typed_data());
+  return forward(pool, time, batch, d[2], hidden, x, w_ih, w_hh, bias, h0, c0, mask,
+                 ys->typed_data(), h->typed_data(), c->typed_data(), acts->typed_data(),
+                 cs->typed_data(), no_h_prev ? nullptr : h_prev->typed_data());
 }
+
+// The one gate-gradient buffer kept across calls (see Backward), at most 256 MB.
+constexpr size_t kKeptGateGrads = size_t{1} << 26;
+std::mutex kept_gate_grads_mutex;
+std::vector<float> kept_gate_grads;
 
 // The reverse recurrence: carries (dh, dc) from the last step to the first and writes the
 // gate gradients of every step. dh0/dc0 double as the running carry.
-ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
+ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
                     ffi::Buffer<ffi::F32> c0, ffi::Buffer<ffi::F32> w_hh,
                     ffi::Buffer<ffi::F32> d_ys, ffi::Buffer<ffi::F32> d_h,
                     ffi::Buffer<ffi::F32> d_c, ffi::Buffer<ffi::F32> mask,
@@ -511,17 +590,23 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
   const float* a = acts.typed_data();
   const float* c = cs.typed_data();
   const float* dy = d_ys.typed_data();
-  // The gate gradients of all steps live only in this call: a buffer kept per thread across
-  // calls (fresh pages cost more than the work on them, see advise_huge_pages), let go of when
-  // it is very big. dh_new: the new dh of each row, each thread using its own rows.
-  static thread_local std::vector<float> gate_grads;
+  // The gate gradients of all steps live only in this call. Fresh pages cost more than the
+  // work on them (see advise_huge_pages), so ONE buffer of at most kKeptGateGrads floats
+  // (256 MB) is kept for the whole process across calls; a call that needs more, or finds it in
+  // use by a concurrent call, makes its own for the call. dh_new: the new dh of each row, each
+  // block using its own rows.
+  const size_t need = static_cast<size_t>(time * bg);
+  std::unique_lock<std::mutex> kept_lock(kept_gate_grads_mutex, std::try_to_lock);
+  std::vector<float> own;
+  std::vector<float>& gate_grads =
+      kept_lock.owns_lock() && need <= kKeptGateGrads ? kept_gate_grads : own;
   std::vector<float> dh_rows_new;
   try {
-    if (gate_grads.size() < static_cast<size_t>(time * bg)) {
+    if (gate_grads.size() < need) {
       std::vector<float>().swap(gate_grads);
-      gate_grads.reserve(time * bg);
-      advise_huge_pages(gate_grads.data(), sizeof(float) * time * bg);
-      gate_grads.resize(time * bg);
+      gate_grads.reserve(need);
+      advise_huge_pages(gate_grads.data(), sizeof(float) * need);
+      gate_grads.resize(need);
     }
     dh_rows_new.resize(bh);
   } catch (const std::bad_alloc&) {
@@ -529,7 +614,8 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
     return out_of_memory();
   }
   float* dg = gate_grads.data();
-  bool ok = parallel_rows(batch, threads_for(batch, hidden), [&](int64_t lo, int64_t rows) {
+  bool ok = parallel_rows(pool, batch, threads_for(pool, batch, hidden), [&](int64_t lo,
+                                                                              int64_t rows) {
     PackedWeight w(w_hh.typed_data(), CblasTrans, rows, hidden, g4);
     if (!w.ok()) return false;
     float* dh_new = dh_rows_new.data() + lo * hidden;
@@ -554,14 +640,13 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
   // of oneMKL's threads.
   const float* hs = h_seq.typed_data();
   try {
-    gate_gradients(dg, x.typed_data(), w_ih.typed_data(), h_is_output ? h0.typed_data() : hs,
+    gate_gradients(pool, dg, x.typed_data(), w_ih.typed_data(), h_is_output ? h0.typed_data() : hs,
                    h_is_output ? hs : hs + bh, time * batch, batch, features, hidden,
                    d_x->typed_data(), d_w_ih->typed_data(), d_w_hh->typed_data(),
                    d_bias->typed_data());
   } catch (const std::bad_alloc&) {
     return out_of_memory();
   }
-  if (gate_grads.size() > (size_t{1} << 26)) std::vector<float>().swap(gate_grads);  // > 256 MB
   return ffi::Error::Success();
 }
 
@@ -569,6 +654,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForward, ForwardInfer,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()  // x (time, batch, features)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // kernel_ih (features, 4H)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // kernel_hh (hidden, 4H)
@@ -583,6 +669,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForward, ForwardInfer,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForwardTrain, ForwardTrain,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
@@ -601,6 +688,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForwardTrain, ForwardTrain,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmBackward, Backward,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()  // acts (time, batch, 4H)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // cs (time, batch, hidden)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // c0 (batch, hidden)

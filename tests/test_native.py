@@ -341,6 +341,66 @@ def test_kernel_runs_per_shard_under_a_batch_sharded_mesh():
         assert run["err"] < 1e-5, run
 
 
+THREADS_SCRIPT = r"""
+import os, threading
+import jax, jax.numpy as jnp, numpy as np
+from stacklstm.kernels import LSTMState, lstm_layer, use
+
+rng = np.random.default_rng(0)
+batch, time, features, hidden = 16, 20, 4, 64  # big enough for the kernel to split the rows
+p = {"kernel_ih": rng.normal(0, .3, (features, 4 * hidden)).astype(np.float32),
+     "kernel_hh": rng.normal(0, .3, (hidden, 4 * hidden)).astype(np.float32),
+     "bias": np.zeros(4 * hidden, np.float32)}
+x = rng.normal(size=(batch, time, features)).astype(np.float32)
+s0 = LSTMState(jnp.zeros((batch, hidden)), jnp.zeros((batch, hidden)))
+loss = lambda p, x: jnp.sum(lstm_layer(p, x, s0)[0] ** 2)
+
+def threads_added_by_three_callers(path):
+    # The most threads the process had while three threads called the step, less before.
+    with use(path):
+        step = jax.jit(jax.grad(loss)).lower(p, x).compile()
+    jax.block_until_ready(step(p, x))
+    count = lambda: len(os.listdir("/proc/self/task"))
+    before, peak, running = count(), [0], [True]
+    def watch():
+        while running[0]:
+            peak[0] = max(peak[0], count())
+    def call():
+        for _ in range(20):
+            jax.block_until_ready(step(p, x))
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    callers = [threading.Thread(target=call) for _ in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join()
+    running[0] = False
+    watcher.join()
+    return peak[0] - before
+
+print(threads_added_by_three_callers("xla"), threads_added_by_three_callers("native"))
+"""
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_concurrent_callers_add_no_threads():
+    """The kernel runs on XLA's own thread pool: three threads calling it at once add no more
+    threads to the process (counted in /proc/self/task) than the same calls on the pure-JAX
+    path do. (With a thread team per caller, as OpenMP makes, each caller added one.)"""
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("needs /proc")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "STACKLSTM_KERNEL")}
+    done = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT], env=cache_env({**env, "JAX_PLATFORMS": "cpu"}),
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    added_xla, added_native = map(int, done.stdout.split()[-2:])
+    assert added_native <= max(0, added_xla), (added_xla, added_native)
+
+
 # --- empty and inconsistent sizes ------------------------------------------------------------
 
 
