@@ -2,6 +2,7 @@
 
     python benchmarks/sharded_overhead.py                 # batch 64, 5 repeats of 50 steps
     python benchmarks/sharded_overhead.py --steps 20 --repeats 3 --hidden 8
+    python benchmarks/sharded_overhead.py --processes     # 1 process vs 2, one core each
 
 Four rows, each measured in its own subprocess (the device count is fixed when JAX starts):
 ``unsharded`` is ``make_train_step(model, optimizer, cfg)`` fed numpy batches on one device;
@@ -13,6 +14,11 @@ steps/s over ``--repeats`` and its ratio to the unsharded row.
 
 Virtual CPU devices share the machine's cores, so more of them is not faster: the rows show
 the overhead of splitting the batch and all-reducing the gradients, not a scaling curve.
+
+``--processes`` measures the scaling instead, at the same global batch: one process on one core
+against two processes (``jax.distributed`` over gloo on 127.0.0.1), each pinned to its own core
+with one thread (XLA, OpenMP and oneMKL), each fed its own half of the batch. Each process runs
+the CPU kernel on its own rows only (``kernels/native.py``, ``_PerShard``), so the ideal is 2x.
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ import sys
 import time
 
 ROWS = (("unsharded", 1), ("sharded", 1), ("sharded", 2), ("sharded", 4))
+# One thread per process: XLA's CPU thread pools, the kernel's OpenMP team, oneMKL.
+ONE_THREAD = {
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -33,16 +45,23 @@ def worker(args: argparse.Namespace) -> None:
     import jax
     import numpy as np
 
+    from stacklstm import distributed
     from stacklstm.config import ModelConfig, TrainConfig
     from stacklstm.distributed import make_mesh, replicate, shard_batch
     from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
 
+    if args.mode == "process":  # one of several processes, settings from STACKLSTM_*
+        distributed.initialize()
     if jax.device_count() != args.devices:
         raise SystemExit(f"expected {args.devices} devices, got {jax.device_count()}")
     rng = np.random.default_rng(0)
     x = rng.normal(size=(args.batch, args.window, 1)).astype(np.float32)  # (batch, time, feat)
     y = rng.normal(size=(args.batch, 1, 1)).astype(np.float32)  # (batch, horizon, targets)
     batch = Batch(x, y, np.ones(args.batch, np.float32))
+    if args.mode == "process":  # this process's own contiguous rows
+        n, i = jax.process_count(), jax.process_index()
+        rows = slice(args.batch * i // n, args.batch * (i + 1) // n)
+        batch = Batch(*(a[rows] for a in batch))
     cfg = TrainConfig(batch_size=args.batch)
     model = ModelConfig(lstm_hidden_size=args.hidden, num_lstm_layers=args.layers).build(
         output_size=1
@@ -73,7 +92,50 @@ def worker(args: argparse.Namespace) -> None:
             state, metrics = step(state, place(batch), key)
         jax.block_until_ready((state, metrics))
         samples.append(args.steps / (time.perf_counter() - start))
-    print(json.dumps({"mode": args.mode, "devices": args.devices, "steps_per_s": samples}))
+    if jax.process_index() == 0:
+        print(json.dumps({"mode": args.mode, "devices": args.devices, "steps_per_s": samples}))
+
+
+def _pinned(core: int) -> dict:
+    """``subprocess`` arguments that pin the child to one core (where the OS allows)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return {}
+    cores = sorted(os.sched_getaffinity(0))
+    return {"preexec_fn": lambda: os.sched_setaffinity(0, {cores[core % len(cores)]})}
+
+
+def processes(args: argparse.Namespace, settings: list[str]) -> list[dict]:
+    """One process on one core, then two processes on a core each, at the same global batch."""
+    import socket
+
+    base = {**os.environ, "JAX_PLATFORMS": "cpu", **ONE_THREAD}
+    command = [sys.executable, __file__, *settings]
+    one = subprocess.run(
+        [*command, "--worker", "unsharded", "1"], env=base, capture_output=True, text=True,
+        check=False, **_pinned(0),
+    )  # fmt: skip
+    if one.returncode:
+        raise SystemExit(f"one process failed:\n{one.stderr[-2000:]}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def start(i: int) -> subprocess.Popen:
+        env = {**base, "STACKLSTM_COORDINATOR": f"127.0.0.1:{port}",
+               "STACKLSTM_NUM_PROCESSES": "2", "STACKLSTM_PROCESS_ID": str(i)}  # fmt: skip
+        return subprocess.Popen(
+            [*command, "--worker", "process", "2"], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, **_pinned(i),
+        )  # fmt: skip
+
+    procs = [start(i) for i in range(2)]
+    outputs = [p.communicate(timeout=1800) for p in procs]
+    for p, (_, err) in zip(procs, outputs, strict=True):
+        if p.returncode:
+            raise SystemExit(f"two processes failed:\n{err[-2000:]}")
+    rows = [json.loads(one.stdout.strip().splitlines()[-1])]
+    rows.append(json.loads([ln for ln in outputs[0][0].splitlines() if ln.startswith("{")][-1]))
+    return rows
 
 
 def main() -> None:
@@ -84,6 +146,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2, help="LSTM layers")
     parser.add_argument("--steps", type=int, default=50, help="timed steps per repeat")
     parser.add_argument("--repeats", type=int, default=5, help="repeats (the median is shown)")
+    parser.add_argument(
+        "--processes", action="store_true", help="1 process vs 2 (gloo), one core each"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("MODE", "DEVICES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.batch % 4:
@@ -95,8 +160,8 @@ def main() -> None:
 
     settings = [f"--{name}={getattr(args, name)}" for name in
                 ("batch", "window", "hidden", "layers", "steps", "repeats")]  # fmt: skip
-    results = []
-    for mode, devices in ROWS:
+    results = processes(args, settings) if args.processes else []
+    for mode, devices in () if args.processes else ROWS:
         env = {**os.environ, "JAX_PLATFORMS": "cpu"}
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
         done = subprocess.run(
@@ -115,6 +180,8 @@ def main() -> None:
         f"train step, batch {args.batch}, window {args.window}, hidden {args.hidden} x "
         f"{args.layers} layers; median of {args.repeats} x {args.steps} steps\n"
     )
+    if args.processes:
+        print("one thread per process, each process pinned to its own core\n")
     print("| path | CPU devices | steps/s (median) | vs unsharded |")
     print("|---|---:|---:|---:|")
     for row in results:

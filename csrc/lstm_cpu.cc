@@ -11,8 +11,9 @@
 // GEMM (cblas_sgemm_pack/compute, the API oneMKL offers for one matrix used at every step), each
 // step is that GEMM plus one vectorised pass over its gates, so there is no per-step dispatch
 // of separate XLA kernels and no while-loop bookkeeping; the rows of the batch, which are
-// independent sequences, are split over the OpenMP threads for the whole call; and after the
-// reverse loop the input, weight and bias gradients are one GEMM each over all steps.
+// independent sequences, are split over threads for the whole call; and after the reverse loop
+// the input, weight and bias gradients are one GEMM each over all steps. The threads are XLA's
+// own intra-op pool (the FFI ThreadPool), oneMKL sequential inside: no OpenMP runtime.
 //
 // Layout: time-major, row-major, float32. Gates i, f, g, o along the last axis (PyTorch's).
 // A mask of shape (time, batch) marks valid steps (1) and padding (0); a rank-0 mask means
@@ -20,16 +21,27 @@
 
 #include <Python.h>
 #include <mkl.h>
-#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
 #include <vector>
 
+#include "xla/ffi/api/c_api.h"
 #include "xla/ffi/api/ffi.h"
+
+#ifndef STACKLSTM_JAXLIB_VERSION
+#define STACKLSTM_JAXLIB_VERSION "unknown"
+#endif
 
 namespace ffi = xla::ffi;
 
@@ -178,39 +190,84 @@ class PackedWeight {
   float* data_ = nullptr;
 };
 
-// Threads for one call. The rows of a batch are independent sequences, so each thread runs
-// the whole recurrence over its own rows, with no synchronisation between steps (oneMKL runs
-// sequentially inside each). Small steps stay on one thread: waking another costs more.
-int threads_for(int64_t batch, int64_t hidden) {
+// Threads: the calls run on XLA's intra-op thread pool (the FFI ThreadPool), with oneMKL
+// sequential inside; no thread of their own, so concurrent calls share the pool's threads.
+//
+// run_blocks(pool, blocks, fn) runs fn(k) for k in [0, blocks) on the calling thread and up to
+// blocks - 1 pool threads, and returns when all have run. Blocks are claimed from a shared
+// counter: the caller never waits for a block that nobody has started, so a busy pool (or a
+// call from inside the pool) only makes it serial, never deadlocks. fn must not throw.
+struct BlockState {
+  std::atomic<int> next{0};
+  int blocks = 0, done = 0;
+  std::mutex mutex;
+  std::condition_variable all_done;
+  const void* fn = nullptr;  // read only after claiming a block: the caller is still waiting
+  void (*run)(const void*, int) = nullptr;
+};
+
+void work_on(BlockState& state) {
+  for (int k; (k = state.next.fetch_add(1)) < state.blocks;) {
+    state.run(state.fn, k);
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (++state.done == state.blocks) state.all_done.notify_all();
+  }
+}
+
+template <typename Fn>
+void run_blocks(ffi::ThreadPool& pool, int blocks, const Fn& fn) {
+  if (blocks <= 1) {
+    if (blocks == 1) fn(0);
+    return;
+  }
+  std::shared_ptr<BlockState> state;  // shared: a helper may start after the call is over
+  try {
+    state = std::make_shared<BlockState>();
+  } catch (const std::bad_alloc&) {
+    for (int k = 0; k < blocks; ++k) fn(k);
+    return;
+  }
+  state->blocks = blocks;
+  state->fn = &fn;
+  state->run = [](const void* f, int k) { (*static_cast<const Fn*>(f))(k); };
+  for (int k = 1; k < blocks; ++k) {
+    try {
+      pool.Schedule([state] { work_on(*state); });
+    } catch (const std::bad_alloc&) {
+      break;  // the caller runs what is left
+    }
+  }
+  work_on(*state);
+  std::unique_lock<std::mutex> lock(state->mutex);
+  state->all_done.wait(lock, [&] { return state->done == state->blocks; });
+}
+
+// Threads for the recurrence of one call. The rows of a batch are independent sequences, so
+// each block runs the whole recurrence over its own rows, with no synchronisation between
+// steps. Small steps stay on one thread: waking another costs more.
+int threads_for(ffi::ThreadPool& pool, int64_t batch, int64_t hidden) {
   const int64_t step_flops = 2 * batch * 4 * hidden * hidden;
   if (step_flops < (int64_t{1} << 19)) return 1;
-  const int64_t threads = std::min<int64_t>(omp_get_max_threads(), batch / 4);
+  const int64_t threads = std::min<int64_t>(std::max<int64_t>(1, pool.num_threads()), batch / 4);
   return static_cast<int>(std::max<int64_t>(1, threads));
 }
 
-// Sets oneMKL's thread count for this thread for the lifetime of the object.
-class MklThreads {
- public:
-  explicit MklThreads(int n) : previous_(mkl_set_num_threads_local(n)) {}
-  ~MklThreads() { mkl_set_num_threads_local(previous_); }
-
- private:
-  int previous_;
-};
-
-// Runs fn(first_row, n_rows) once on each of `threads` threads, over a split of the rows;
-// false if any call returned false.
+// Runs fn(first_row, n_rows) once per block over a split of the rows; false if any call
+// returned false.
 template <typename Fn>
-bool parallel_rows(int64_t batch, int threads, Fn fn) {
-  bool ok = true;
-#pragma omp parallel num_threads(threads) reduction(&& : ok)
-  {
-    const int k = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t lo = batch * k / n, hi = batch * (k + 1) / n;
-    MklThreads sequential(1);
-    if (hi > lo) ok = fn(lo, hi - lo);
-  }
+bool parallel_rows(ffi::ThreadPool& pool, int64_t batch, int threads, Fn fn) {
+  std::atomic<bool> ok{true};
+  run_blocks(pool, threads, [&](int k) {
+    const int64_t lo = batch * k / threads, hi = batch * (k + 1) / threads;
+    if (hi > lo && !fn(lo, hi - lo)) ok = false;
+  });
   return ok;
+}
+
+// Blocks for a GEMM of `flops`: one per ~4 MFLOP, at most the pool's threads.
+int gemm_blocks(ffi::ThreadPool& pool, double flops) {
+  const int64_t most = std::max<int64_t>(1, pool.num_threads());
+  return static_cast<int>(std::min<int64_t>(most, std::max<int64_t>(1, flops / 4e6)));
 }
 
 // Asks the kernel to back a big output buffer with transparent huge pages before its first
@@ -227,161 +284,258 @@ void advise_huge_pages(void* data, size_t bytes) {
 
 // From the gate gradients dg (rows, 4H) of all steps: d_x = dg @ w_ih^T, d_w_ih = x^T @ dg,
 // d_w_hh = h_prev^T @ dg, d_bias = column sums of dg. h_prev's first `batch` rows are h_first,
-// the others h_rest (so the outputs can stand in for h_prev: h_prev[t] = ys[t - 1]). Rows go in
-// pieces that fit BLAS's ints.
-void gate_gradients(const float* dg, const float* x, const float* w_ih, const float* h_first,
-                    const float* h_rest, int64_t rows, int64_t batch, int64_t features,
-                    int64_t hidden, float* d_x, float* d_w_ih, float* d_w_hh, float* d_bias) {
+// the others h_rest (so the outputs can stand in for h_prev: h_prev[t] = ys[t - 1]). On the
+// pool: d_x by blocks of rows, the others (sums over all rows) by blocks of columns. Rows go in
+// pieces that fit BLAS's ints. Allocates (may throw std::bad_alloc) before any block runs.
+void gate_gradients(ffi::ThreadPool& pool, const float* dg, const float* x, const float* w_ih,
+                    const float* h_first, const float* h_rest, int64_t rows, int64_t batch,
+                    int64_t features, int64_t hidden, float* d_x, float* d_w_ih, float* d_w_hh,
+                    float* d_bias) {
   const int64_t g4 = 4 * hidden, piece = int64_t{1} << 20;
   const MKL_INT f = (MKL_INT)features, h = (MKL_INT)hidden, g = (MKL_INT)g4;
-  std::memset(d_w_ih, 0, sizeof(float) * features * g4);
-  std::memset(d_bias, 0, sizeof(float) * g4);
-  std::vector<float> ones(std::min(piece, rows), 1.0f);
-  for (int64_t r = 0; r < rows; r += piece) {
-    const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
-    const float* dg_r = dg + r * g4;
-    if (features > 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, f, g, 1.0f, dg_r, g, w_ih, g, 0.0f,
-                  d_x + r * features, f);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, f, g, n, 1.0f, x + r * features, f,
-                  dg_r, g, 1.0f, d_w_ih, g);
+  const std::vector<float> ones(std::min(piece, rows), 1.0f);
+  const int blocks = gemm_blocks(pool, 2.0 * rows * g4 * (2.0 * features + hidden));
+  if (features > 0) {
+    run_blocks(pool, blocks, [&](int k) {
+      const int64_t lo = rows * k / blocks, hi = rows * (k + 1) / blocks;
+      for (int64_t r = lo; r < hi; r += piece) {
+        const MKL_INT n = (MKL_INT)std::min(piece, hi - r);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, f, g, 1.0f, dg + r * g4, g, w_ih,
+                    g, 0.0f, d_x + r * features, f);
+      }
+    });
+  }
+  run_blocks(pool, blocks, [&](int k) {
+    // Columns [lo, hi), in multiples of 16 (whole cache lines).
+    const int64_t lo = (g4 * k / blocks) & ~int64_t{15};
+    const int64_t hi = k + 1 == blocks ? g4 : (g4 * (k + 1) / blocks) & ~int64_t{15};
+    if (hi <= lo) return;
+    const MKL_INT w = (MKL_INT)(hi - lo);
+    for (int64_t r = 0; r < rows; r += piece) {
+      const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
+      const float beta = r == 0 ? 0.0f : 1.0f;
+      const float* dg_r = dg + r * g4 + lo;
+      if (features > 0)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, f, w, n, 1.0f, x + r * features, f,
+                    dg_r, g, beta, d_w_ih + lo, g);
+      cblas_sgemv(CblasRowMajor, CblasTrans, n, w, 1.0f, dg_r, g, ones.data(), 1, beta,
+                  d_bias + lo, 1);
     }
-    cblas_sgemv(CblasRowMajor, CblasTrans, n, g, 1.0f, dg_r, g, ones.data(), 1, 1.0f, d_bias, 1);
-  }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, (MKL_INT)batch, 1.0f, h_first, h,
-              dg, g, 0.0f, d_w_hh, g);
-  for (int64_t r = batch; r < rows; r += piece) {
-    const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, g, n, 1.0f,
-                h_rest + (r - batch) * hidden, h, dg + r * g4, g, 1.0f, d_w_hh, g);
-  }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, w, (MKL_INT)batch, 1.0f, h_first, h,
+                dg + lo, g, 0.0f, d_w_hh + lo, g);
+    for (int64_t r = batch; r < rows; r += piece) {
+      const MKL_INT n = (MKL_INT)std::min(piece, rows - r);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, w, n, 1.0f,
+                  h_rest + (r - batch) * hidden, h, dg + r * g4 + lo, g, 1.0f, d_w_hh + lo, g);
+    }
+  });
 }
 
-struct Dims {
-  int64_t time, batch, features, hidden;
-};
-
-// A mask is () for "all valid" or (time, batch); the per-step 1/0 values, or nullptr.
-ffi::Error check_mask(ffi::Buffer<ffi::F32>& mask, int64_t time, int64_t batch) {
-  auto m = mask.dimensions();
-  if (!(m.size() == 0 || (m.size() == 2 && m[0] == time && m[1] == batch)))
-    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: mask must be () or (time, batch)");
-  return ffi::Error::Success();
+// Shape checks: every buffer's rank and size is checked before it is read or written.
+std::string shape_text(ffi::Span<const int64_t> dims) {
+  std::string out = "(";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + (dims.size() == 1 ? ",)" : ")");
 }
 
+bool same_shape(ffi::Span<const int64_t> dims, std::initializer_list<int64_t> want) {
+  if (dims.size() != want.size()) return false;
+  size_t i = 0;
+  for (int64_t w : want)
+    if (dims[i++] != w) return false;
+  return true;
+}
+
+// Appends "name must be (..), got (..); " to `problems` when the shape differs.
+template <typename B>
+void expect(std::string& problems, const char* name, const B& buffer,
+            std::initializer_list<int64_t> want) {
+  if (same_shape(buffer.dimensions(), want)) return;
+  std::vector<int64_t> w(want);
+  problems += std::string(name) + " must be " +
+              shape_text(ffi::Span<const int64_t>(w.data(), w.size())) + ", got " +
+              shape_text(buffer.dimensions()) + "; ";
+}
+
+ffi::Error shape_error(const std::string& problems) {
+  // problems: "...; ...; " -> without the last "; ".
+  return ffi::Error::InvalidArgument("stacklstm LSTM kernel: " +
+                                     problems.substr(0, problems.size() - 2));
+}
+
+// A mask is () for "all valid" or (time, batch).
+void expect_mask(std::string& problems, const ffi::Buffer<ffi::F32>& mask, int64_t time,
+                 int64_t batch) {
+  if (mask.dimensions().size() != 0) expect(problems, "mask", mask, {time, batch});
+}
+
+// The per-step 1/0 values, or nullptr for "all valid".
 const float* valid_steps(ffi::Buffer<ffi::F32>& mask) {
   return mask.dimensions().size() == 0 ? nullptr : mask.typed_data();
 }
 
-ffi::Error check_dims(const Dims& d, ffi::Buffer<ffi::F32>& w_ih, ffi::Buffer<ffi::F32>& w_hh,
-                      ffi::Buffer<ffi::F32>& bias, ffi::Buffer<ffi::F32>& mask) {
-  auto wi = w_ih.dimensions(), wh = w_hh.dimensions(), bb = bias.dimensions();
-  const int64_t g4 = 4 * d.hidden;
-  if (wi.size() != 2 || wi[0] != d.features || wi[1] != g4 || wh.size() != 2 ||
-      wh[1] != g4 || bb.size() != 1 || bb[0] != g4)
-    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: inconsistent weight shapes");
-  return check_mask(mask, d.time, d.batch);
+// Errors instead of exceptions: a failed allocation outside the threaded regions (none is made
+// inside them) becomes an FFI error for JAX to raise, never std::terminate.
+ffi::Error out_of_memory() {
+  return ffi::Error(ffi::ErrorCode::kResourceExhausted, "stacklstm LSTM kernel: out of memory");
 }
 
 // The forward recurrence. With `saved` (training) the activations, the cell states and the h
 // each step starts from are written for the backward pass; the input projection of all steps goes
 // straight into the activations array. Without it, nothing of the sequence is stored but the
-// outputs: a step is one GEMM of [x_t, h] with the stacked weights.
-ffi::Error forward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih, ffi::Buffer<ffi::F32> w_hh,
-                   ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
+// outputs: a step is one GEMM of [x_t, h] with the stacked weights. Shapes checked by the caller.
+ffi::Error forward(ffi::ThreadPool& pool, int64_t time, int64_t batch, int64_t features,
+                   int64_t hidden, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+                   ffi::Buffer<ffi::F32> w_hh, ffi::Buffer<ffi::F32> bias,
+                   ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                    ffi::Buffer<ffi::F32> mask, float* ys, float* h, float* c, float* acts,
                    float* cs, float* h_prev) {
-  auto xd = x.dimensions();
-  if (xd.size() != 3) return ffi::Error::InvalidArgument("stacklstm LSTM kernel: x must be 3-D");
-  Dims d{xd[0], xd[1], xd[2], w_hh.dimensions()[0]};
-  if (auto e = check_dims(d, w_ih, w_hh, bias, mask); e.failure()) return e;
-  const int64_t bh = d.batch * d.hidden, g4 = 4 * d.hidden, bg = d.batch * g4;
-  std::memcpy(h, h0.typed_data(), sizeof(float) * bh);
-  std::memcpy(c, c0.typed_data(), sizeof(float) * bh);
-  if (d.time == 0) return ffi::Error::Success();
+  const int64_t bh = batch * hidden, g4 = 4 * hidden, bg = batch * g4;
+  if (bh > 0) {
+    std::memcpy(h, h0.typed_data(), sizeof(float) * bh);
+    std::memcpy(c, c0.typed_data(), sizeof(float) * bh);
+  }
+  // No steps, rows or units: the state passes through and every sequence output is empty.
+  if (time == 0 || bh == 0) return ffi::Error::Success();
   const float* xp = x.typed_data();
   const float* m = valid_steps(mask);
 
   const bool saving = acts != nullptr;
   if (saving) {
-    advise_huge_pages(acts, sizeof(float) * d.time * bg);
-    advise_huge_pages(cs, sizeof(float) * d.time * bh);
-    if (h_prev != nullptr) advise_huge_pages(h_prev, sizeof(float) * d.time * bh);
-    // Training: the input projection of all steps as one GEMM, straight into the activations.
-    project(xp, w_ih.typed_data(), acts, d.time * d.batch, d.features, g4);
+    advise_huge_pages(acts, sizeof(float) * time * bg);
+    advise_huge_pages(cs, sizeof(float) * time * bh);
+    if (h_prev != nullptr) advise_huge_pages(h_prev, sizeof(float) * time * bh);
+    // Training: the input projection of all steps as one GEMM (in blocks of rows on the pool),
+    // straight into the activations.
+    const int64_t rows = time * batch;
+    const int blocks = gemm_blocks(pool, 2.0 * rows * features * g4);
+    run_blocks(pool, blocks, [&](int k) {
+      const int64_t lo = rows * k / blocks, hi = rows * (k + 1) / blocks;
+      project(xp + lo * features, w_ih.typed_data(), acts + lo * g4, hi - lo, features, g4);
+    });
   }
-  advise_huge_pages(ys, sizeof(float) * d.time * bh);
+  advise_huge_pages(ys, sizeof(float) * time * bh);
   const float* bias_p = bias.typed_data();
   // Training: the gates already hold x_t @ kernel_ih; a step adds h @ kernel_hh. Inference: a
-  // step is ONE GEMM [x_t, h] @ [kernel_ih; kernel_hh] (no projection array at all).
-  const int64_t f = d.features, k = saving ? d.hidden : f + d.hidden;
-  std::vector<float> stacked;
+  // step is ONE GEMM [x_t, h] @ [kernel_ih; kernel_hh] (no projection array at all), its gates
+  // and [x_t, h] rows in two buffers made here, each thread using its own rows of them.
+  const int64_t f = features, k = saving ? hidden : f + hidden;
+  std::vector<float> stacked, gate_rows, xh_rows;
+  try {
+    if (!saving) {
+      stacked.resize(k * g4);
+      gate_rows.resize(bg);
+      xh_rows.resize(batch * k);
+    }
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  }
   if (!saving) {
-    stacked.resize(k * g4);
     std::memcpy(stacked.data(), w_ih.typed_data(), sizeof(float) * f * g4);
-    std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * d.hidden * g4);
+    std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * hidden * g4);
   }
   const float* step_weight = saving ? w_hh.typed_data() : stacked.data();
-  bool ok = parallel_rows(d.batch, threads_for(d.batch, d.hidden), [&](int64_t lo, int64_t rows) {
+  bool ok = parallel_rows(pool, batch, threads_for(pool, batch, hidden), [&](int64_t lo,
+                                                                              int64_t rows) {
     PackedWeight w(step_weight, CblasNoTrans, rows, g4, k);
     if (!w.ok()) return false;
-    std::vector<float> buffer, xh;  // inference: this step's gates and [x_t, h] of these rows
-    if (!saving) {
-      buffer.resize(rows * g4);
-      xh.resize(rows * k);
-    }
-    for (int64_t t = 0; t < d.time; ++t) {
-      const int64_t row = t * d.batch + lo;  // first row of this step and thread
-      float* h_rows = h + lo * d.hidden;
-      float* c_rows = c + lo * d.hidden;
+    float* buffer = saving ? nullptr : gate_rows.data() + lo * g4;
+    float* xh = saving ? nullptr : xh_rows.data() + lo * k;
+    for (int64_t t = 0; t < time; ++t) {
+      const int64_t row = t * batch + lo;  // first row of this step and thread
+      float* h_rows = h + lo * hidden;
+      float* c_rows = c + lo * hidden;
       float* gates;
       if (saving) {
         gates = acts + row * g4;
         if (h_prev != nullptr)
-          std::memcpy(h_prev + row * d.hidden, h_rows, sizeof(float) * rows * d.hidden);
+          std::memcpy(h_prev + row * hidden, h_rows, sizeof(float) * rows * hidden);
         w.multiply(h_rows, 1.0f, gates);  // gates += h @ kernel_hh
       } else {
-        gates = buffer.data();
+        gates = buffer;
         for (int64_t b = 0; b < rows; ++b) {
-          std::memcpy(xh.data() + b * k, xp + (row + b) * f, sizeof(float) * f);
-          std::memcpy(xh.data() + b * k + f, h_rows + b * d.hidden, sizeof(float) * d.hidden);
+          if (f > 0) std::memcpy(xh + b * k, xp + (row + b) * f, sizeof(float) * f);
+          std::memcpy(xh + b * k + f, h_rows + b * hidden, sizeof(float) * hidden);
         }
-        w.multiply(xh.data(), 0.0f, gates);  // gates = [x_t, h] @ [kernel_ih; kernel_hh]
+        w.multiply(xh, 0.0f, gates);  // gates = [x_t, h] @ [kernel_ih; kernel_hh]
       }
-      forward_step_math(gates, bias_p, c_rows, h_rows, ys + row * d.hidden,
-                        m ? m + row : nullptr, rows, d.hidden);
-      if (saving) std::memcpy(cs + row * d.hidden, c_rows, sizeof(float) * rows * d.hidden);
+      forward_step_math(gates, bias_p, c_rows, h_rows, ys + row * hidden, m ? m + row : nullptr,
+                        rows, hidden);
+      if (saving) std::memcpy(cs + row * hidden, c_rows, sizeof(float) * rows * hidden);
     }
     return true;
   });
-  if (!ok) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "stacklstm: out of memory");
+  if (!ok) return out_of_memory();
   return ffi::Error::Success();
 }
 
-ffi::Error ForwardInfer(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+// The shapes both forward handlers check: the inputs, and ys, h, c.
+std::string forward_problems(ffi::Buffer<ffi::F32>& x, ffi::Buffer<ffi::F32>& w_ih,
+                             ffi::Buffer<ffi::F32>& w_hh, ffi::Buffer<ffi::F32>& bias,
+                             ffi::Buffer<ffi::F32>& h0, ffi::Buffer<ffi::F32>& c0,
+                             ffi::Buffer<ffi::F32>& mask, ffi::Buffer<ffi::F32>& ys,
+                             ffi::Buffer<ffi::F32>& h, ffi::Buffer<ffi::F32>& c, int64_t dims[4]) {
+  auto xd = x.dimensions(), wh = w_hh.dimensions();
+  if (xd.size() != 3 || wh.size() != 2)
+    return "x must be (time, batch, features) and kernel_hh (hidden, 4*hidden), got " +
+           shape_text(xd) + " and " + shape_text(wh) + "; ";
+  const int64_t time = xd[0], batch = xd[1], features = xd[2], hidden = wh[0];
+  dims[0] = time, dims[1] = batch, dims[2] = features, dims[3] = hidden;
+  std::string problems;
+  expect(problems, "kernel_ih", w_ih, {features, 4 * hidden});
+  expect(problems, "kernel_hh", w_hh, {hidden, 4 * hidden});
+  expect(problems, "bias", bias, {4 * hidden});
+  expect(problems, "h0", h0, {batch, hidden});
+  expect(problems, "c0", c0, {batch, hidden});
+  expect_mask(problems, mask, time, batch);
+  expect(problems, "ys", ys, {time, batch, hidden});
+  expect(problems, "h", h, {batch, hidden});
+  expect(problems, "c", c, {batch, hidden});
+  return problems;
+}
+
+ffi::Error ForwardInfer(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
                         ffi::Buffer<ffi::F32> w_hh, ffi::Buffer<ffi::F32> bias,
                         ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                         ffi::Buffer<ffi::F32> mask, ffi::ResultBuffer<ffi::F32> ys,
                         ffi::ResultBuffer<ffi::F32> h, ffi::ResultBuffer<ffi::F32> c) {
-  return forward(x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(), h->typed_data(),
-                 c->typed_data(), nullptr, nullptr, nullptr);
+  int64_t d[4];
+  std::string problems = forward_problems(x, w_ih, w_hh, bias, h0, c0, mask, *ys, *h, *c, d);
+  if (!problems.empty()) return shape_error(problems);
+  return forward(pool, d[0], d[1], d[2], d[3], x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(),
+                 h->typed_data(), c->typed_data(), nullptr, nullptr, nullptr);
 }
 
-ffi::Error ForwardTrain(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
+ffi::Error ForwardTrain(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w_ih,
                         ffi::Buffer<ffi::F32> w_hh, ffi::Buffer<ffi::F32> bias,
                         ffi::Buffer<ffi::F32> h0, ffi::Buffer<ffi::F32> c0,
                         ffi::Buffer<ffi::F32> mask, ffi::ResultBuffer<ffi::F32> ys,
                         ffi::ResultBuffer<ffi::F32> h, ffi::ResultBuffer<ffi::F32> c,
                         ffi::ResultBuffer<ffi::F32> acts, ffi::ResultBuffer<ffi::F32> cs,
                         ffi::ResultBuffer<ffi::F32> h_prev) {
-  return forward(x, w_ih, w_hh, bias, h0, c0, mask, ys->typed_data(), h->typed_data(),
-                 c->typed_data(), acts->typed_data(), cs->typed_data(),
-                 h_prev->element_count() == 0 ? nullptr : h_prev->typed_data());
+  int64_t d[4];
+  std::string problems = forward_problems(x, w_ih, w_hh, bias, h0, c0, mask, *ys, *h, *c, d);
+  if (!problems.empty()) return shape_error(problems);
+  const int64_t time = d[0], batch = d[1], hidden = d[3];
+  expect(problems, "acts", *acts, {time, batch, 4 * hidden});
+  expect(problems, "cs", *cs, {time, batch, hidden});
+  // h_prev: (time, batch, hidden), or (0,) when not needed (no mask: the outputs stand in).
+  const bool no_h_prev = same_shape(h_prev->dimensions(), {0});
+  if (!no_h_prev) expect(problems, "h_prev", *h_prev, {time, batch, hidden});
+  if (!problems.empty()) return shape_error(problems);
+  return forward(pool, time, batch, d[2], hidden, x, w_ih, w_hh, bias, h0, c0, mask,
+                 ys->typed_data(), h->typed_data(), c->typed_data(), acts->typed_data(),
+                 cs->typed_data(), no_h_prev ? nullptr : h_prev->typed_data());
 }
+
+// The one gate-gradient buffer kept across calls (see Backward), at most 256 MB.
+constexpr size_t kKeptGateGrads = size_t{1} << 26;
+std::mutex kept_gate_grads_mutex;
+std::vector<float> kept_gate_grads;
 
 // The reverse recurrence: carries (dh, dc) from the last step to the first and writes the
 // gate gradients of every step. dh0/dc0 double as the running carry.
-ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
+ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
                     ffi::Buffer<ffi::F32> c0, ffi::Buffer<ffi::F32> w_hh,
                     ffi::Buffer<ffi::F32> d_ys, ffi::Buffer<ffi::F32> d_h,
                     ffi::Buffer<ffi::F32> d_c, ffi::Buffer<ffi::F32> mask,
@@ -391,39 +545,80 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
                     ffi::ResultBuffer<ffi::F32> d_x, ffi::ResultBuffer<ffi::F32> d_w_ih,
                     ffi::ResultBuffer<ffi::F32> d_w_hh, ffi::ResultBuffer<ffi::F32> d_bias) {
   auto cd = cs.dimensions();
-  if (cd.size() != 3) return ffi::Error::InvalidArgument("stacklstm LSTM kernel: cs must be 3-D");
+  if (cd.size() != 3)
+    return shape_error("cs must be (time, batch, hidden), got " + shape_text(cd) + "; ");
   const int64_t time = cd[0], batch = cd[1], hidden = cd[2];
   const int64_t bh = batch * hidden, g4 = 4 * hidden, bg = batch * g4;
-  if (auto e = check_mask(mask, time, batch); e.failure()) return e;
+  auto xd = x.dimensions();
+  if (xd.size() != 3)
+    return shape_error("x must be (time, batch, features), got " + shape_text(xd) + "; ");
+  const int64_t features = xd[2];
+  std::string problems;
+  expect(problems, "acts", acts, {time, batch, g4});
+  expect(problems, "c0", c0, {batch, hidden});
+  expect(problems, "kernel_hh", w_hh, {hidden, g4});
+  expect(problems, "d_ys", d_ys, {time, batch, hidden});
+  expect(problems, "d_h", d_h, {batch, hidden});
+  expect(problems, "d_c", d_c, {batch, hidden});
+  expect_mask(problems, mask, time, batch);
+  expect(problems, "x", x, {time, batch, features});
+  expect(problems, "kernel_ih", w_ih, {features, g4});
+  expect(problems, "h0", h0, {batch, hidden});
+  expect(problems, "h_seq", h_seq, {time, batch, hidden});
+  expect(problems, "dh0", *dh0, {batch, hidden});
+  expect(problems, "dc0", *dc0, {batch, hidden});
+  expect(problems, "d_x", *d_x, {time, batch, features});
+  expect(problems, "d_kernel_ih", *d_w_ih, {features, g4});
+  expect(problems, "d_kernel_hh", *d_w_hh, {hidden, g4});
+  expect(problems, "d_bias", *d_bias, {g4});
+  if (!problems.empty()) return shape_error(problems);
   const float* m = valid_steps(mask);
-  auto xd = x.dimensions(), wi = w_ih.dimensions();
-  const int64_t features = xd.size() == 3 ? xd[2] : -1;
-  if (features < 0 || xd[0] != time || xd[1] != batch || wi.size() != 2 || wi[0] != features ||
-      wi[1] != g4 || h_seq.element_count() != static_cast<size_t>(time * bh) ||
-      h0.element_count() != static_cast<size_t>(bh))
-    return ffi::Error::InvalidArgument("stacklstm LSTM kernel: inconsistent backward inputs");
   float* dh = dh0->typed_data();
   float* dc = dc0->typed_data();
-  std::memcpy(dh, d_h.typed_data(), sizeof(float) * bh);
-  std::memcpy(dc, d_c.typed_data(), sizeof(float) * bh);
+  if (bh > 0) {
+    std::memcpy(dh, d_h.typed_data(), sizeof(float) * bh);
+    std::memcpy(dc, d_c.typed_data(), sizeof(float) * bh);
+  }
+  // No steps, rows or units: the state's gradient passes through, the others are zero.
+  if (time == 0 || bh == 0) {
+    std::fill_n(d_x->typed_data(), d_x->element_count(), 0.0f);
+    std::fill_n(d_w_ih->typed_data(), d_w_ih->element_count(), 0.0f);
+    std::fill_n(d_w_hh->typed_data(), d_w_hh->element_count(), 0.0f);
+    std::fill_n(d_bias->typed_data(), d_bias->element_count(), 0.0f);
+    return ffi::Error::Success();
+  }
   const float* a = acts.typed_data();
   const float* c = cs.typed_data();
   const float* dy = d_ys.typed_data();
-  // The gate gradients of all steps live only in this call: a buffer kept per thread across
-  // calls (fresh pages cost more than the work on them, see advise_huge_pages), let go of when
-  // it is very big.
-  static thread_local std::vector<float> gate_grads;
-  if (gate_grads.size() < static_cast<size_t>(time * bg)) {
+  // The gate gradients of all steps live only in this call. Fresh pages cost more than the
+  // work on them (see advise_huge_pages), so ONE buffer of at most kKeptGateGrads floats
+  // (256 MB) is kept for the whole process across calls; a call that needs more, or finds it in
+  // use by a concurrent call, makes its own for the call. dh_new: the new dh of each row, each
+  // block using its own rows.
+  const size_t need = static_cast<size_t>(time * bg);
+  std::unique_lock<std::mutex> kept_lock(kept_gate_grads_mutex, std::try_to_lock);
+  std::vector<float> own;
+  std::vector<float>& gate_grads =
+      kept_lock.owns_lock() && need <= kKeptGateGrads ? kept_gate_grads : own;
+  std::vector<float> dh_rows_new;
+  try {
+    if (gate_grads.size() < need) {
+      std::vector<float>().swap(gate_grads);
+      gate_grads.reserve(need);
+      advise_huge_pages(gate_grads.data(), sizeof(float) * need);
+      gate_grads.resize(need);
+    }
+    dh_rows_new.resize(bh);
+  } catch (const std::bad_alloc&) {
     std::vector<float>().swap(gate_grads);
-    gate_grads.reserve(time * bg);
-    advise_huge_pages(gate_grads.data(), sizeof(float) * time * bg);
-    gate_grads.resize(time * bg);
+    return out_of_memory();
   }
   float* dg = gate_grads.data();
-  bool ok = parallel_rows(batch, threads_for(batch, hidden), [&](int64_t lo, int64_t rows) {
+  bool ok = parallel_rows(pool, batch, threads_for(pool, batch, hidden), [&](int64_t lo,
+                                                                              int64_t rows) {
     PackedWeight w(w_hh.typed_data(), CblasTrans, rows, hidden, g4);
     if (!w.ok()) return false;
-    std::vector<float> dh_new(rows * hidden);
+    float* dh_new = dh_rows_new.data() + lo * hidden;
     float* dh_rows = dh + lo * hidden;
     float* dc_rows = dc + lo * hidden;
     for (int64_t t = time - 1; t >= 0; --t) {
@@ -433,22 +628,25 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
       backward_step_math(a + row * g4, c + row * hidden, c_prev, dy + row * hidden, dh_rows,
                          dc_rows, dg + row * g4, m_t, rows, hidden);
       // dh_{t-1} = d_gates_t @ kernel_hh^T; a padded row passes dh through unchanged.
-      w.multiply(dg + row * g4, 0.0f, dh_new.data());
+      w.multiply(dg + row * g4, 0.0f, dh_new);
       for (int64_t b = 0; b < rows; ++b)
         if (m_t == nullptr || m_t[b] > 0.0f)
-          std::memcpy(dh_rows + b * hidden, dh_new.data() + b * hidden, sizeof(float) * hidden);
+          std::memcpy(dh_rows + b * hidden, dh_new + b * hidden, sizeof(float) * hidden);
     }
     return true;
   });
-  if (!ok) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "stacklstm: out of memory");
+  if (!ok) return out_of_memory();
   // The input, weight and bias gradients: one GEMM each over all (time * batch) rows, on all
   // of oneMKL's threads.
   const float* hs = h_seq.typed_data();
-  gate_gradients(dg, x.typed_data(), w_ih.typed_data(), h_is_output ? h0.typed_data() : hs,
-                 h_is_output ? hs : hs + bh, time * batch, batch, features, hidden,
-                 d_x->typed_data(), d_w_ih->typed_data(), d_w_hh->typed_data(),
-                 d_bias->typed_data());
-  if (gate_grads.size() > (size_t{1} << 26)) std::vector<float>().swap(gate_grads);  // > 256 MB
+  try {
+    gate_gradients(pool, dg, x.typed_data(), w_ih.typed_data(), h_is_output ? h0.typed_data() : hs,
+                   h_is_output ? hs : hs + bh, time * batch, batch, features, hidden,
+                   d_x->typed_data(), d_w_ih->typed_data(), d_w_hh->typed_data(),
+                   d_bias->typed_data());
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  }
   return ffi::Error::Success();
 }
 
@@ -456,6 +654,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> acts, ffi::Buffer<ffi::F32> cs,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForward, ForwardInfer,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()  // x (time, batch, features)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // kernel_ih (features, 4H)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // kernel_hh (hidden, 4H)
@@ -470,6 +669,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForward, ForwardInfer,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForwardTrain, ForwardTrain,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
@@ -488,6 +688,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmForwardTrain, ForwardTrain,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(StacklstmLstmBackward, Backward,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()  // acts (time, batch, 4H)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // cs (time, batch, hidden)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // c0 (batch, hidden)
@@ -523,8 +724,17 @@ PyObject* handlers(PyObject*, PyObject*) {
                        capsule(reinterpret_cast<void*>(StacklstmLstmBackward)));
 }
 
+// What this build was made with, for the load-time check against the running jaxlib: the XLA
+// FFI C API version of the headers it was compiled against (a runtime accepts handlers of the
+// same major version and a minor version up to its own) and that jaxlib's version.
+PyObject* build_info(PyObject*, PyObject*) {
+  return Py_BuildValue("{s:(ii),s:s}", "ffi_api_version", XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR,
+                       "jaxlib", STACKLSTM_JAXLIB_VERSION);
+}
+
 PyMethodDef methods[] = {
     {"handlers", handlers, METH_NOARGS, "The XLA FFI handlers of the CPU LSTM kernel."},
+    {"build_info", build_info, METH_NOARGS, "The FFI API and jaxlib versions of this build."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lstm_cpu",

@@ -63,8 +63,12 @@ def _prepare_jax() -> dict[str, Any]:
     import jax
     import optax
 
+    from stacklstm import kernels
+
     devices = jax.devices()  # starts the backend now, so its memory is in the baseline
+    kernel = kernels.info()
     return {
+        "stacklstm_kernel": f"{kernel.path} ({kernel.reason})",
         "jax": jax.__version__,
         "flax": flax.__version__,
         "optax": optax.__version__,

@@ -1,6 +1,13 @@
-"""Pure-JAX LSTM kernels (no Flax)."""
+"""LSTM kernels in JAX (no Flax): the pure-JAX scan and, on the CPU, the compiled kernel.
+
+``info()`` says which of the two runs and why; ``use("xla")`` traces the portable path (for
+``jax.export``, say).
+"""
 
 from .lstm import LSTMLayerParams as LSTMLayerParams
 from .lstm import LSTMState as LSTMState
 from .lstm import lstm_layer as lstm_layer
 from .lstm import reverse_padded as reverse_padded
+from .native import KernelInfo as KernelInfo
+from .native import info as info
+from .native import use as use

@@ -323,7 +323,16 @@ def _remat_chunk(remat: bool | int, time: int) -> int | None:
 
 def _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll):
     """The recurrence over time-major ``x_tm``: the compiled CPU kernel where it applies
-    (float32 on the CPU, see ``native.py``), else the pure-JAX scan. ``-> (ys, h, c)``."""
+    (float32 on the CPU, see ``native.py``), else the pure-JAX scan. ``-> (ys, h, c)``.
+
+    Raises the same ``ValueError`` on both paths for an empty batch or sequence; ``hidden=0``
+    gives empty outputs on both."""
+    time, batch = x_tm.shape[:2]
+    if time == 0 or batch == 0:
+        raise ValueError(
+            f"the LSTM needs batch >= 1 and time >= 1; got batch={batch}, time={time} (x "
+            "(batch, time, features) has no rows or no steps: skip empty batches before the call)"
+        )
     if p.kernel_hr is not None:
         # A projection: the plain scan, differentiated by autodiff (see the module docstring);
         # the CPU kernel is declined here, before it is asked (NATIVE_DECLINES_PROJECTION).

@@ -6,52 +6,339 @@ GEMM each over all steps. ``lstm.py`` picks this path on the CPU for float32 and
 pure-JAX scan as the portable path (other backends, bfloat16, float64); both are held to the
 same tests.
 
-``STACKLSTM_KERNEL`` in the environment (read when a function is traced): ``auto`` (the default)
-or ``native`` use this path where it applies, ``xla`` turns it off.
+Which path runs (read when a function is traced):
+
+- ``use("auto" | "native" | "xla")``, a context manager, wins; JAX's jit caches key on it, so a
+  function traced once under each gets one program for each.
+- else ``STACKLSTM_KERNEL`` in the environment, ``auto`` by default.
+- ``auto`` takes this path where it applies (float32, the CPU, the kernel built and loaded);
+  ``native`` insists on it and raises where it cannot run; ``xla`` turns it off.
+
+``info()`` says which path runs and why. Loading checks that the extension was built for an FFI
+API version the running jaxlib accepts and makes one tiny call; any failure falls back to the
+pure-JAX path with one warning that says why.
+
+JAX semantics kept on this path: ``jit``, ``grad``, ``vmap`` (one call per vmapped element),
+grad of grad and ``jax.hessian`` (each custom call's own derivative is that of the pure-JAX
+computation of the same outputs), and sharding: with the batch split over a mesh, each device
+runs the calls on its own rows and the weight gradients are all-reduced (``_PerShard``).
+``jax.export`` cannot serialise these custom calls; an export that meets one fails with a
+message that says to trace under ``use("xla")``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 import os
+import re
+import threading
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.experimental.custom_partitioning import custom_partitioning
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+from jax.sharding import NamedSharding, PartitionSpec
 
 Array = jax.Array
 _F32 = jnp.float32
+CHOICES = ("auto", "native", "xla")
+_TARGETS = ("stacklstm_lstm_forward", "stacklstm_lstm_forward_train", "stacklstm_lstm_backward")
+
+
+class _ClearingContext:
+    """Stand-in for ``jax.make_user_context`` on JAX versions without it: a thread's own value,
+    and JAX's caches cleared on each change (so functions are traced again)."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    @property
+    def value(self):
+        return getattr(self._local, "value", None)
+
+    @contextlib.contextmanager
+    def __call__(self, value):
+        previous = self.value
+        self._local.value = value
+        jax.clear_caches()
+        try:
+            yield
+        finally:
+            self._local.value = previous
+            jax.clear_caches()
+
+
+# The choice made with use(); None defers to STACKLSTM_KERNEL. Part of JAX's jit cache keys.
+_choice_context = (
+    jax.make_user_context(None) if hasattr(jax, "make_user_context") else _ClearingContext()
+)
+
+
+def use(kernel: str):
+    """Context manager: trace the LSTM recurrence with the given path.
+
+    Args:
+        kernel: ``"xla"`` (the portable pure-JAX path, e.g. for ``jax.export``), ``"native"``
+            (the compiled CPU kernel; raises where it cannot run) or ``"auto"``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from stacklstm import kernels
+        >>> from stacklstm.kernels import LSTMState, lstm_layer
+        >>> p = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)),
+        ...      "bias": jnp.zeros(8)}
+        >>> s = LSTMState(jnp.zeros((4, 2)), jnp.zeros((4, 2)))
+        >>> f = jax.jit(lambda x: lstm_layer(p, x, s)[0])
+        >>> with kernels.use("xla"):
+        ...     exported = jax.export.export(f)(jnp.ones((4, 5, 3)))
+    """
+    if kernel not in CHOICES:
+        raise ValueError(f"kernels.use() takes 'auto', 'native' or 'xla'; got {kernel!r}")
+    return _choice_context(kernel)
+
+
+def _choice() -> tuple[str, str]:
+    """The choice in force and where it comes from."""
+    if _choice_context.value is not None:
+        return _choice_context.value, f"kernels.use({_choice_context.value!r})"
+    choice = os.environ.get("STACKLSTM_KERNEL", "auto")
+    if choice not in CHOICES:
+        raise ValueError(f"STACKLSTM_KERNEL must be 'auto', 'native' or 'xla'; got {choice!r}")
+    return choice, f"STACKLSTM_KERNEL={choice}" if "STACKLSTM_KERNEL" in os.environ else "default"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: version check, registration, smoke call.
+
+
+class _Loaded(NamedTuple):
+    ok: bool
+    reason: str  # why not, or what was loaded
+    built_ffi_api: tuple[int, int] | None = None
+    running_ffi_api: tuple[int, int] | None = None
+
+
+def _running_ffi_api() -> tuple[int, int] | None:
+    """The XLA FFI C API version of the running jaxlib, from the header it ships; None if not
+    found (then the smoke call alone decides)."""
+    try:
+        files = metadata.files("jaxlib") or ()
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).replace("\\", "/").endswith("xla/ffi/api/c_api.h"):
+            try:
+                text = Path(f.locate()).read_text()
+            except OSError:
+                return None
+            found = [re.search(rf"#define XLA_FFI_API_{k} (\d+)", text) for k in ("MAJOR", "MINOR")]
+            if all(found):
+                return int(found[0].group(1)), int(found[1].group(1))
+    return None
+
+
+def _smoke_test() -> None:
+    """One tiny forward and gradient through the custom calls, against the float64 numpy oracle
+    (``reference.py``; the gradient along one random direction against a central difference).
+    Raises on any failure or difference."""
+    from stacklstm.kernels.reference import lstm_layer_reference
+
+    rng = np.random.default_rng(0)
+    shapes = ((3, 2, 2), (2, 12), (3, 12), (12,), (2, 3), (2, 3))  # time 3, batch 2, hidden 3
+    args = [rng.normal(0, 0.5, s) for s in shapes]  # x, kernel_ih, kernel_hh, bias, h0, c0
+    lengths = np.array([3, 2])
+    mask = (np.arange(3)[:, None] < lengths)[..., None].astype(np.float32)  # (time, batch, 1)
+
+    def oracle(x, w_ih, w_hh, bias, h0, c0):
+        p = {"kernel_ih": w_ih, "kernel_hh": w_hh, "bias": bias}
+        y, h, c = lstm_layer_reference(p, x.swapaxes(0, 1), h0, c0, lengths)
+        return np.sum(np.sin(y)) + np.sum(h * c), y.swapaxes(0, 1)
+
+    def loss(*a):
+        ys, h, c = recurrence(*a, mask)
+        return jnp.sum(jnp.sin(ys)) + jnp.sum(h * c), ys
+
+    # Eagerly, also when the first use is inside a jit trace.
+    # On this process's own CPU device: with several processes jax.devices()[0] may be another's.
+    device = jax.local_devices(backend="cpu")[0]
+    with jax.ensure_compile_time_eval(), jax.default_device(device):
+        grad = jax.jit(jax.grad(loss, argnums=range(6), has_aux=True))
+        grads, ys = jax.tree.map(np.asarray, grad(*(a.astype(np.float32) for a in args)))
+    np.testing.assert_allclose(ys, oracle(*args)[1], atol=1e-4)
+    direction = [rng.normal(size=a.shape) for a in args]
+    eps = 1e-4
+    plus, minus = (oracle(*(a + sign * eps * d for a, d in zip(args, direction, strict=True)))[0]
+                   for sign in (1, -1))  # fmt: skip
+    along = sum(np.sum(g * d) for g, d in zip(grads, direction, strict=True))
+    np.testing.assert_allclose(along, (plus - minus) / (2 * eps), rtol=1e-3, atol=1e-3)
+
+
+_load_lock = threading.Lock()
+
+
+def _load() -> _Loaded:
+    """Imports the extension and registers its handlers once, after checking them; the result
+    says whether the kernel can be used and why not. A failure is warned about once."""
+    with _load_lock:  # one load, also when several threads trace at once
+        return _load_once()
 
 
 @functools.cache
-def _load() -> bool:
-    """Imports the extension and registers its handlers once; False if it is not built."""
+def _load_once() -> _Loaded:
     try:
         from stacklstm import _lstm_cpu  # the compiled module, built by the package's build
-    except ImportError:
-        return False
-    for name, capsule in _lstm_cpu.handlers().items():
-        jax.ffi.register_ffi_target(name, capsule, platform="cpu")
-    return True
+    except ImportError as e:
+        return _Loaded(False, f"the compiled kernel is not built or not importable ({e})")
+    info = _lstm_cpu.build_info() if hasattr(_lstm_cpu, "build_info") else {}
+    built = tuple(info["ffi_api_version"]) if "ffi_api_version" in info else None
+    running = _running_ffi_api()
+    if built is None:
+        reason = "the extension does not record its XLA FFI API version (an old build)"
+    elif running is not None and (built[0] != running[0] or built[1] > running[1]):
+        reason = (
+            f"the extension was built for XLA FFI API {built[0]}.{built[1]} (jaxlib "
+            f"{info.get('jaxlib')}), which the running jaxlib {metadata.version('jaxlib')} (FFI "
+            f"API {running[0]}.{running[1]}) does not accept; rebuild stacklstm against it"
+        )
+    else:
+        try:
+            for name, capsule in _lstm_cpu.handlers().items():
+                jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+            _smoke_test()
+        except Exception as e:  # any failure: fall back, and say why
+            reason = f"its first call failed: {type(e).__name__}: {str(e)[:300]}"
+        else:
+            return _Loaded(True, f"built with jaxlib {info.get('jaxlib')}", built, running)
+    warnings.warn(
+        f"stacklstm: the compiled CPU kernel is not used, {reason}; the pure-JAX path runs "
+        "instead (same numbers, slower on the CPU)",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+    return _Loaded(False, reason, built, running)
 
 
 def available() -> bool:
-    """True when the compiled kernel is built and importable."""
-    return _load()
+    """True when the compiled kernel is built, loads and passed its first call."""
+    return _load().ok
+
+
+def _why_not(dtype, acc_dtype) -> str | None:
+    """Why this path cannot run for these dtypes here, or None when it can."""
+    if jax.default_backend() != "cpu":
+        return f"the default backend is {jax.default_backend()!r}, not 'cpu'"
+    if jnp.dtype(dtype) != _F32 or jnp.dtype(acc_dtype) != _F32:
+        return f"it computes in float32 only, not {jnp.dtype(dtype).name}"
+    loaded = _load()
+    return None if loaded.ok else loaded.reason
 
 
 def wanted(dtype, acc_dtype) -> bool:
-    """True when ``lstm_layer`` should use this path: float32 on the CPU, kernel built, and
-    not turned off with ``STACKLSTM_KERNEL=xla``."""
-    choice = os.environ.get("STACKLSTM_KERNEL", "auto")
-    if choice not in ("auto", "native", "xla"):
-        raise ValueError(f"STACKLSTM_KERNEL must be 'auto', 'native' or 'xla'; got {choice!r}")
-    return (
-        choice != "xla"
-        and jnp.dtype(dtype) == _F32
-        and jnp.dtype(acc_dtype) == _F32
-        and jax.default_backend() == "cpu"
-        and available()
+    """True when ``lstm_layer`` should use this path (see the module's docstring).
+
+    Raises:
+        RuntimeError: the native path is asked for (``use("native")`` or
+            ``STACKLSTM_KERNEL=native``) where it cannot run.
+    """
+    choice, source = _choice()
+    if choice == "xla":
+        return False
+    why_not = _why_not(dtype, acc_dtype)
+    if why_not is not None and choice == "native":
+        raise RuntimeError(
+            f"{source} asks for the compiled CPU kernel, but it cannot run: {why_not}. Use "
+            "'auto' to fall back to the pure-JAX path where it cannot."
+        )
+    return why_not is None
+
+
+class KernelInfo(NamedTuple):
+    """Which implementation of the LSTM recurrence runs, and why.
+
+    Attributes:
+        path: ``"native"`` (the compiled CPU kernel) or ``"xla"`` (the pure-JAX scan), for
+            float32 on the default backend with the current choice.
+        reason: why that path.
+        choice: ``"auto"``, ``"native"`` or ``"xla"``.
+        source: where the choice comes from (``kernels.use(...)``, ``STACKLSTM_KERNEL``, default).
+        kernel_loaded: the compiled kernel is built, loaded and passed its first call.
+        ffi_api_built: the XLA FFI API version the kernel was built for, or None.
+        ffi_api_running: that of the running jaxlib, or None where unknown.
+    """
+
+    path: str
+    reason: str
+    choice: str
+    source: str
+    kernel_loaded: bool
+    ffi_api_built: tuple[int, int] | None
+    ffi_api_running: tuple[int, int] | None
+
+
+def info() -> KernelInfo:
+    """Which path the LSTM recurrence takes for float32 here, and why.
+
+    Loads the kernel if it is not loaded yet. Does not raise for ``native`` where it cannot run
+    (``path`` is then ``"xla"`` and ``reason`` says why; tracing would raise).
+
+    Example:
+        >>> from stacklstm import kernels
+        >>> kernels.info().path in ("native", "xla")
+        True
+    """
+    choice, source = _choice()
+    loaded = _load()
+    why_not = _why_not(_F32, _F32)
+    if choice == "xla":
+        path, reason = "xla", f"{source} turns the compiled kernel off"
+    elif why_not is None:
+        path, reason = "native", f"float32 on the CPU, compiled kernel loaded ({loaded.reason})"
+    else:
+        path, reason = "xla", f"the compiled kernel cannot run: {why_not}"
+        if choice == "native":
+            reason += f" (tracing raises: {source} insists on it)"
+    return KernelInfo(
+        path, reason, choice, source, loaded.ok, loaded.built_ffi_api, loaded.running_ffi_api
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The custom calls.
+
+_EXPORT_MESSAGE = (
+    "stacklstm: this function uses the compiled CPU kernel of the LSTM (XLA custom calls "
+    "{targets}), which jax.export cannot serialise. Trace it on the portable path instead: "
+    "`with stacklstm.kernels.use('xla'): jax.export.export(jax.jit(f))(...)` (or set "
+    "STACKLSTM_KERNEL=xla); same numbers."
+)
+
+# An identity on one operand of each custom call, so that lowering for jax.export can say what
+# to do instead of JAX's generic "no compatibility guarantees" error. Lowers to nothing.
+_native_marker_p = Primitive("stacklstm_native_kernel")
+_native_marker_p.def_abstract_eval(lambda x: x)
+_native_marker_p.def_impl(lambda x: x)
+
+
+def _marker_lowering(ctx, x):
+    if getattr(ctx.module_context.lowering_parameters, "for_export", False):
+        raise ValueError(_EXPORT_MESSAGE.format(targets=", ".join(_TARGETS)))
+    return [x]
+
+
+mlir.register_lowering(_native_marker_p, _marker_lowering)
+batching.primitive_batchers[_native_marker_p] = lambda args, dims: (
+    _native_marker_p.bind(*args),
+    dims[0],
+)
+ad.deflinear2(_native_marker_p, lambda t, _: [t])
 
 
 def _mask2d(mask: Array) -> Array:
@@ -60,28 +347,250 @@ def _mask2d(mask: Array) -> Array:
 
 
 def _call(name: str, outs, *args, **attrs):
-    call = jax.ffi.ffi_call(name, outs, vmap_method="sequential")
-    return call(*(jnp.asarray(a, _F32) for a in args), **attrs)
+    """One custom call; ``args`` already float32."""
+    return tuple(jax.ffi.ffi_call(name, outs)(*args, **attrs))
 
 
-def _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
+def _spec(batch_names, ndim: int, axis: int | None) -> PartitionSpec:
+    """The spec of an array of rank ``ndim`` whose ``axis`` (if any) is the batch."""
+    parts = [None] * ndim
+    if axis is not None and axis < ndim and batch_names:
+        parts[axis] = batch_names
+    return PartitionSpec(*parts)
+
+
+class _PerShard:
+    """A custom call run by each device on its own rows of the batch.
+
+    ``fn(*arrays) -> tuple of arrays``; ``in_axes``/``out_axes``: the batch axis of each
+    argument and result (None: not batched; ignored for an array without that axis, as the
+    scalar "all valid" mask); ``summed``: results that are sums over the rows (the weight
+    gradients), all-reduced over the devices. Under ``jit`` with the batch sharded over a mesh
+    (``jax.experimental.custom_partitioning``: XLA's partitioner asks how to split the call),
+    each device runs ``fn`` on its rows, with no all-gather; on one device it is ``fn``. A batch
+    that does not split evenly, or a sharding of any other axis, is gathered first (correct,
+    not per shard). ``vmap`` runs one call per element, like ``ffi_call``'s "sequential".
+    """
+
+    def __init__(self, fn, in_axes, out_axes, summed=()):
+        self.fn, self.in_axes, self.out_axes, self.summed = fn, in_axes, out_axes, summed
+        self._by_ranks = {}
+
+    def _batch_names(self, mesh, arg_shapes):
+        """The mesh axes the batch is split over (from the first argument), or None."""
+        lead, axis = arg_shapes[0], self.in_axes[0]
+        spec = tuple(lead.sharding.spec) if hasattr(lead.sharding, "spec") else ()
+        names = spec[axis] if axis < len(spec) else None
+        if names is None:
+            return None
+        names = names if isinstance(names, tuple) else (names,)
+        devices = math.prod(mesh.shape[n] for n in names)
+        return names if devices > 1 and lead.shape[axis] % devices == 0 else None
+
+    def _shardings(self, mesh, arg_shapes, result_shape):
+        names = self._batch_names(mesh, arg_shapes)
+        args = tuple(
+            NamedSharding(mesh, _spec(names, len(a.shape), ax))
+            for a, ax in zip(arg_shapes, self.in_axes, strict=True)
+        )
+        results = tuple(
+            NamedSharding(mesh, _spec(None if i in self.summed else names, len(r.shape), ax))
+            for i, (r, ax) in enumerate(zip(result_shape, self.out_axes, strict=True))
+        )
+        return names, args, results
+
+    def _partitioned(self, ranks, out_ranks):
+        def infer(mesh, arg_shapes, result_shape):
+            return self._shardings(mesh, arg_shapes, result_shape)[2]
+
+        def partition(mesh, arg_shapes, result_shape):
+            names, args, results = self._shardings(mesh, arg_shapes, result_shape)
+
+            def per_shard(*arrays):
+                outs = self.fn(*arrays)
+                if names is None:
+                    return outs
+                return tuple(
+                    jax.lax.psum(o, names) if i in self.summed else o for i, o in enumerate(outs)
+                )
+
+            return mesh, per_shard, results, args
+
+        # The same for Shardy: the batch one factor ("b"), every other axis its own factor that
+        # stays whole.
+        others = []
+
+        def dims(k, rank, axis):
+            names = []
+            for d in range(rank):
+                if d == axis:
+                    names.append("b")
+                else:
+                    names.append(f"a{k}_{d}")
+                    others.append(names[-1])
+            return " ".join(names)
+
+        n = len(ranks)
+        in_pairs = zip(ranks, self.in_axes, strict=True)
+        operands = [dims(k, r, ax) for k, (r, ax) in enumerate(in_pairs)]
+        results = [
+            dims(n + k, r, None if k in self.summed else ax)
+            for k, (r, ax) in enumerate(zip(out_ranks, self.out_axes, strict=True))
+        ]
+        rule = ", ".join(operands) + " -> " + ", ".join(results)
+        call = custom_partitioning(self.fn)
+        call.def_partition(
+            partition,
+            infer_sharding_from_operands=infer,
+            sharding_rule=rule,
+            need_replication_factors=tuple(others),
+        )
+        return call
+
+    def _call_partitioned(self, *arrays):
+        ranks = tuple(a.ndim for a in arrays)
+        if ranks not in self._by_ranks:
+            out_ranks = tuple(len(o.shape) for o in jax.eval_shape(self.fn, *arrays))
+            self._by_ranks[ranks] = self._partitioned(ranks, out_ranks)
+        return self._by_ranks[ranks](*arrays)
+
+    @functools.cached_property
+    def _vmappable(self):
+        call = jax.custom_batching.custom_vmap(self._call_partitioned)
+
+        @call.def_vmap
+        def _one_by_one(axis_size, in_batched, *arrays):
+            batched = [a for a, b in zip(arrays, in_batched, strict=True) if b]
+
+            def one(sliced):
+                it = iter(sliced)
+                pairs = zip(arrays, in_batched, strict=True)
+                return call(*(next(it) if b else a for a, b in pairs))
+
+            outs = jax.lax.map(one, batched)
+            return outs, tuple(True for _ in outs)
+
+        return call
+
+    def __call__(self, *args):
+        first, *rest = (jnp.asarray(a, _F32) for a in args)
+        # The marker lowers to nothing; it makes jax.export say what to do instead.
+        return tuple(self._vmappable(_native_marker_p.bind(first), *rest))
+
+
+def _portable_derivatives(portable):
+    """Decorator: the decorated function (custom calls) gets the derivatives of ``portable``,
+    a pure-JAX function of the same arguments with the same outputs. So its values come from
+    the kernel and its derivatives of any order from JAX (grad of grad, ``jax.hessian``)."""
+
+    def wrap(native_fn):
+        fn = jax.custom_jvp(native_fn)
+
+        @fn.defjvp
+        def _jvp(primals, tangents):
+            _, tangents_out = jax.jvp(portable, primals, tangents)
+            return fn(*primals), tangents_out
+
+        return functools.wraps(native_fn)(fn)
+
+    return wrap
+
+
+def _portable_forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
+    """What ``_forward`` computes, in pure JAX (the portable path's scan)."""
+    from stacklstm.kernels import lstm
+
+    hs, h, c, saved = lstm._forward_scan(
+        x, kernel_ih, kernel_hh, bias, h0, c0, mask, True, _F32, _F32, 1, save=save
+    )
+    if not save:
+        return hs, h, c
+    acts, cs, hs_carried = saved  # hs_carried[t]: the state after step t
+    h_prev = (
+        jnp.concatenate([h0[None], hs_carried[:-1]]) if mask.ndim > 0 else jnp.zeros((0,), _F32)
+    )
+    return hs, h, c, acts, cs, h_prev
+
+
+def _portable_backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq):
+    """What the backward custom call computes, in pure JAX (the portable path's reverse scan)."""
+    from stacklstm.kernels import lstm
+
+    # The portable backward reads the state after each step (hs_carried[t] = h_prev[t + 1]);
+    # without a mask h_seq is the outputs, which are that already.
+    padded = mask.ndim > 0
+    hs_carried = jnp.concatenate([h_seq[1:], jnp.zeros_like(h_seq[:1])]) if padded else h_seq
+    bias = jnp.zeros((kernel_hh.shape[1],), _F32)  # read for its dtype only
+    residuals = ((acts, cs, hs_carried), x, kernel_ih, kernel_hh, bias, h0, c0, mask)
+    d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, _ = lstm._recurrence_bwd(
+        True, _F32, _F32, 1, residuals, (d_ys, d_h, d_c)
+    )
+    return dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias
+
+
+def _infer_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
     time, batch, _ = x.shape
     hidden = kernel_hh.shape[0]
     seq = jax.ShapeDtypeStruct((time, batch, hidden), _F32)
     state = jax.ShapeDtypeStruct((batch, hidden), _F32)
-    if not save:
-        return _call(
-            "stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias, h0, c0,
-            _mask2d(mask),
-        )  # fmt: skip
+    return _call("stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias,
+                 h0, c0, mask2d)  # fmt: skip
+
+
+def _train_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
+    time, batch, _ = x.shape
+    hidden = kernel_hh.shape[0]
+    seq = jax.ShapeDtypeStruct((time, batch, hidden), _F32)
+    state = jax.ShapeDtypeStruct((batch, hidden), _F32)
     acts = jax.ShapeDtypeStruct((time, batch, 4 * hidden), _F32)
     # The h each step starts from, for the weight gradient; without padding the outputs are
     # that already (h_prev[t] = ys[t - 1]), so it is not written: shape (0,).
-    h_prev = seq if mask.ndim > 0 else jax.ShapeDtypeStruct((0,), _F32)
+    h_prev = seq if mask2d.ndim > 0 else jax.ShapeDtypeStruct((0,), _F32)
+    return _call("stacklstm_lstm_forward_train", (seq, state, state, acts, seq, h_prev), x,
+                 kernel_ih, kernel_hh, bias, h0, c0, mask2d)  # fmt: skip
+
+
+def _backward_call(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih, h0, h_seq):
+    def like(a):
+        return jax.ShapeDtypeStruct(a.shape, _F32)
+
+    # The reverse recurrence, then the input, weight and bias gradients as one GEMM each over
+    # all (time * batch) rows (the gate gradients themselves are not needed here).
+    bias = jax.ShapeDtypeStruct((kernel_hh.shape[1],), _F32)
     return _call(
-        "stacklstm_lstm_forward_train", (seq, state, state, acts, seq, h_prev), x, kernel_ih,
-        kernel_hh, bias, h0, c0, _mask2d(mask),
+        "stacklstm_lstm_backward",
+        (like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh), bias),
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih, h0, h_seq,
+        h_is_output=mask2d.ndim == 0,
     )  # fmt: skip
+
+
+# Batch axes: time-major sequences (time, batch, ...) on axis 1, states (batch, hidden) on 0,
+# the mask (time, batch) on 1, weights not at all; the weight gradients summed over devices.
+_FORWARD_AXES = (1, None, None, None, 0, 0, 1)
+_infer_per_shard = _PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0))
+_train_per_shard = _PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1))
+_backward_per_shard = _PerShard(
+    _backward_call, (1, 1, 0, None, 1, 0, 0, 1, 1, None, 0, 1), (0, 0, 1, None, None, None),
+    summed=(3, 4, 5),
+)  # fmt: skip
+
+
+@_portable_derivatives(functools.partial(_portable_forward, save=False))
+def _forward_infer(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+    return _infer_per_shard(x, kernel_ih, kernel_hh, bias, h0, c0, _mask2d(mask))
+
+
+@_portable_derivatives(functools.partial(_portable_forward, save=True))
+def _forward_train(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+    return _train_per_shard(x, kernel_ih, kernel_hh, bias, h0, c0, _mask2d(mask))
+
+
+@_portable_derivatives(_portable_backward)
+def _backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq):
+    return _backward_per_shard(
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h0, h_seq
+    )
 
 
 @jax.custom_vjp
@@ -91,11 +600,11 @@ def recurrence(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
     ``mask``: ``(time, batch, 1)`` with 1 at valid steps, or a scalar for "all valid".
     Returns ``(ys (time, batch, hidden), h (batch, hidden), c (batch, hidden))``, float32.
     """
-    return tuple(_forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=False))
+    return tuple(_forward_infer(x, kernel_ih, kernel_hh, bias, h0, c0, mask))
 
 
 def _recurrence_fwd(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
-    ys, h, c, acts, cs, h_prev = _forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save=True)
+    ys, h, c, acts, cs, h_prev = _forward_train(x, kernel_ih, kernel_hh, bias, h0, c0, mask)
     h_seq = h_prev if mask.ndim > 0 else ys
     return (ys, h, c), (acts, cs, h0, h_seq, x, kernel_ih, kernel_hh, c0, mask)
 
@@ -103,18 +612,9 @@ def _recurrence_fwd(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
 def _recurrence_bwd(residuals, cotangents):
     acts, cs, h0, h_seq, x, kernel_ih, kernel_hh, c0, mask = residuals
     d_ys, d_h, d_c = cotangents
-
-    def like(a):
-        return jax.ShapeDtypeStruct(a.shape, _F32)
-
-    # The reverse recurrence, then the input, weight and bias gradients as one GEMM each over
-    # all (time * batch) rows (the gate gradients themselves are not needed here).
-    dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias = _call(
-        "stacklstm_lstm_backward",
-        (like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh), like(acts[0, 0])),
-        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h0, h_seq,
-        h_is_output=mask.ndim == 0,
-    )  # fmt: skip
+    dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias = _backward(
+        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq
+    )
     return d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, jnp.zeros_like(mask)
 
 

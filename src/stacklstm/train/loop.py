@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import kernels
 from ..config import RunConfig
 from ..data import (
     DataError,
@@ -527,6 +528,8 @@ def fit(
     plan = _prepare(run_cfg, out_dir, resume, data_path)
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
     opened = _open_resumed(plan) if resume else _open_new(plan)
+    kernel = kernels.info()
+    log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
 
     from tqdm.auto import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm

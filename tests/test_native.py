@@ -1,0 +1,502 @@
+"""The compiled CPU kernel as part of JAX: how it loads (and steps aside), which path runs,
+higher derivatives, export, empty and bad sizes, and bigger batches on several threads.
+
+Numbers are held to the pure-JAX path (``kernels.use("xla")``) and to the float64 numpy oracle
+(``kernels/reference.py``).
+"""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from helpers import cache_env
+from stacklstm import kernels
+from stacklstm.kernels import native
+from stacklstm.kernels.lstm import LSTMState, lstm_layer
+from stacklstm.kernels.reference import lstm_layer_reference
+
+ON_KERNEL_PLATFORM = sys.platform == "linux" and platform.machine() == "x86_64"
+needs_kernel = pytest.mark.skipif(
+    not native.available(), reason="the compiled CPU kernel is not built on this platform"
+)
+TARGET = "stacklstm_lstm_forward"
+
+
+def _params(rng, features, hidden, scale=0.5):
+    return {
+        "kernel_ih": rng.normal(0, scale, (features, 4 * hidden)).astype(np.float32),
+        "kernel_hh": rng.normal(0, scale, (hidden, 4 * hidden)).astype(np.float32),
+        "bias": rng.normal(0, scale, (4 * hidden,)).astype(np.float32),
+    }
+
+
+def _case(seed, batch, time, features, hidden):
+    rng = np.random.default_rng(seed)
+    p = _params(rng, features, hidden)
+    x = rng.normal(size=(batch, time, features)).astype(np.float32)
+    s0 = LSTMState(*(rng.normal(size=(batch, hidden)).astype(np.float32) for _ in "hc"))
+    return p, x, s0
+
+
+@pytest.fixture
+def fresh_load(monkeypatch):
+    """Lets a test load the kernel again under patched conditions; loads it normally after."""
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    native._load_once.cache_clear()
+    jax.clear_caches()
+    yield
+    monkeypatch.undo()
+    native._load_once.cache_clear()
+    jax.clear_caches()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the real load must not warn
+        native._load()
+
+
+def _lowered(p, x, s0, **kw):
+    return jax.jit(lambda p, x: lstm_layer(p, x, s0, **kw)[0]).lower(p, x).as_text()
+
+
+# --- loading and the choice of path ---------------------------------------------------------
+
+
+def test_info_says_which_path_runs_and_why(monkeypatch):
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    if not ON_KERNEL_PLATFORM:
+        assert kernels.info().path == "xla"
+        return
+    info = kernels.info()
+    assert (info.path, info.choice, info.source, info.kernel_loaded) == (
+        "native", "auto", "default", True
+    )  # fmt: skip
+    assert info.ffi_api_built is not None and info.ffi_api_running is not None
+    assert info.ffi_api_built[0] == info.ffi_api_running[0]
+    assert info.ffi_api_built[1] <= info.ffi_api_running[1]
+    with kernels.use("xla"):
+        assert kernels.info()[:4] == (
+            "xla", "kernels.use('xla') turns the compiled kernel off", "xla", "kernels.use('xla')"
+        )  # fmt: skip
+    monkeypatch.setenv("STACKLSTM_KERNEL", "xla")
+    assert kernels.info().path == "xla"
+    assert kernels.info().source == "STACKLSTM_KERNEL=xla"
+    with kernels.use("auto"):  # use() wins over the environment
+        assert kernels.info().path == "native"
+
+
+@needs_kernel
+def test_use_is_part_of_the_jit_cache_key(monkeypatch):
+    """Switching with use() re-traces a function already traced, without clearing caches."""
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    p, x, s0 = _case(0, 2, 3, 2, 4)
+    f = jax.jit(lambda p, x: lstm_layer(p, x, s0)[0])
+    assert TARGET in f.lower(p, x).as_text()
+    with kernels.use("xla"):
+        assert TARGET not in f.lower(p, x).as_text()
+        y_xla = f(p, x)
+    y_native = f(p, x)
+    np.testing.assert_allclose(y_native, y_xla, atol=1e-6)
+    assert TARGET in f.lower(p, x).as_text()
+
+
+def test_use_rejects_unknown_choice():
+    with pytest.raises(ValueError, match="'auto', 'native' or 'xla'; got 'XLA'"):
+        kernels.use("XLA")
+
+
+def test_native_choice_raises_where_it_cannot_run(monkeypatch, fresh_load):
+    p, x, s0 = _case(1, 2, 3, 2, 4)
+    with kernels.use("native"), pytest.raises(RuntimeError, match="float32 only, not bfloat16"):
+        lstm_layer(p, x, s0, dtype=jnp.bfloat16)
+    monkeypatch.setattr(native, "_load", lambda: native._Loaded(False, "no kernel here"))
+    monkeypatch.setenv("STACKLSTM_KERNEL", "native")
+    with pytest.raises(RuntimeError, match=r"STACKLSTM_KERNEL=native asks .* no kernel here"):
+        lstm_layer(p, x, s0)
+    monkeypatch.setenv("STACKLSTM_KERNEL", "auto")  # auto falls back quietly
+    assert TARGET not in _lowered(p, x, s0)
+    assert kernels.info().path == "xla"
+    assert "no kernel here" in kernels.info().reason
+
+
+def test_kernel_not_built_is_quietly_the_pure_jax_path(monkeypatch, fresh_load):
+    """An install without the kernel (no compiler, no oneMKL, STACKLSTM_BUILD_KERNEL=0) runs on
+    the pure-JAX path, without a warning; info() says why."""
+    import stacklstm
+
+    monkeypatch.setitem(sys.modules, "stacklstm._lstm_cpu", None)  # import fails
+    monkeypatch.delattr(stacklstm, "_lstm_cpu", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        info = kernels.info()
+        p, x, s0 = _case(2, 2, 3, 2, 4)
+        text = _lowered(p, x, s0)
+    assert (info.path, info.kernel_loaded) == ("xla", False)
+    assert "not built" in info.reason
+    assert TARGET not in text
+
+
+@needs_kernel
+def test_ffi_api_mismatch_falls_back_with_one_warning(monkeypatch, fresh_load):
+    from stacklstm import _lstm_cpu
+
+    major, minor = _lstm_cpu.build_info()["ffi_api_version"]
+    monkeypatch.setattr(native, "_running_ffi_api", lambda: (major, minor - 1))
+    with pytest.warns(RuntimeWarning, match=rf"built for XLA FFI API {major}\.{minor}") as caught:
+        info = kernels.info()
+        p, x, s0 = _case(2, 2, 3, 2, 4)
+        text = _lowered(p, x, s0)
+    assert len(caught) == 1
+    assert (info.path, info.kernel_loaded) == ("xla", False)
+    assert TARGET not in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kernels.info()  # warned once only
+
+
+@needs_kernel
+def test_failing_first_call_falls_back_with_one_warning(monkeypatch, fresh_load):
+    def broken():
+        raise RuntimeError("handler crashed")
+
+    monkeypatch.setattr(native, "_smoke_test", broken)
+    with pytest.warns(RuntimeWarning, match="first call failed: RuntimeError: handler crashed"):
+        assert not native.available()
+    p, x, s0 = _case(3, 2, 3, 2, 4)
+    assert TARGET not in _lowered(p, x, s0)
+
+
+@needs_kernel
+@pytest.mark.parametrize("wrong", ["values", "gradient"])
+def test_first_call_catches_wrong_numbers(monkeypatch, wrong):
+    """The load-time check compares values and a gradient with the oracle: a kernel that is off
+    in either is refused."""
+    right = native.recurrence
+
+    def off(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
+        ys, h, c = right(x, kernel_ih, kernel_hh, bias, h0, c0, mask)
+        if wrong == "values":
+            return ys * 1.001, h, c
+        # Same values, gradient with respect to h0 off by 0.01.
+        return ys + 0.01 * (h0.sum() - jax.lax.stop_gradient(h0.sum())), h, c
+
+    monkeypatch.setattr(native, "recurrence", off)
+    with pytest.raises(AssertionError):
+        native._smoke_test()
+    monkeypatch.undo()
+    native._smoke_test()  # the real kernel passes
+
+
+# --- JAX semantics: higher derivatives, export, vmap -----------------------------------------
+
+
+def _both_paths(fn):
+    out = {}
+    for path in ("native", "xla"):
+        with kernels.use(path):
+            out[path] = fn()
+    return out
+
+
+@needs_kernel
+@pytest.mark.parametrize("order", ["hessian", "grad_of_grad"])
+def test_second_derivatives_match_portable_path(order, monkeypatch):
+    """``jax.hessian`` (forward over reverse, no padding) and the gradient of a gradient's norm
+    (reverse over reverse, padded and reversed) on the default path equal the pure-JAX path's."""
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    masked = order == "grad_of_grad"
+    p, x, s0 = _case(4, 2, 4, 1, 3)
+    lengths = np.array([4, 2]) if masked else None
+
+    def loss(p, x):
+        y, s = lstm_layer(p, x, s0, lengths, reverse=masked)
+        return jnp.sum(jnp.sin(2 * y)) + jnp.sum(s.h * s.c)
+
+    def derivative():
+        if order == "hessian":
+            return jax.jit(jax.hessian(loss, argnums=1))(p, x)
+        grad_norm = lambda p, x: sum(jnp.sum(g**2) for g in jax.tree.leaves(jax.grad(loss)(p, x)))  # noqa: E731
+        return jax.jit(jax.grad(grad_norm, argnums=(0, 1)))(p, x)
+
+    assert "stacklstm_lstm_backward" in jax.jit(jax.grad(loss)).lower(p, x).as_text()
+    out = _both_paths(derivative)
+    assert max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(out["xla"])) > 0.1
+    jax.tree.map(  # float32 rounding relative to sizes up to ~300
+        lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-5),
+        out["native"], out["xla"],
+    )  # fmt: skip
+
+
+@needs_kernel
+def test_export_under_use_xla_round_trips_and_plain_export_says_how(monkeypatch):
+    from stacklstm.model import LSTMModel
+
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    model = LSTMModel(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(4,))
+    x = np.random.default_rng(5).normal(size=(3, 6, 2)).astype(np.float32)
+    variables = model.init(jax.random.key(0), x)
+    apply = jax.jit(model.apply)
+    with pytest.raises(ValueError, match=r"jax\.export cannot serialise.*kernels\.use\('xla'\)"):
+        jax.export.export(apply)(variables, x)
+    with kernels.use("xla"):
+        exported = jax.export.export(apply)(variables, x)
+    assert "stacklstm_lstm" not in exported.mlir_module()
+    pytest.importorskip("flatbuffers", reason="jax.export serialisation needs flatbuffers")
+    restored = jax.export.deserialize(exported.serialize())
+    np.testing.assert_allclose(restored.call(variables, x), apply(variables, x), atol=1e-6)
+
+
+@needs_kernel
+def test_vmap_of_grad_over_params_matches_portable_path(monkeypatch):
+    """vmap over per-example weights (one kernel call per element) and of the gradient."""
+    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
+    rng = np.random.default_rng(6)
+    ps = jax.tree.map(lambda *a: np.stack(a), *(_params(rng, 2, 4) for _ in range(3)))
+    x = rng.normal(size=(3, 2, 5, 2)).astype(np.float32)  # (groups, batch, time, features)
+    s0 = LSTMState(jnp.zeros((2, 4)), jnp.zeros((2, 4)))
+
+    def loss(p, x):
+        y, s = lstm_layer(p, x, s0, jnp.array([5, 2]))
+        return jnp.sum(jnp.sin(y)) + jnp.sum(s.c)
+
+    out = _both_paths(lambda: jax.jit(jax.vmap(jax.value_and_grad(loss, argnums=(0, 1))))(ps, x))
+    close = lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5)  # noqa: E731
+    jax.tree.map(close, out["native"], out["xla"])
+    for k in range(3):  # and each element alone
+        one = jax.tree.map(lambda a, k=k: a[k], ps)
+        np.testing.assert_allclose(out["native"][0][k], loss(one, x[k]), atol=1e-5)
+
+
+# The sharded run: a jitted gradient with x (and the lengths) split over the batch on n virtual
+# CPU devices, against the same on one device. Prints the kernel's custom calls of the compiled
+# program, whether it gathers anything, and the largest difference.
+SHARDED_SCRIPT = r"""
+import json, re, sys
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from stacklstm.kernels import LSTMState, lstm_layer
+
+rng = np.random.default_rng(0)
+features, hidden, batch, time = 3, 16, 8, 5
+p = [{"kernel_ih": rng.normal(0, .5, (f, 4 * hidden)).astype(np.float32),
+      "kernel_hh": rng.normal(0, .5, (hidden, 4 * hidden)).astype(np.float32),
+      "bias": rng.normal(0, .5, (4 * hidden,)).astype(np.float32)} for f in (features, hidden)]
+x = rng.normal(size=(batch, time, features)).astype(np.float32)
+
+def loss(p, x, lengths):  # two layers, the second reversed and starting from the first's state
+    s0 = LSTMState(jnp.zeros((x.shape[0], hidden)), jnp.ones((x.shape[0], hidden)))
+    y, s = lstm_layer(p[0], x, s0, lengths)
+    y, s = lstm_layer(p[1], y, s, lengths, reverse=True)
+    return jnp.sum(jnp.sin(y)) + jnp.sum(s.c * s.h)
+
+step = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+report = []
+for n in (2, 4):
+    for lengths in (None, rng.integers(1, time + 1, batch)):
+        mesh = Mesh(np.array(jax.devices()[:n]), ("data",))
+        rows = NamedSharding(mesh, P("data"))
+        args = (jax.device_put(p, NamedSharding(mesh, P())), jax.device_put(x, rows),
+                None if lengths is None else jax.device_put(lengths, rows))
+        hlo = step.lower(*args).compile().as_text()
+        calls = [re.search(r"= \((f32\[[0-9,]*\])", line).group(1)
+                 for line in hlo.splitlines() if 'custom_call_target="stacklstm' in line]
+        expected = step(p, x, lengths)
+        got = step(*args)
+        err = [float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / (1 + np.abs(np.asarray(b)))))
+               for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))]
+        report.append({"devices": n, "masked": lengths is not None, "calls": calls,
+                       "all_gather": "all-gather" in hlo, "err": max(err)})
+print(json.dumps(report))
+"""
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_kernel_runs_per_shard_under_a_batch_sharded_mesh():
+    """On 2 and 4 devices each runs the kernel's calls on its own rows (batch 8 / devices),
+    gathers nothing, and the value and gradients equal one device's within 1e-5."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "STACKLSTM_KERNEL")}
+    env = cache_env({**env, "JAX_PLATFORMS": "cpu"})
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SHARDED_SCRIPT)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(report) == 4
+    for run in report:
+        rows = 8 // run["devices"]
+        # per layer: forward (training) and backward; first results ys (time, rows, hidden)
+        # and dh0 (rows, hidden)
+        assert sorted(run["calls"]) == sorted(2 * [f"f32[5,{rows},16]", f"f32[{rows},16]"]), run
+        assert not run["all_gather"], run
+        assert run["err"] < 1e-5, run
+
+
+THREADS_SCRIPT = r"""
+import os, threading
+import jax, jax.numpy as jnp, numpy as np
+from stacklstm.kernels import LSTMState, lstm_layer, use
+
+rng = np.random.default_rng(0)
+batch, time, features, hidden = 16, 20, 4, 64  # big enough for the kernel to split the rows
+p = {"kernel_ih": rng.normal(0, .3, (features, 4 * hidden)).astype(np.float32),
+     "kernel_hh": rng.normal(0, .3, (hidden, 4 * hidden)).astype(np.float32),
+     "bias": np.zeros(4 * hidden, np.float32)}
+x = rng.normal(size=(batch, time, features)).astype(np.float32)
+s0 = LSTMState(jnp.zeros((batch, hidden)), jnp.zeros((batch, hidden)))
+loss = lambda p, x: jnp.sum(lstm_layer(p, x, s0)[0] ** 2)
+
+def threads_added_by_three_callers(path):
+    # The most threads the process had while three threads called the step, less before.
+    with use(path):
+        step = jax.jit(jax.grad(loss)).lower(p, x).compile()
+    jax.block_until_ready(step(p, x))
+    count = lambda: len(os.listdir("/proc/self/task"))
+    before, peak, running = count(), [0], [True]
+    def watch():
+        while running[0]:
+            peak[0] = max(peak[0], count())
+    def call():
+        for _ in range(20):
+            jax.block_until_ready(step(p, x))
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    callers = [threading.Thread(target=call) for _ in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join()
+    running[0] = False
+    watcher.join()
+    return peak[0] - before
+
+print(threads_added_by_three_callers("xla"), threads_added_by_three_callers("native"))
+"""
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_concurrent_callers_add_no_threads():
+    """The kernel runs on XLA's own thread pool: three threads calling it at once add no more
+    threads to the process (counted in /proc/self/task) than the same calls on the pure-JAX
+    path do. (With a thread team per caller, as OpenMP makes, each caller added one.)"""
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("needs /proc")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "STACKLSTM_KERNEL")}
+    done = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT], env=cache_env({**env, "JAX_PLATFORMS": "cpu"}),
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    added_xla, added_native = map(int, done.stdout.split()[-2:])
+    assert added_native <= max(0, added_xla), (added_xla, added_native)
+
+
+# --- empty and inconsistent sizes ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch, time", [(0, 3), (2, 0)])
+def test_empty_batch_or_sequence_is_the_same_error_on_both_paths(batch, time):
+    p, x, s0 = _case(7, batch, time, 2, 4)
+    for path in ("native", "xla") if native.available() else ("xla",):
+        with kernels.use(path), pytest.raises(ValueError, match=f"got batch={batch}, time={time}"):
+            jax.jit(lambda p, x: lstm_layer(p, x, s0)[0])(p, x)
+
+
+def test_zero_hidden_gives_empty_outputs_and_zero_grads_on_both_paths():
+    p, x, s0 = _case(8, 2, 3, 2, 0)
+
+    def loss(p, x):
+        y, s = lstm_layer(p, x, s0, jnp.array([3, 1]))
+        return jnp.sum(y) + jnp.sum(s.c), y
+
+    paths = ("native", "xla") if native.available() else ("xla",)
+    for path in paths:
+        with kernels.use(path):
+            (gp, gx), y = jax.jit(jax.grad(loss, argnums=(0, 1), has_aux=True))(p, x)
+        assert y.shape == (2, 3, 0) and gp["bias"].shape == (0,)
+        np.testing.assert_array_equal(gx, np.zeros_like(x))  # was uninitialised memory
+
+
+def _ffi(name, outs, *args, **attrs):
+    return jax.jit(lambda *a: jax.ffi.ffi_call(name, outs)(*a, **attrs))(*args)
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("h0", r"h0 must be \(2, 3\), got \(3, 2\)"),
+        ("mask", r"mask must be \(4, 2\), got \(2, 4\)"),
+        ("kernel_hh", r"x must be \(time, batch, features\) and kernel_hh \(hidden, 4\*hidden\)"),
+        ("ys", r"ys must be \(4, 2, 3\), got \(4, 2, 5\)"),
+    ],
+)
+def test_forward_call_checks_every_shape(bad, message):
+    f32 = np.float32
+    args = {
+        "x": np.ones((4, 2, 1), f32), "kernel_ih": np.ones((1, 12), f32),
+        "kernel_hh": np.ones((3, 12), f32), "bias": np.ones(12, f32),
+        "h0": np.ones((2, 3), f32), "c0": np.ones((2, 3), f32), "mask": np.ones((4, 2), f32),
+    }  # fmt: skip
+    outs = [((4, 2, 3)), (2, 3), (2, 3)]
+    if bad == "ys":
+        outs[0] = (4, 2, 5)
+    elif bad == "kernel_hh":
+        args["kernel_hh"] = np.ones(12, f32)
+    else:
+        args[bad] = args[bad].T.copy()
+    outs = tuple(jax.ShapeDtypeStruct(s, f32) for s in outs)
+    with pytest.raises(Exception, match=message):
+        _ffi(TARGET, outs, *args.values())
+
+
+@needs_kernel
+def test_backward_call_checks_every_shape():
+    f32, t, b, f, h = np.float32, 4, 2, 1, 3
+    z = lambda *s: np.zeros(s, f32)  # noqa: E731
+    args = [z(t, b, 4 * h), z(t, b, h), z(b, h), z(h, 4 * h), z(t, b, h + 1), z(b, h), z(b, h),
+            z(t, b), z(t, b, f), z(f, 4 * h), z(b, h), z(t, b, h)]  # fmt: skip
+    outs = [(b, h), (b, h), (t, b, f), (f, 4 * h), (h, 4 * h), (4 * h,)]
+    outs = tuple(jax.ShapeDtypeStruct(s, f32) for s in outs)
+    with pytest.raises(Exception, match=r"d_ys must be \(4, 2, 3\), got \(4, 2, 4\)"):
+        _ffi("stacklstm_lstm_backward", outs, *args, h_is_output=False)
+
+
+# --- bigger batches: several threads ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["native", "xla"])
+@pytest.mark.parametrize("masked, reverse", [(False, False), (True, True)])
+def test_batch_16_hidden_64_matches_oracle(path, masked, reverse):
+    """Batch 16 and hidden 64 are big enough for the kernel to split the rows over its threads
+    (two where two cores are there): values against the oracle, gradients between the paths."""
+    if path == "native" and not native.available():
+        pytest.skip("the compiled CPU kernel is not built on this platform")
+    p, x, s0 = _case(9, 16, 12, 5, 64)
+    p = jax.tree.map(lambda a: a * 0.3, p)
+    lengths = np.random.default_rng(9).integers(1, 13, size=16) if masked else None
+
+    def loss(p, x):
+        y, s = lstm_layer(p, x, s0, lengths, reverse)
+        return jnp.sum(jnp.sin(3 * y)) + jnp.sum(s.h * s.c), (y, s)
+
+    with kernels.use(path):
+        grads, (y, s) = jax.jit(jax.grad(loss, argnums=(0, 1), has_aux=True))(p, x)
+        y_infer, s_infer = jax.jit(lambda p, x: lstm_layer(p, x, s0, lengths, reverse))(p, x)
+    y_ref, h_ref, c_ref = lstm_layer_reference(p, x, s0.h, s0.c, lengths, reverse)
+    for out, ref in ((y, y_ref), (s.h, h_ref), (s.c, c_ref), (y_infer, y_ref), (s_infer.c, c_ref)):
+        np.testing.assert_allclose(out, ref, atol=2e-5)
+    if path == "native":
+        with kernels.use("xla"):
+            grads_xla, _ = jax.jit(jax.grad(loss, argnums=(0, 1), has_aux=True))(p, x)
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-4), grads, grads_xla)
