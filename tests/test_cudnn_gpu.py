@@ -8,16 +8,14 @@ import pytest
 
 from stacklstm import LSTMModel, StackedLSTM, kernels
 
-pytestmark = pytest.mark.skipif(
-    jax.default_backend() != "gpu", reason="needs a CUDA GPU (cuDNN)"
-)
+pytestmark = pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (cuDNN)")
 
 
 @pytest.mark.parametrize(("layers", "bidirectional", "padded"), [(1, False, False),
                                                                   (2, True, True),
                                                                   (3, False, True)])  # fmt: skip
 def test_cudnn_path_equals_the_portable_path(layers, bidirectional, padded):
-    assert kernels.info().gpu_path == "cudnn", kernels.info()
+    assert kernels.info().path == "cudnn", kernels.info()
     lstm = StackedLSTM(32, layers, bidirectional=bidirectional)
     rng = np.random.default_rng(layers)
     x = jnp.asarray(rng.normal(size=(8, 20, 5)), jnp.float32)
