@@ -17,6 +17,8 @@ from .checks import (
     check_positive_int,
     is_int,
 )
+from .kernels import cudnn
+from .kernels.dispatch import stack_path
 from .kernels.lstm import LSTMState, check_seq_lengths, lstm_layer
 
 Array = jax.Array
@@ -303,6 +305,17 @@ class StackedLSTM(nn.Module):
             x, initial_state, seq_lengths, self.hidden_size, self.num_layers * self.num_directions,
             self.proj_size,
         )  # fmt: skip
+        path = stack_path(
+            dtype=self.dtype, param_dtype=self.param_dtype, x_dtype=x.dtype, remat=self.remat,
+            proj_size=self.proj_size,
+            dropout_in_training=self.dropout_rate > 0 and self.num_layers > 1 and not deterministic,
+        )  # fmt: skip
+        if path == "cudnn" and not self.is_initializing():  # the params exist: one cuDNN call
+            return cudnn.run_stack(
+                self.variables["params"], x, initial_state, seq_lengths,
+                hidden_size=self.hidden_size, num_layers=self.num_layers,
+                bidirectional=self.bidirectional,
+            )  # fmt: skip
 
         finals = []
         x = jnp.swapaxes(x, 0, 1)  # time-major inside the stack: no transposes between layers

@@ -45,6 +45,8 @@ from flax import nnx
 from . import layers as _linen_layers
 from . import model as _linen_model
 from .checks import check_positive_int
+from .kernels import cudnn
+from .kernels.dispatch import stack_path
 from .kernels.lstm import LSTMState, lstm_layer
 from .layers import (
     check_layer_input,
@@ -193,6 +195,7 @@ class StackedLSTM(nnx.Module):
         self.bidirectional = bidirectional
         self.dropout_rate = dropout_rate
         self.proj_size = proj_size
+        self.dtype, self.param_dtype, self.remat = dtype, param_dtype, remat
         features = in_features
         for layer in range(num_layers):
             for rev in (False, True)[: self.num_directions]:
@@ -261,6 +264,18 @@ class StackedLSTM(nnx.Module):
             x, initial_state, seq_lengths, self.hidden_size, self.num_layers * self.num_directions,
             self.proj_size,
         )  # fmt: skip
+        training = not (self.dropout.deterministic if deterministic is None else deterministic) \
+            if self.dropout is not None else False  # fmt: skip
+        path = stack_path(
+            dtype=self.dtype, param_dtype=self.param_dtype, x_dtype=x.dtype, remat=self.remat,
+            proj_size=self.proj_size, dropout_in_training=training,
+        )  # fmt: skip
+        if path == "cudnn":  # one cuDNN call over the same parameter tree
+            return cudnn.run_stack(
+                nnx.to_pure_dict(nnx.state(self, nnx.Param)), x, initial_state, seq_lengths,
+                hidden_size=self.hidden_size, num_layers=self.num_layers,
+                bidirectional=self.bidirectional,
+            )  # fmt: skip
         finals = []
         x = jnp.swapaxes(x, 0, 1)  # time-major inside the stack, as in the linen module
         for layer in range(self.num_layers):

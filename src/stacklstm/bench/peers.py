@@ -300,6 +300,35 @@ def _build_flax_scan_seed(w: Workload, seed: int) -> Built:
     return _jax_callables(model.apply, params, w, seed, stream, notes)
 
 
+def _build_jax_rnn_cudnn(w: Workload, seed: int) -> Built:
+    """``jax.experimental.rnn.lstm`` called directly (cuDNN; a GPU only) + the same head."""
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import rnn
+
+    if jax.default_backend() != "gpu":
+        raise PeerUnavailable("jax.experimental.rnn.lstm runs on a GPU only (cuDNN)")
+    head_cls = _flax_head()
+
+    class CudnnRegressor(nn.Module):
+        @nn.compact
+        def __call__(self, x):  # (batch, time, features) -> (batch, 1)
+            n = rnn.get_num_params_in_lstm(w.features, w.hidden, w.layers, False)
+            weights = self.param("lstm", nn.initializers.normal(0.1), (n,))
+            zeros = jnp.zeros((w.layers, x.shape[0], w.hidden), x.dtype)
+            lengths = jnp.full((x.shape[0],), x.shape[1], jnp.int32)
+            y, _, _ = rnn.lstm(
+                x, zeros, zeros, weights, lengths, w.features, w.hidden, w.layers, 0.0, False
+            )
+            return head_cls(name="head")(y[:, -1])
+
+    model = CudnnRegressor()
+    params = model.init(jax.random.key(seed), jnp.zeros((w.batch, w.time, w.features)))
+    notes = "jax.experimental.rnn.lstm (cuDNN) + head, zero initial state; same jitted train step"
+    return _jax_callables(model.apply, params, w, seed, None, notes)
+
+
 # --------------------------------------------------------------------------- keras
 
 
@@ -354,11 +383,27 @@ def bench_threads() -> int:
     return int(os.environ.get("STACKLSTM_BENCH_THREADS") or os.cpu_count() or 1)
 
 
+def torch_device() -> str:
+    """``cuda`` where PyTorch sees a GPU (unless ``STACKLSTM_BENCH_TORCH_DEVICE=cpu``), else
+    ``cpu``: PyTorch runs where JAX runs, for a fair side by side."""
+    import torch
+
+    wanted = os.environ.get("STACKLSTM_BENCH_TORCH_DEVICE", "auto")
+    if wanted == "cpu" or not torch.cuda.is_available():
+        return "cpu"
+    return "cuda"
+
+
 def _prepare_torch() -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(bench_threads())
-    return {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    info = {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    info["torch_device"] = torch_device()
+    if info["torch_device"] == "cuda":
+        info["torch_cuda_device"] = torch.cuda.get_device_name(0)
+        info["cudnn"] = torch.backends.cudnn.version()
+    return info
 
 
 def _build_torch(w: Workload, seed: int) -> Built:
@@ -382,36 +427,44 @@ def _build_torch(w: Workload, seed: int) -> Built:
             out, state = self.lstm(x, state)
             return self.head(out[:, -1]), state
 
-    model = TorchRegressor()
+    device = torch_device()
+    # On the GPU every unit of work ends with a synchronize, as the JAX peers block on theirs.
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    model = TorchRegressor().to(device)
     opt = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
     x_np, y_np = _data_numpy(w, seed)
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+    x, y = torch.from_numpy(x_np).to(device), torch.from_numpy(y_np).to(device)
 
-    def train() -> None:  # eager CPU: every op has finished when step() returns
+    def train() -> None:  # eager: on the CPU every op has finished when step() returns
         opt.zero_grad(set_to_none=True)
         pred, _ = model(x)
         loss = torch.nn.functional.mse_loss(pred, y)
         loss.backward()
         opt.step()
+        sync()
 
     def forward() -> None:
         with torch.inference_mode():
             model(x)
+        sync()
 
     measures: dict[str, Callable[[], None]] = {"train": train, "forward": forward}
     if w.streaming:
-        x_t = torch.from_numpy(_data_numpy(w, seed + 1, batch=1, time_=1)[0])  # (1, 1, F)
-        zeros = torch.zeros(w.layers, 1, w.hidden)
+        x_t = torch.from_numpy(_data_numpy(w, seed + 1, batch=1, time_=1)[0]).to(device)
+        zeros = torch.zeros(w.layers, 1, w.hidden, device=device)
         box = {"state": (zeros, zeros.clone())}
 
         def stream_step() -> None:
             with torch.inference_mode():
                 _, box["state"] = model(x_t, box["state"])  # (h, c) in and out
+            sync()
 
         measures["stream"] = stream_step
     notes = (
-        f"eager nn.LSTM(batch_first=True) + head, Adam; torch.set_num_threads({bench_threads()}); "
-        "forward and stream under inference_mode; compile n/a"
+        f"eager nn.LSTM(batch_first=True) + head on {device}"
+        f"{' (cuDNN), torch.cuda.synchronize after each call' if device == 'cuda' else ''}, "
+        f"Adam; torch.set_num_threads({bench_threads()}); forward and stream under "
+        "inference_mode; compile n/a"
     )
     return Built(measures=measures, notes=notes)
 
@@ -475,7 +528,13 @@ PEERS: dict[str, PeerSpec] = {
         PeerSpec("flax_rnn", _prepare_jax, _build_flax_rnn, "nn.RNN(nn.OptimizedLSTMCell)"),
         PeerSpec("flax_scan_seed", _prepare_jax, _build_flax_scan_seed, "nn.scan(nn.LSTMCell)"),
         PeerSpec("keras", _prepare_keras, _build_keras, "Keras 3 LSTM on JAX"),
-        PeerSpec("torch", _prepare_torch, _build_torch, "torch.nn.LSTM (CPU, eager)"),
+        PeerSpec("torch", _prepare_torch, _build_torch, "torch.nn.LSTM (eager; cuDNN on a GPU)"),
+        PeerSpec(
+            "jax_rnn_cudnn",
+            _prepare_jax,
+            _build_jax_rnn_cudnn,
+            "jax.experimental.rnn.lstm (cuDNN, GPU only)",
+        ),
         PeerSpec("gemm", _prepare_gemm, _build_gemm, "float32 GEMM roofline"),
     )
 }

@@ -32,7 +32,7 @@ class Workload:
     """One benchmark configuration (sizes named ``batch time features hidden layers``).
 
     Attributes:
-        name: short key (``S``, ``M``, ``L``, ``R``, ``tiny``).
+        name: short key (``S``, ``M``, ``L``, ``R``, ``G1``, ``G2``, ``tiny``).
         batch: sequences per step.
         time: steps per sequence.
         features: input features per step.
@@ -67,6 +67,9 @@ WORKLOADS: dict[str, Workload] = {
         Workload("M", batch=64, time=100, features=8, hidden=256, layers=2),
         Workload("L", batch=16, time=1000, features=4, hidden=128, layers=1),
         Workload("R", batch=8, time=20000, features=4, hidden=128, layers=1, peers=REMAT_PEERS),
+        # GPU-sized (benchmarks/gpu_check.sh)
+        Workload("G1", batch=256, time=100, features=32, hidden=512, layers=2),
+        Workload("G2", batch=64, time=1000, features=8, hidden=256, layers=1),
     )
 }
 

@@ -4,10 +4,10 @@
 ``jax.export``, say).
 """
 
+from .dispatch import info as info
 from .lstm import LSTMLayerParams as LSTMLayerParams
 from .lstm import LSTMState as LSTMState
 from .lstm import lstm_layer as lstm_layer
 from .lstm import reverse_padded as reverse_padded
 from .native import KernelInfo as KernelInfo
-from .native import info as info
 from .native import use as use

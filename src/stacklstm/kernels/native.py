@@ -21,7 +21,7 @@ pure-JAX path with one warning that says why.
 JAX semantics kept on this path: ``jit``, ``grad``, ``vmap`` (one call per vmapped element),
 grad of grad and ``jax.hessian`` (each custom call's own derivative is that of the pure-JAX
 computation of the same outputs), and sharding: with the batch split over a mesh, each device
-runs the calls on its own rows and the weight gradients are all-reduced (``_PerShard``).
+runs the calls on its own rows and the weight gradients are all-reduced (``PerShard``).
 ``jax.export`` cannot serialise these custom calls; an export that meets one fails with a
 message that says to trace under ``use("xla")``.
 """
@@ -320,25 +320,29 @@ _EXPORT_MESSAGE = (
     "STACKLSTM_KERNEL=xla); same numbers."
 )
 
-# An identity on one operand of each custom call, so that lowering for jax.export can say what
-# to do instead of JAX's generic "no compatibility guarantees" error. Lowers to nothing.
-_native_marker_p = Primitive("stacklstm_native_kernel")
-_native_marker_p.def_abstract_eval(lambda x: x)
-_native_marker_p.def_impl(lambda x: x)
+
+def export_marker(name: str, message: str) -> Primitive:
+    """An identity primitive that lowers to nothing, except for ``jax.export``, where it raises
+    ``ValueError(message)``: put on one operand of a custom call that jax.export cannot
+    serialise, it says what to do instead of JAX's generic "no compatibility guarantees"."""
+    marker = Primitive(name)
+    marker.def_abstract_eval(lambda x: x)
+    marker.def_impl(lambda x: x)
+
+    def lowering(ctx, x):
+        if getattr(ctx.module_context.lowering_parameters, "for_export", False):
+            raise ValueError(message)
+        return [x]
+
+    mlir.register_lowering(marker, lowering)
+    batching.primitive_batchers[marker] = lambda args, dims: (marker.bind(*args), dims[0])
+    ad.deflinear2(marker, lambda t, _: [t])
+    return marker
 
 
-def _marker_lowering(ctx, x):
-    if getattr(ctx.module_context.lowering_parameters, "for_export", False):
-        raise ValueError(_EXPORT_MESSAGE.format(targets=", ".join(_TARGETS)))
-    return [x]
-
-
-mlir.register_lowering(_native_marker_p, _marker_lowering)
-batching.primitive_batchers[_native_marker_p] = lambda args, dims: (
-    _native_marker_p.bind(*args),
-    dims[0],
+_native_marker_p = export_marker(
+    "stacklstm_native_kernel", _EXPORT_MESSAGE.format(targets=", ".join(_TARGETS))
 )
-ad.deflinear2(_native_marker_p, lambda t, _: [t])
 
 
 def _mask2d(mask: Array) -> Array:
@@ -359,7 +363,7 @@ def _spec(batch_names, ndim: int, axis: int | None) -> PartitionSpec:
     return PartitionSpec(*parts)
 
 
-class _PerShard:
+class PerShard:
     """A custom call run by each device on its own rows of the batch.
 
     ``fn(*arrays) -> tuple of arrays``; ``in_axes``/``out_axes``: the batch axis of each
@@ -372,8 +376,9 @@ class _PerShard:
     not per shard). ``vmap`` runs one call per element, like ``ffi_call``'s "sequential".
     """
 
-    def __init__(self, fn, in_axes, out_axes, summed=()):
+    def __init__(self, fn, in_axes, out_axes, summed=(), marker=None):
         self.fn, self.in_axes, self.out_axes, self.summed = fn, in_axes, out_axes, summed
+        self.marker = _native_marker_p if marker is None else marker
         self._by_ranks = {}
 
     def _batch_names(self, mesh, arg_shapes):
@@ -473,12 +478,17 @@ class _PerShard:
         return call
 
     def __call__(self, *args):
-        first, *rest = (jnp.asarray(a, _F32) for a in args)
+        # float32 for the floating arguments (integer ones, as lengths, stay as they are)
+        first, *rest = (
+            jnp.asarray(a, _F32) if jnp.issubdtype(jnp.result_type(a), jnp.floating)
+            else jnp.asarray(a)
+            for a in args
+        )  # fmt: skip
         # The marker lowers to nothing; it makes jax.export say what to do instead.
-        return tuple(self._vmappable(_native_marker_p.bind(first), *rest))
+        return tuple(self._vmappable(self.marker.bind(first), *rest))
 
 
-def _portable_derivatives(portable):
+def portable_derivatives(portable):
     """Decorator: the decorated function (custom calls) gets the derivatives of ``portable``,
     a pure-JAX function of the same arguments with the same outputs. So its values come from
     the kernel and its derivatives of any order from JAX (grad of grad, ``jax.hessian``)."""
@@ -568,25 +578,25 @@ def _backward_call(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih
 # Batch axes: time-major sequences (time, batch, ...) on axis 1, states (batch, hidden) on 0,
 # the mask (time, batch) on 1, weights not at all; the weight gradients summed over devices.
 _FORWARD_AXES = (1, None, None, None, 0, 0, 1)
-_infer_per_shard = _PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0))
-_train_per_shard = _PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1))
-_backward_per_shard = _PerShard(
+_infer_per_shard = PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0))
+_train_per_shard = PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1))
+_backward_per_shard = PerShard(
     _backward_call, (1, 1, 0, None, 1, 0, 0, 1, 1, None, 0, 1), (0, 0, 1, None, None, None),
     summed=(3, 4, 5),
 )  # fmt: skip
 
 
-@_portable_derivatives(functools.partial(_portable_forward, save=False))
+@portable_derivatives(functools.partial(_portable_forward, save=False))
 def _forward_infer(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
     return _infer_per_shard(x, kernel_ih, kernel_hh, bias, h0, c0, _mask2d(mask))
 
 
-@_portable_derivatives(functools.partial(_portable_forward, save=True))
+@portable_derivatives(functools.partial(_portable_forward, save=True))
 def _forward_train(x, kernel_ih, kernel_hh, bias, h0, c0, mask):
     return _train_per_shard(x, kernel_ih, kernel_hh, bias, h0, c0, _mask2d(mask))
 
 
-@_portable_derivatives(_portable_backward)
+@portable_derivatives(_portable_backward)
 def _backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq):
     return _backward_per_shard(
         acts, cs, c0, kernel_hh, d_ys, d_h, d_c, _mask2d(mask), x, kernel_ih, h0, h_seq

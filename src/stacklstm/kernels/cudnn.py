@@ -1,0 +1,299 @@
+"""The whole stack in one cuDNN call, through ``jax.experimental.rnn.lstm``, on a GPU.
+
+The params stay the ``StackedLSTM`` tree; they are packed into cuDNN's flat weight inside the
+call (:func:`pack_weights`). cuDNN's layout, as ``jax.experimental.rnn.unpack_lstm_weights``
+reads it: first, for each pseudo-layer ``l = layer * D + direction`` (PyTorch's order), ``W_ih``
+``(4*hidden, in_features)`` then ``W_hh`` ``(4*hidden, hidden)``; then, for each pseudo-layer,
+``b_ih`` then ``b_hh`` ``(4*hidden,)``. The gates are in PyTorch's order i, f, g, o on CUDA
+(``swap_lstm_gates`` is for ROCm's MIOpen, not used here), so each kernel is only transposed;
+our one bias is ``b_ih`` and ``b_hh`` is zero.
+
+Under the fast-path rule, the call keeps the portable path's JAX semantics: its derivatives of
+any order come from a pure-JAX equivalent (so grad of grad works; first derivatives still run
+cuDNN's backward), ``vmap`` runs one call per element, a batch-sharded mesh runs one call per
+device on its own rows (``custom_partitioning``, as the CPU kernel does), and ``jax.export``
+names ``kernels.use("xla")``. The backward recomputes cuDNN's forward for its reserve space,
+so that every saved array splits by batch rows.
+
+What the call gives: outputs ``(batch, time, D*hidden)`` and the final ``h``/``c`` of every
+pseudo-layer, each row's at its own last valid step (``seq_lengths``), the reverse direction
+starting at each row's last valid step: the semantics of the layer-by-layer path, which the
+tests check through ``jax.experimental.rnn.lstm_ref`` (the same packed weights on the CPU).
+
+Example:
+    >>> import jax, numpy as np
+    >>> from stacklstm.layers import StackedLSTM
+    >>> params = StackedLSTM(4, 2).init(jax.random.key(0), np.ones((1, 3, 2)))["params"]
+    >>> flat = pack_weights(params, input_size=2, hidden_size=4, num_layers=2)
+    >>> flat.shape, jax.tree.map(np.shape, unpack_weights(flat, 2, 4, 2)) == jax.tree.map(
+    ...     np.shape, params)
+    ((304,), True)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from . import native
+from .lstm import LSTMState
+
+Array = jax.Array
+
+# Why the cuDNN path steps aside, for whoever reports the path taken.
+DECLINES = {
+    "platform": "not a CUDA GPU",
+    "dtype": "not float32 (cuDNN's path here is float32 only; bfloat16 uses the scan)",
+    "remat": "remat asks for chunked recomputation, which the one-call kernel cannot do",
+    "proj_size": "proj_size > 0: jax.experimental.rnn has no projection",
+    "dropout": "inter-layer dropout in training: cuDNN's dropout masks cannot match ours",
+}
+
+
+def _layer_names(num_layers: int, bidirectional: bool) -> list[str]:
+    """``layer_{l}`` (and ``layer_{l}_reverse``) in PyTorch's pseudo-layer order."""
+    suffixes = ("", "_reverse") if bidirectional else ("",)
+    return [f"layer_{layer}{s}" for layer in range(num_layers) for s in suffixes]
+
+
+def pack_weights(
+    params: Mapping[str, Mapping[str, Array]],
+    input_size: int,
+    hidden_size: int,
+    num_layers: int,
+    bidirectional: bool = False,
+) -> Array:
+    """The ``StackedLSTM`` params as cuDNN's flat weight ``(num_params,)``.
+
+    Raises:
+        ValueError: A layer is missing or has the wrong shape, or holds a projection.
+    """
+    names = _layer_names(num_layers, bidirectional)
+    h4 = 4 * hidden_size
+    weights, biases = [], []
+    for k, name in enumerate(names):
+        if name not in params:
+            raise ValueError(f"pack_weights: params have no {name!r}; got {sorted(params)}")
+        layer = params[name]
+        if "kernel_hr" in layer:
+            raise ValueError(
+                f"pack_weights: {name} has a projection (kernel_hr): {DECLINES['proj_size']}"
+            )
+        in_features = input_size if k < len(names) // num_layers else (
+            hidden_size * (2 if bidirectional else 1)
+        )  # fmt: skip
+        expected = {"kernel_ih": (in_features, h4), "kernel_hh": (hidden_size, h4), "bias": (h4,)}
+        for key, shape in expected.items():
+            if jnp.shape(layer[key]) != shape:
+                raise ValueError(
+                    f"pack_weights: {name}/{key} must be {shape}; got {jnp.shape(layer[key])}"
+                )
+        weights += [jnp.ravel(jnp.transpose(layer["kernel_ih"])),
+                    jnp.ravel(jnp.transpose(layer["kernel_hh"]))]  # fmt: skip
+        biases += [jnp.ravel(layer["bias"]), jnp.zeros((h4,), jnp.result_type(layer["bias"]))]
+    return jnp.concatenate(weights + biases)
+
+
+def unpack_weights(
+    flat: Array, input_size: int, hidden_size: int, num_layers: int, bidirectional: bool = False
+) -> dict[str, dict[str, Array]]:
+    """The inverse of :func:`pack_weights` (``b_ih + b_hh`` folded into ``bias``), through
+    ``jax.experimental.rnn.unpack_lstm_weights``."""
+    from jax.experimental import rnn
+
+    w_ih, w_hh, b_ih, b_hh = rnn.unpack_lstm_weights(
+        flat, input_size, hidden_size, num_layers, bidirectional
+    )
+    return {
+        name: {"kernel_ih": w_ih[k].T, "kernel_hh": w_hh[k].T, "bias": b_ih[k] + b_hh[k]}
+        for k, name in enumerate(_layer_names(num_layers, bidirectional))
+    }
+
+
+def why_not(
+    *,
+    platform: str,
+    dtype: Any,
+    remat: bool | int,
+    proj_size: int,
+    dropout_in_training: bool,
+) -> str | None:
+    """Why the one-call cuDNN path cannot run this stack, or None when it can."""
+    if platform != "cuda":
+        return DECLINES["platform"]
+    if jnp.dtype(dtype) != jnp.float32:
+        return DECLINES["dtype"]
+    if remat:
+        return DECLINES["remat"]
+    if proj_size:
+        return DECLINES["proj_size"]
+    if dropout_in_training:
+        return DECLINES["dropout"]
+    return None
+
+
+def platform() -> str:
+    """``"cuda"`` where the default backend is an NVIDIA GPU with jax's cuDNN RNN built, else
+    the backend's name (``"cpu"``, ``"rocm"``, ...)."""
+    backend = jax.default_backend()
+    if backend != "gpu":
+        return backend
+    from jax.experimental import rnn
+
+    version = getattr(jax.devices()[0].client, "platform_version", "").lower()
+    if "rocm" in version or "hip" in version:
+        return "rocm"
+    return "cuda" if rnn.gpu_rnn is not None else "gpu without jax's cuDNN RNN"
+
+
+class _Shape(NamedTuple):
+    input_size: int
+    hidden_size: int
+    num_layers: int
+    bidirectional: bool
+    precision: Any
+
+
+def _reference_forward(shape: _Shape, x, h0, c0, w, lengths):
+    """cuDNN's computation in pure JAX (``jax.experimental.rnn.lstm_ref``)."""
+    return reference_lstm(x, h0, c0, w, lengths, shape.input_size, shape.hidden_size,
+                          shape.num_layers, 0.0, shape.bidirectional)  # fmt: skip
+
+
+def _reference_backward(shape: _Shape, x, h0, c0, w, lengths, dy, dhn, dcn):
+    _, pullback = jax.vjp(lambda *a: _reference_forward(shape, *a, lengths), x, h0, c0, w)
+    return pullback((dy, dhn, dcn))
+
+
+def _cudnn_forward(shape: _Shape, x, h0, c0, w, lengths):
+    from jax.experimental import rnn
+
+    args = (shape.input_size, shape.hidden_size, shape.num_layers, 0.0, shape.bidirectional)
+    outputs, _ = rnn.lstm_fwd(x, h0, c0, w, lengths, *args, shape.precision)
+    return outputs
+
+
+def _cudnn_backward(shape: _Shape, x, h0, c0, w, lengths, dy, dhn, dcn):
+    from jax.experimental import rnn
+
+    args = (shape.input_size, shape.hidden_size, shape.num_layers, 0.0, shape.bidirectional)
+    # cuDNN's forward again, for its reserve space (whose size does not split by rows)
+    _, residuals = rnn.lstm_fwd(x, h0, c0, w, lengths, *args, shape.precision)
+    dx, dh0, dc0, dw, _ = rnn.lstm_bwd(*args, shape.precision, residuals, (dy, dhn, dcn))
+    return dx, dh0, dc0, dw
+
+
+_IMPLEMENTATIONS = {
+    "cudnn": (_cudnn_forward, _cudnn_backward),
+    "reference": (_reference_forward, _reference_backward),  # cuDNN's semantics, any backend
+}
+_EXPORT_MESSAGE = (
+    "stacklstm: this function runs the LSTM stack through cuDNN (jax.experimental.rnn's "
+    "custom calls), which jax.export cannot serialise. Trace it on the portable path instead: "
+    "`with stacklstm.kernels.use('xla'): jax.export.export(jax.jit(f))(...)` (or set "
+    "STACKLSTM_KERNEL=xla); same numbers."
+)
+_marker = native.export_marker("stacklstm_cudnn_stack", _EXPORT_MESSAGE)
+
+# Batch axes: x (batch, time, features) and y on 0, states (L*D, batch, hidden) on 1, the
+# lengths on 0, the flat weight not at all (its gradient summed over the devices).
+_FORWARD_AXES = (0, 1, 1, None, 0)
+
+
+@functools.cache
+def _stack_call(implementation: str, shape: _Shape):
+    """``call(x, h0, c0, w, lengths) -> (y, h_n, c_n)`` with cuDNN's values and backward and
+    the portable path's semantics (see the module's docstring)."""
+    fast_forward, fast_backward = _IMPLEMENTATIONS[implementation]
+    forward_per_shard = native.PerShard(
+        functools.partial(fast_forward, shape), _FORWARD_AXES, (0, 1, 1), marker=_marker
+    )
+    backward_per_shard = native.PerShard(
+        functools.partial(fast_backward, shape), (*_FORWARD_AXES, 0, 1, 1), (0, 1, 1, None),
+        summed=(3,), marker=_marker,
+    )  # fmt: skip
+
+    @native.portable_derivatives(functools.partial(_reference_forward, shape))
+    def forward(x, h0, c0, w, lengths):
+        return forward_per_shard(x, h0, c0, w, lengths)
+
+    @native.portable_derivatives(functools.partial(_reference_backward, shape))
+    def backward(x, h0, c0, w, lengths, dy, dhn, dcn):
+        return backward_per_shard(x, h0, c0, w, lengths, dy, dhn, dcn)
+
+    @jax.custom_vjp
+    def call(x, h0, c0, w, lengths):
+        return tuple(forward(x, h0, c0, w, lengths))
+
+    def call_fwd(x, h0, c0, w, lengths):
+        return tuple(forward(x, h0, c0, w, lengths)), (x, h0, c0, w, lengths)
+
+    def call_bwd(residuals, cotangents):
+        dx, dh0, dc0, dw = backward(*residuals, *cotangents)
+        lengths = residuals[-1]
+        return dx, dh0, dc0, dw, jnp.zeros(lengths.shape, jax.dtypes.float0)
+
+    call.defvjp(call_fwd, call_bwd)
+    return call
+
+
+def run_stack(
+    params: Mapping[str, Mapping[str, Array]],
+    x: Array,
+    initial_state: Sequence[LSTMState],
+    seq_lengths: Array | None,
+    *,
+    hidden_size: int,
+    num_layers: int,
+    bidirectional: bool,
+    implementation: str = "cudnn",
+) -> tuple[Array, tuple[LSTMState, ...]]:
+    """The stack over ``x (batch, time, features)`` in one call.
+
+    Args:
+        params: The ``StackedLSTM`` tree.
+        x: Batch-major float32 inputs.
+        initial_state: ``num_layers * D`` ``LSTMState``s in PyTorch's order.
+        seq_lengths: ``(batch,)`` valid lengths, or None for full rows.
+        hidden_size, num_layers, bidirectional: The stack's shape.
+        implementation: ``"cudnn"`` (``jax.experimental.rnn``'s cuDNN calls, a CUDA GPU), or
+            ``"reference"``: the same computation in pure JAX (``lstm_ref``) behind the same
+            wrappers, which is how the tests run all of this on the CPU.
+
+    Returns:
+        ``(outputs (batch, time, D*hidden), final_state)``, as ``StackedLSTM`` returns them:
+        outputs zero at padded steps, each final state at the row's own last valid step.
+    """
+    batch, time, input_size = x.shape
+    flat = pack_weights(params, input_size, hidden_size, num_layers, bidirectional)
+    h0 = jnp.stack([s.h for s in initial_state])  # (L*D, batch, hidden)
+    c0 = jnp.stack([s.c for s in initial_state])
+    lengths = (
+        jnp.full((batch,), time, jnp.int32)
+        if seq_lengths is None
+        else jnp.asarray(seq_lengths).astype(jnp.int32)
+    )
+    precision = jax.config.jax_default_matmul_precision  # cuDNN follows the same setting
+    shape = _Shape(input_size, hidden_size, num_layers, bidirectional, precision)
+    y, h_n, c_n = _stack_call(implementation, shape)(x, h0, c0, flat, lengths)
+    if seq_lengths is not None:  # padded steps are zero, as on the layer-by-layer path
+        valid = jnp.arange(time)[None, :, None] < lengths[:, None, None]
+        y = jnp.where(valid, y, 0)
+    return y, tuple(LSTMState(h_n[k], c_n[k]) for k in range(h_n.shape[0]))
+
+
+def reference_lstm(x, h0, c0, flat, lengths, input_size, hidden_size, num_layers, dropout,
+                   bidirectional):  # fmt: skip
+    """``jax.experimental.rnn.lstm``'s signature on ``lstm_ref``: cuDNN's semantics on any
+    backend, differentiable by autodiff."""
+    from jax.experimental import rnn
+
+    w_ih, w_hh, b_ih, b_hh = rnn.unpack_lstm_weights(
+        flat, input_size, hidden_size, num_layers, bidirectional
+    )
+    return rnn.lstm_ref(x, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths, input_size, hidden_size,
+                        num_layers, dropout, bidirectional)  # fmt: skip

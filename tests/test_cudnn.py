@@ -1,0 +1,291 @@
+"""The one-call cuDNN path, held on the CPU to jax.experimental.rnn's own reference.
+
+The packing is checked against ``unpack_lstm_weights``; the whole call (packing, state order,
+padding, final states) against the layer-by-layer path, with ``lstm_ref`` standing in for
+cuDNN: the same packed weights and the same signature as ``jax.experimental.rnn.lstm``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import rnn
+
+from stacklstm import LSTMState, StackedLSTM, kernels
+from stacklstm.kernels import cudnn
+
+
+def _stack(hidden, layers, bidirectional, features, seed=0):
+    lstm = StackedLSTM(hidden, layers, bidirectional=bidirectional)
+    params = lstm.init(jax.random.key(seed), jnp.ones((1, 3, features)))["params"]
+    # a non-trivial bias, so that b_ih / b_hh cannot be mixed up unnoticed
+    params = jax.tree.map(lambda a: a + 0.1 * jnp.arange(a.size).reshape(a.shape) / a.size, params)
+    return lstm, params
+
+
+@pytest.mark.parametrize(("layers", "bidirectional"), [(1, False), (2, True), (3, False)])
+def test_packing_is_cudnns_layout_and_round_trips(layers, bidirectional):
+    hidden, features = 5, 3
+    _, params = _stack(hidden, layers, bidirectional, features)
+    flat = cudnn.pack_weights(params, features, hidden, layers, bidirectional)
+    assert flat.shape == (rnn.get_num_params_in_lstm(features, hidden, layers, bidirectional),)
+    w_ih, w_hh, b_ih, b_hh = rnn.unpack_lstm_weights(flat, features, hidden, layers, bidirectional)
+    names = [
+        f"layer_{n}{s}"
+        for n in range(layers)
+        for s in (("", "_reverse") if bidirectional else ("",))
+    ]
+    for k, name in enumerate(names):
+        np.testing.assert_array_equal(w_ih[k], params[name]["kernel_ih"].T)
+        np.testing.assert_array_equal(w_hh[k], params[name]["kernel_hh"].T)
+        np.testing.assert_array_equal(b_ih[k], params[name]["bias"])
+        np.testing.assert_array_equal(b_hh[k], np.zeros_like(b_hh[k]))
+    back = cudnn.unpack_weights(flat, features, hidden, layers, bidirectional)
+    jax.tree.map(np.testing.assert_array_equal, back, jax.tree.map(np.asarray, params))
+
+
+def test_packing_refuses_what_cudnn_cannot_hold():
+    lstm = StackedLSTM(6, proj_size=2)
+    params = lstm.init(jax.random.key(0), jnp.ones((1, 3, 2)))["params"]
+    with pytest.raises(ValueError, match="projection"):
+        cudnn.pack_weights(params, 2, 6, 1)
+    _, params = _stack(4, 1, False, 2)
+    with pytest.raises(ValueError, match=r"layer_0/kernel_ih must be \(3, 16\)"):
+        cudnn.pack_weights(params, 3, 4, 1)
+    with pytest.raises(ValueError, match="no 'layer_1'"):
+        cudnn.pack_weights(params, 2, 4, 2)
+
+
+CASES = [
+    # layers, bidirectional, lengths (None: full rows), with an initial state
+    (1, False, None, False),
+    (1, True, [7, 3, 5], True),
+    (2, False, [7, 1, 4], True),
+    (2, True, None, True),
+    (3, True, [2, 7, 6], False),
+]
+
+
+@pytest.mark.parametrize(("layers", "bidirectional", "lengths", "with_state"), CASES)
+def test_one_call_equals_the_layer_by_layer_path(layers, bidirectional, lengths, with_state):
+    hidden, features, batch, time = 6, 3, 3, 7
+    lstm, params = _stack(hidden, layers, bidirectional, features, seed=layers)
+    rng = np.random.default_rng(layers)
+    x = jnp.asarray(rng.normal(size=(batch, time, features)), jnp.float32)
+    seq = None if lengths is None else jnp.asarray(lengths)
+    n_states = layers * (2 if bidirectional else 1)
+    state = None
+    if with_state:
+        state = tuple(
+            LSTMState(*(jnp.asarray(rng.normal(size=(batch, hidden)), jnp.float32) for _ in "hc"))
+            for _ in range(n_states)
+        )
+    want_y, want_state = lstm.apply({"params": params}, x, state, seq_lengths=seq)
+    start = state or lstm.initialize_carry(batch)
+    got_y, got_state = jax.jit(
+        lambda p, x, s, q: cudnn.run_stack(
+            p, x, s, q, hidden_size=hidden, num_layers=layers, bidirectional=bidirectional,
+            implementation="reference",
+        )
+    )(params, x, start, seq)  # fmt: skip
+    np.testing.assert_allclose(got_y, want_y, atol=1e-5)
+    if lengths is not None:  # padded steps are exactly zero
+        for row, n in enumerate(lengths):
+            assert not np.asarray(got_y[row, n:]).any()
+    assert len(got_state) == n_states
+    for got, want in zip(got_state, want_state, strict=True):
+        np.testing.assert_allclose(got.h, want.h, atol=1e-5)
+        np.testing.assert_allclose(got.c, want.c, atol=1e-5)
+
+
+def test_one_call_gradients_equal_the_layer_by_layer_path():
+    hidden, features, layers = 5, 2, 2
+    lstm, params = _stack(hidden, layers, True, features, seed=3)
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(3, 6, features)), jnp.float32)
+    seq = jnp.asarray([6, 2, 4])
+
+    def loss_default(p, x):
+        y, state = lstm.apply({"params": p}, x, seq_lengths=seq)
+        return jnp.sum(y**2) + sum(jnp.sum(s.c) for s in state)
+
+    def loss_one_call(p, x):
+        y, state = cudnn.run_stack(
+            p, x, lstm.initialize_carry(3), seq, hidden_size=hidden, num_layers=layers,
+            bidirectional=True, implementation="reference",
+        )  # fmt: skip
+        return jnp.sum(y**2) + sum(jnp.sum(s.c) for s in state)
+
+    want = jax.jit(jax.grad(loss_default, argnums=(0, 1)))(params, x)
+    got = jax.jit(jax.grad(loss_one_call, argnums=(0, 1)))(params, x)
+    jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, atol=1e-4), got, want)
+
+
+def test_why_not_names_each_reason():
+    ok = dict(platform="cuda", dtype=jnp.float32, remat=False, proj_size=0,
+              dropout_in_training=False)  # fmt: skip
+    assert cudnn.why_not(**ok) is None
+    for change, reason in (
+        ({"platform": "cpu"}, "platform"), ({"dtype": jnp.bfloat16}, "dtype"),
+        ({"remat": True}, "remat"), ({"proj_size": 2}, "proj_size"),
+        ({"dropout_in_training": True}, "dropout"),
+    ):  # fmt: skip
+        assert cudnn.why_not(**{**ok, **change}) == cudnn.DECLINES[reason]
+
+
+# --------------------------------------------------------------------------- the dispatch
+# On the CPU the one-call path runs with cuDNN's computation done by lstm_ref (the
+# "reference" implementation) behind the very wrappers the GPU uses: partitioning, vmap,
+# derivatives, the export marker, and StackedLSTM's choice of path.
+
+
+@pytest.fixture
+def one_call(monkeypatch):
+    """StackedLSTM takes the one-call path here; returns the list of its calls."""
+    calls = []
+    run_stack = cudnn.run_stack
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return run_stack(*args, **kwargs)
+
+    monkeypatch.setattr(cudnn, "platform", lambda: "cuda")
+    monkeypatch.setitem(cudnn._IMPLEMENTATIONS, "cudnn", cudnn._IMPLEMENTATIONS["reference"])
+    monkeypatch.setattr(cudnn, "run_stack", spy)
+    cudnn._stack_call.cache_clear()
+    yield calls
+    cudnn._stack_call.cache_clear()
+
+
+def _data(batch=4, time=6, features=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = jnp.asarray(rng.normal(size=(batch, time, features)), jnp.float32)
+    return x, jnp.asarray(rng.integers(1, time + 1, size=batch))
+
+
+def test_stacked_lstm_takes_one_call_with_the_same_numbers(one_call):
+    lstm = StackedLSTM(5, 2, bidirectional=True)
+    x, seq = _data()
+    params = lstm.init(jax.random.key(0), x)
+
+    def loss(p, x):
+        y, state = lstm.apply(p, x, seq_lengths=seq)
+        return jnp.sum(jnp.sin(y)) + sum(jnp.sum(s.h * s.c) for s in state)
+
+    got = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))(params, x)
+    assert one_call, "the one-call path was not taken"
+    with kernels.use("xla"):
+        n = len(one_call)
+        want = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))(params, x)
+        assert len(one_call) == n, "use('xla') must turn the one-call path off"
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, atol=1e-4), got[1], want[1])
+    assert kernels.info().path == "cudnn" and "one cuDNN call" in kernels.info().reason
+
+
+@pytest.mark.parametrize(
+    ("module_kwargs", "call_kwargs"),
+    [
+        ({"dropout_rate": 0.5}, {"deterministic": False}),  # dropout in training
+        ({"remat": True}, {}),
+        ({"proj_size": 2}, {}),
+        ({"dtype": jnp.bfloat16}, {}),
+    ],
+)
+def test_the_one_call_path_steps_aside(one_call, module_kwargs, call_kwargs):
+    lstm = StackedLSTM(5, 2, **module_kwargs)
+    x, _ = _data()
+    params = lstm.init(jax.random.key(0), x)
+    lstm.apply(params, x, rngs={"dropout": jax.random.key(1)}, **call_kwargs)
+    assert not one_call
+
+
+def test_nnx_stack_takes_one_call_with_the_same_numbers(one_call):
+    from flax import nnx
+
+    import stacklstm.nnx as snnx
+
+    lstm = snnx.StackedLSTM(3, 5, num_layers=2, rngs=nnx.Rngs(0))
+    lstm.eval()
+    x, seq = _data()
+    got = lstm(x, seq_lengths=seq)
+    assert one_call
+    with kernels.use("xla"):
+        want = lstm(x, seq_lengths=seq)
+    jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, atol=1e-5), got, want)
+
+
+def test_second_derivatives_and_vmap_keep_the_portable_paths_numbers(one_call):
+    lstm = StackedLSTM(4, 1)
+    x, seq = _data(batch=3, time=4, features=2, seed=1)
+    params = lstm.init(jax.random.key(0), x)
+
+    def loss(x):
+        return jnp.sum(lstm.apply(params, x, seq_lengths=seq)[0] ** 3)
+
+    def run():
+        hvp = jax.jit(jax.grad(lambda x: jnp.sum(jax.grad(loss)(x) * x)))(x)
+        per_row = jax.jit(jax.vmap(lambda row: lstm.apply(params, row[None])[0][0]))(x)
+        return hvp, per_row
+
+    got = run()
+    assert one_call
+    with kernels.use("xla"):
+        want = run()
+    np.testing.assert_allclose(got[0], want[0], atol=1e-4)
+    np.testing.assert_allclose(got[1], want[1], atol=1e-5)
+
+
+def test_export_names_the_portable_path(one_call):
+    lstm = StackedLSTM(4, 1)
+    x, _ = _data(batch=2, time=3, features=2)
+    params = lstm.init(jax.random.key(0), x)
+    f = jax.jit(lambda x: lstm.apply(params, x)[0])
+    with pytest.raises(ValueError, match=r"through cuDNN .*kernels\.use\('xla'\)"):
+        jax.export.export(f)(x)
+    with kernels.use("xla"):
+        exported = jax.export.export(f)(x)
+    np.testing.assert_allclose(exported.call(x), f(x), atol=1e-5)
+
+
+SHARDED_SCRIPT = r"""
+import json, re
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from stacklstm import StackedLSTM
+from stacklstm.kernels import cudnn
+cudnn.platform = lambda: "cuda"
+cudnn._IMPLEMENTATIONS["cudnn"] = cudnn._IMPLEMENTATIONS["reference"]
+lstm = StackedLSTM(16, 1)
+x = jnp.asarray(np.random.default_rng(0).normal(size=(8, 5, 3)), jnp.float32)
+params = lstm.init(jax.random.key(0), x)
+loss = lambda p, x: jnp.sum(lstm.apply(p, x)[0] ** 2)
+want = jax.jit(jax.grad(loss))(params, x)
+mesh = Mesh(np.array(jax.devices()[:2]), ("data",))
+xs = jax.device_put(x, NamedSharding(mesh, P("data")))
+step = jax.jit(jax.grad(loss))
+hlo = step.lower(params, xs).compile().as_text()
+got = step(params, xs)
+pairs = zip(jax.tree.leaves(got), jax.tree.leaves(want))
+err = max(float(jnp.max(jnp.abs(a - b))) for a, b in pairs)
+report = {"all_gather": "all-gather" in hlo, "per_shard": "f32[4,5,3]" in hlo, "err": err}
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+def test_one_call_runs_per_shard_under_a_batch_sharded_mesh():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from helpers import cache_env
+
+    env = cache_env({k: v for k, v in os.environ.items() if k != "XLA_FLAGS"})
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    done = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["per_shard"] and not report["all_gather"], report
+    assert report["err"] < 1e-5, report
