@@ -86,21 +86,34 @@ def forecast_function(
     return f
 
 
-def export_forecaster(
-    run: TrainedRun, platforms: Sequence[str] = PLATFORMS
-) -> tuple[jax.export.Exported, dict[str, Any]]:
-    """Trace and lower a loaded run: ``(exported, metadata)``.
+def export_forecast(
+    model: Any,
+    params: Any,
+    cfg: DataConfig,
+    scaler: Scaler,
+    platforms: Sequence[str] = PLATFORMS,
+) -> jax.export.Exported:
+    """Trace and lower :func:`forecast_function` for any batch size.
 
-    Traced on the pure-JAX path with x64 enabled; the batch dimension is symbolic.
+    Traced on the pure-JAX path (``kernels.use("xla")``) with x64 enabled; the input is
+    ``(batch, window + difference, n_columns)`` float64 with ``batch`` symbolic.
     """
-    cfg, scaler = run.info.config.data, run.info.scaler
     input_steps = cfg.window + int(cfg.difference)
-    fn = forecast_function(run.model, run.params, cfg, scaler)
+    fn = forecast_function(model, params, cfg, scaler)
     with jax.enable_x64(True), kernels.use("xla"):
         (batch,) = jax.export.symbolic_shape("batch")
         spec = jax.ShapeDtypeStruct((batch, input_steps, len(scaler.columns)), jnp.float64)
-        exported = jax.export.export(jax.jit(fn), platforms=tuple(platforms))(spec)
-    metadata = {
+        return jax.export.export(jax.jit(fn), platforms=tuple(platforms))(spec)
+
+
+def artifact_metadata(
+    exported: jax.export.Exported,
+    cfg: DataConfig,
+    scaler: Scaler,
+    checkpoint: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The metadata :mod:`stacklstm.serving` stores beside the program."""
+    return {
         "layout_version": serving.LAYOUT_VERSION,
         "stacklstm_version": __version__,
         "jax_version": jax.__version__,
@@ -108,16 +121,24 @@ def export_forecaster(
         "targets": list(cfg.target),
         "window": cfg.window,
         "horizon": cfg.horizon,
-        "input_steps": input_steps,
+        "input_steps": cfg.window + int(cfg.difference),
         "difference": cfg.difference,
         "normalize": cfg.normalize,
         "scaler": scaler.kind,
         "quantiles": None,  # point forecasts only
         "platforms": list(exported.platforms),
         "dtype": "float64",
-        "checkpoint": dict(run.checkpoint),
+        "checkpoint": dict(checkpoint or {}),
     }
-    return exported, metadata
+
+
+def export_forecaster(
+    run: TrainedRun, platforms: Sequence[str] = PLATFORMS
+) -> tuple[jax.export.Exported, dict[str, Any]]:
+    """A loaded run's ``(exported, metadata)``; see :func:`export_forecast`."""
+    cfg, scaler = run.info.config.data, run.info.scaler
+    exported = export_forecast(run.model, run.params, cfg, scaler, platforms)
+    return exported, artifact_metadata(exported, cfg, scaler, run.checkpoint)
 
 
 def export_run(
