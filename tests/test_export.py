@@ -4,6 +4,7 @@ batch size, on CPU (and CUDA where there is one); bad files and bad paths are on
 import errno
 import os
 import re
+import stat
 import struct
 
 import jax
@@ -106,6 +107,9 @@ def test_export_with_differences_features_and_two_targets_equals_predict(tmp_pat
     code, out, err = _main("export", run, "--output", tmp_path / "m.stacklstm", "--quiet")
     assert code == 0, err
     assert "windows (batch, 6, 3) of a, b, f -> forecasts (batch, 3, 2)" in out
+    umask = os.umask(0)
+    os.umask(umask)  # the file gets open()'s permissions, not a temporary file's 0o600
+    assert stat.S_IMODE((tmp_path / "m.stacklstm").stat().st_mode) == 0o666 & ~umask
     code, _, err = _main("predict", run, "--output", tmp_path / "p.csv", "--quiet")
     assert code == 0, err
 

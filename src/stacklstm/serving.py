@@ -90,6 +90,14 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
     Raises:
         ValueError: Not a stacklstm export, another layout version, a truncated or damaged
             file, or metadata without the expected keys.
+
+    Example:
+        >>> unpack(b"date,co2", "co2.csv")
+        Traceback (most recent call last):
+        ValueError: co2.csv is not a stacklstm export (it does not start with ...
+        >>> unpack(MAGIC + (LAYOUT_VERSION + 1).to_bytes(4, "little"), "old.stacklstm")
+        Traceback (most recent call last):
+        ValueError: old.stacklstm has layout version 2 but this stacklstm reads version 1; ...
     """
     if len(data) < _PREFIX.size or not data.startswith(MAGIC):
         if MAGIC.startswith(data[: len(MAGIC)]) and data:
