@@ -26,6 +26,7 @@ MODULES = [
     "stacklstm.train.step",
     "stacklstm.cli",
     "stacklstm.tune",
+    "stacklstm.serving",
 ]
 
 

@@ -1,4 +1,6 @@
-"""``stacklstm train | evaluate | predict | tune``: parse -> config -> call. No logic of its own.
+"""``stacklstm train | evaluate | predict | export | tune``: parse -> config -> call.
+
+No logic of its own.
 
 Every setting flag is made from a field of ``DataConfig``, ``ModelConfig`` or ``TrainConfig``
 (``lstm_hidden_size`` -> ``--lstm-hidden-size``; the older spellings of
@@ -42,6 +44,7 @@ examples:
   stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
   stacklstm predict runs/sales --data sales.csv --output forecasts.csv
+  stacklstm export runs/sales --output sales.stacklstm   # one file: jax + numpy to serve
   stacklstm tune --data sales.csv --target units --trials 20 --out runs/tune   # Optuna search
 
 A config file (TOML or YAML) has the sections [data], [model] and [train] with the field
@@ -58,6 +61,7 @@ _ARGUMENT_FLAGS = {
     "out_dir": "--out",
     "resume": "--resume",
     "data_path": "--data",
+    "output": "--output",
     "coordinator": "--coordinator",
     "num_processes": "--num-processes",
     "process_id": "--process-id",
@@ -313,6 +317,25 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)
 
+    export = commands.add_parser(
+        "export",
+        help="write one self-contained forecaster file (jax.export) to serve with jax + numpy",
+        description=(
+            "Write the run's forecaster as one jax.export program (StableHLO, any batch size, "
+            "CPU and CUDA) with the scaling and window normalisation inside: raw windows of "
+            "the run's columns in, forecasts in original units out. Load it with "
+            "stacklstm.serving.load(FILE).predict(windows)."
+        ),
+        epilog="example:\n  stacklstm export runs/co2 --output co2.stacklstm",
+        formatter_class=formatter,
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR", help="run folder written by train")
+    export.add_argument(
+        "--output", metavar="FILE", help="file to write (default: RUN_DIR/model.stacklstm)"
+    )
+    export.add_argument("--quiet", action="store_true", help="no info logs")
+    export.set_defaults(func=_export)
+
     # Listed here for --help; main() hands its arguments to the harness untouched.
     commands.add_parser(
         "bench",
@@ -401,6 +424,19 @@ def _predict(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output)
     print(f"wrote {len(frame)} forecasts to {output}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .train.export import EXPORT_FILE, export_run
+
+    output = Path(args.output) if args.output else Path(args.run_dir) / EXPORT_FILE
+    meta = export_run(args.run_dir, output)
+    print(
+        f"wrote {output}: windows (batch, {meta['input_steps']}, {len(meta['columns'])}) of "
+        f"{', '.join(meta['columns'])} -> forecasts (batch, {meta['horizon']}, "
+        f"{len(meta['targets'])}); platforms {', '.join(meta['platforms'])}"
+    )
     return 0
 
 

@@ -1,0 +1,180 @@
+"""Export a run as one self-contained forecaster: ``stacklstm export RUN_DIR --output FILE``.
+
+The artifact is a ``jax.export`` program (StableHLO) with the trained parameters baked in,
+traced on the portable pure-JAX path (``kernels.use("xla")``: the compiled CPU kernel's custom
+calls cannot be serialised), with a symbolic batch dimension, lowered for CPU and CUDA. It maps
+raw windows in original units to forecasts in original units, doing in one program what
+``stacklstm predict`` does around the network (:func:`stacklstm.data.make_inference_windows`
+and :meth:`stacklstm.data.WindowSet.to_original`): difference, scale, subtract the window
+anchor, run the network, and undo each of them. The affine steps run in float64 as in
+``predict``; the network in float32. :mod:`stacklstm.serving` reads the file with jax and
+numpy only; the container format (header, metadata, checksum) lives there.
+
+Example:
+    >>> meta = export_run("runs/co2", "runs/co2/model.stacklstm")  # doctest: +SKIP
+    >>> meta["input_steps"], meta["horizon"]  # doctest: +SKIP
+    (10, 1)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import __version__, kernels, serving
+from ..config import DataConfig
+from ..data import Scaler
+from ..kernels.lstm import LSTMState
+from .inference import TrainedRun, load_run
+from .rundir import atomic_write, read_run_info
+
+log = logging.getLogger(__name__)
+
+#: Where ``stacklstm export RUN_DIR`` writes without ``--output``.
+EXPORT_FILE = "model.stacklstm"
+PLATFORMS = ("cpu", "cuda")
+
+Array = jax.Array
+
+
+def forecast_function(
+    model: Any, params: Any, cfg: DataConfig, scaler: Scaler
+) -> Callable[[Array], Array]:
+    """The function the artifact holds: raw windows -> forecasts, both in original units.
+
+    Args:
+        model: The run's ``LSTMModel``.
+        params: Its parameters (the ``params`` collection), baked in as constants.
+        cfg: The run's data settings (window, horizon, targets, normalize, difference).
+        scaler: The run's fitted scaler.
+
+    Returns:
+        ``f(x)``: ``x`` ``(batch, window + difference, n_columns)`` float64 ->
+        ``(batch, horizon, n_targets)`` float64. Trace it with x64 enabled.
+    """
+    nt, horizon = len(cfg.target), cfg.horizon
+    center = np.asarray(scaler.center, np.float64)  # (n_columns,)
+    scale = np.asarray(scaler.scale, np.float64)
+    params = jax.tree.map(np.asarray, jax.device_get(params))
+
+    def f(x: Array) -> Array:
+        batch = x.shape[0]  # symbolic when exported
+        steps = x[:, 1:] - x[:, :-1] if cfg.difference else x  # (batch, window, n_columns)
+        scaled = (steps - center) / scale
+        if cfg.normalize == "window":
+            anchor = scaled[:, -1, :nt]  # (batch, n_targets): the target at the origin
+        else:
+            anchor = jnp.zeros((batch, nt), scaled.dtype)
+        inputs = jnp.concatenate([scaled[:, :, :nt] - anchor[:, None, :], scaled[:, :, nt:]], 2)
+        # An explicit zero carry: LSTMModel's default one wants a concrete batch size.
+        zeros = jnp.zeros((batch, model.lstm_hidden_size), jnp.float32)
+        carry = tuple(LSTMState(zeros, zeros) for _ in range(model.num_states))
+        y = model.apply({"params": params}, inputs.astype(jnp.float32), carry)
+        y = y.reshape(batch, horizon, nt).astype(jnp.float64)  # horizon-major, as in training
+        out = (y + anchor[:, None, :]) * scale[:nt] + center[:nt]
+        if cfg.difference:
+            out = x[:, -1:, :nt] + jnp.cumsum(out, axis=1)  # from the level at the origin
+        return out
+
+    return f
+
+
+def export_forecast(
+    model: Any,
+    params: Any,
+    cfg: DataConfig,
+    scaler: Scaler,
+    platforms: Sequence[str] = PLATFORMS,
+) -> jax.export.Exported:
+    """Trace and lower :func:`forecast_function` for any batch size.
+
+    Traced on the pure-JAX path (``kernels.use("xla")``) with x64 enabled; the input is
+    ``(batch, window + difference, n_columns)`` float64 with ``batch`` symbolic.
+    """
+    input_steps = cfg.window + int(cfg.difference)
+    fn = forecast_function(model, params, cfg, scaler)
+    with jax.enable_x64(True), kernels.use("xla"):
+        (batch,) = jax.export.symbolic_shape("batch")
+        spec = jax.ShapeDtypeStruct((batch, input_steps, len(scaler.columns)), jnp.float64)
+        return jax.export.export(jax.jit(fn), platforms=tuple(platforms))(spec)
+
+
+def artifact_metadata(
+    exported: jax.export.Exported,
+    cfg: DataConfig,
+    scaler: Scaler,
+    checkpoint: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The metadata :mod:`stacklstm.serving` stores beside the program."""
+    return {
+        "layout_version": serving.LAYOUT_VERSION,
+        "stacklstm_version": __version__,
+        "jax_version": jax.__version__,
+        "columns": list(scaler.columns),
+        "targets": list(cfg.target),
+        "window": cfg.window,
+        "horizon": cfg.horizon,
+        "input_steps": cfg.window + int(cfg.difference),
+        "difference": cfg.difference,
+        "normalize": cfg.normalize,
+        "scaler": scaler.kind,
+        "quantiles": None,  # point forecasts only
+        "platforms": list(exported.platforms),
+        "dtype": "float64",
+        "checkpoint": dict(checkpoint or {}),
+    }
+
+
+def export_forecaster(
+    run: TrainedRun, platforms: Sequence[str] = PLATFORMS
+) -> tuple[jax.export.Exported, dict[str, Any]]:
+    """A loaded run's ``(exported, metadata)``; see :func:`export_forecast`."""
+    cfg, scaler = run.info.config.data, run.info.scaler
+    exported = export_forecast(run.model, run.params, cfg, scaler, platforms)
+    return exported, artifact_metadata(exported, cfg, scaler, run.checkpoint)
+
+
+def export_run(
+    run_dir: str | Path, output: str | Path, platforms: Sequence[str] = PLATFORMS
+) -> dict[str, Any]:
+    """Write the run's forecaster to ``output`` (atomically); returns its metadata.
+
+    Args:
+        run_dir: The run folder (its best checkpoint, else the latest).
+        output: The file to write; its folder must exist.
+        platforms: Where the program may run (``jax.export`` platform names).
+
+    Raises:
+        ValueError: Not a run folder, no checkpoint, or ``output`` is a folder or in a folder
+            that does not exist.
+        OSError: ``output`` cannot be written.
+    """
+    output = Path(output)
+    read_run_info(run_dir)  # a bad run folder is reported before anything is traced
+    if output.is_dir():
+        raise ValueError(f"cannot write {output}: it is a folder; name a file in `output`")
+    if not output.parent.is_dir():
+        raise ValueError(f"cannot write {output}: folder {output.parent} does not exist")
+    run = load_run(run_dir)
+    exported, metadata = export_forecaster(run, platforms)
+    data = serving.pack(metadata, bytes(exported.serialize()))
+
+    def write(handle) -> None:
+        handle.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(handle.fileno(), 0o666 & ~umask)  # as open() would, not mkstemp's 0o600
+
+    try:
+        atomic_write(output, write)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write {output}: {err.strerror or err}") from err
+    log.info("exported %s (%d bytes, %s)", output, len(data), ", ".join(exported.platforms))
+    return metadata
