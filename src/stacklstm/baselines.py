@@ -55,8 +55,8 @@ def require(kind: BaselineKind) -> None:
     check_choice("baselines", kind, ("naive", "all"))
     if kind == "all" and not statsforecast_available():
         raise SettingError(
-            f"baselines 'all' needs statsforecast, which is not installed: run `{INSTALL}` "
-            "or pass `baselines=naive`",
+            f"baselines 'all' needs statsforecast, which is not installed: {INSTALL} "
+            "(or pass `baselines=naive`)",
             "baselines",
         )
 
