@@ -83,7 +83,7 @@ def fold_cutoffs(n_rows: int, horizon: int, folds: int, step: int) -> list[int]:
     first = n_rows - horizon - step * folds
     if first < 0:
         raise SettingError(
-            f"{folds} folds of {step} origins with horizon {horizon} need more than "
+            f"{folds} folds of {step} origins with horizon {horizon} need at least "
             f"{step * folds + horizon} rows, but the data has {n_rows}; lower `folds` or `step`"
         )
     return [first + step * k for k in range(folds)]
