@@ -367,18 +367,22 @@ def _plot(path: Path, result: dict[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .train.plots import COLORS
     from .train.rundir import atomic_write
 
     fig, (by_fold, by_step) = plt.subplots(1, 2, figsize=(11, 4))
     for name, s in result["summary"].items():
         if s["overall"] is None:
             continue
-        style = {"color": "tab:red", "lw": 2} if name == "model" else {"lw": 1, "alpha": 0.7}
+        style = {"lw": 2} if name == "model" else {"lw": 1, "alpha": 0.7}
+        style["color"] = COLORS[name]
         maes = [f["scores"][name]["mae"] for f in result["folds"]]
         by_fold.plot(range(len(maes)), maes, "o-", ms=3, label=name, **style)
         steps = [m["mean"]["mae"] for m in s["by_step"]]
         by_step.plot(range(1, len(steps) + 1), steps, "o-", ms=3, label=name, **style)
     by_fold.set(xlabel="fold", ylabel="MAE", title="error by fold")
+    by_fold.set_xticks(range(len(result["folds"])))
+    by_step.set_xticks(range(1, result["horizon"] + 1))
     by_step.set(xlabel="horizon step", ylabel="mean MAE over folds", title="error by step")
     by_fold.legend(fontsize=8)
     fig.tight_layout()

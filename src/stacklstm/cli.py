@@ -227,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog=PROG,
-        description="Stacked-LSTM time-series forecasting in JAX: train, evaluate, predict.",
+        description="Stacked-LSTM forecasting in JAX: train, evaluate, predict, backtest.",
         epilog=EPILOG,
         formatter_class=formatter,
     )
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser(
         "evaluate",
-        help="recompute a run's report (test metrics vs naive baselines)",
+        help="recompute a run's report (test metrics vs the baselines)",
         description="Score a run's best checkpoint; rewrites report.json and the plots.",
         epilog="example:\n  stacklstm evaluate runs/co2 --data co2_new.csv",
         formatter_class=formatter,
@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Train at K cut-offs (each model on the rows before its cut-off, early stopping on "
             "their validation tail) and forecast every origin up to the next cut-off; score "
             "the model and the baselines on the same targets. Writes DIR/backtest.json, "
-            "DIR/backtest.png and one run folder per trained fold."
+            "DIR/backtest.png and one run folder per trained fold. --test-fraction is not "
+            "used: the folds are the test."
         ),
         epilog=(
             "example:\n  stacklstm backtest --folds 4 --step 52 --refit never --out bt/co2\n"

@@ -13,6 +13,16 @@ import numpy as np
 from ..data import Series, WindowSet
 from .rundir import atomic_write
 
+#: One colour per forecaster, the same in every plot; red is the model's alone.
+COLORS = {
+    "model": "tab:red",
+    "last_value": "tab:gray",
+    "seasonal_naive": "tab:olive",
+    "auto_ets": "tab:blue",
+    "auto_arima": "tab:green",
+    "auto_theta": "tab:purple",
+}
+
 
 def _save_figure(fig: Any, path: Path) -> None:
     buffer = io.BytesIO()
@@ -42,7 +52,7 @@ def plot_forecast(
         for label, values in forecasts.items():
             if values is None or label == "model":
                 continue
-            ax.plot(x, values[:, 0, j], lw=0.8, alpha=0.5, label=label)
+            ax.plot(x, values[:, 0, j], color=COLORS[label], lw=0.8, alpha=0.6, label=label)
         ax.plot(x, forecasts["model"][:, 0, j], color="tab:red", lw=1.2, label="model")
         ax.set_ylabel(name)
         ax.legend(loc="best", fontsize=8)
