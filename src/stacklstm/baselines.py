@@ -116,6 +116,11 @@ def statistical_forecasts(
     if unknown:
         raise ValueError(f"refit_at must be among the origins, got {unknown}")
     fit_here = {int(origins[0]), *(int(o) for o in refit_at)}
+    log.info(
+        "statsforecast: fitting AutoETS, AutoARIMA and AutoTheta (season %d) %d time(s) and "
+        "forecasting from %d origins; baselines='naive' skips them",
+        season, len(fit_here), origins.size,
+    )  # fmt: skip
     n_first = int(origins[0]) + 1
     out: dict[str, np.ndarray | None] = {}
     for name in STATISTICAL:
