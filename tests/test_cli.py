@@ -66,7 +66,7 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     report = json.loads((run / "report.json").read_text())
     assert set(report["test"]) == {"model", "last_value", "seasonal_naive"}
     for scores in report["test"].values():
-        assert set(scores) == {"mae", "rmse", "mape", "smape"}
+        assert set(scores) == {"mae", "rmse", "mape", "smape", "mase"}
     assert report["n_test"] == 343 and report["n_val"] == 343
     assert f"{report['test']['model']['rmse']:.4f}" in train_out
     assert "run folder:" in train_out and "48 steps" in train_out
@@ -129,6 +129,7 @@ def test_config_file_then_flags(tmp_path, capsys):
     config.write_text(
         "[data]\nwindow = 6\n[model]\nhidden_size = 8\nlinear_layer_sizes = [8]\ndropout = 0.2\n"
         "[train]\nepochs = 1\nbatch_size = 64\nlog_every = 10\ncheckpoint_every = 20\n"
+        'baselines = "naive"\n'
     )
     code, _, err = _run(
         capsys, "train", "--config", config, "--epochs", "2", "--out", tmp_path / "r", "--quiet"

@@ -59,6 +59,14 @@ def test_new_fields_say_what_older_runs_meant():
     for section, cls in SECTIONS.items():
         for f in dataclasses.fields(cls):
             assert f.name in LAYOUT_2_KEYS[section] or "legacy" in f.metadata, (section, f.name)
+    added = {
+        (section, f.name): f.metadata["legacy"]
+        for section, cls in SECTIONS.items()
+        for f in dataclasses.fields(cls)
+        if f.name not in LAYOUT_2_KEYS[section]
+    }
+    # what each newer field meant before it existed: older reports scored the naive baselines
+    assert added == {("train", "baselines"): "naive"}
 
 
 def test_older_spellings_are_aliases():

@@ -56,12 +56,12 @@ def test_windows_arange_hand_written():
     assert val.origin.tolist() == [11, 13]
     assert val.x[..., 0].tolist() == [[9, 10, 11], [11, 12, 13]]
     assert val.y[..., 0].tolist() == [[12, 13], [14, 15]]
-    # test windows step by horizon and end on the last row
-    assert test.origin.tolist() == [15, 17]
-    assert test.x[..., 0].tolist() == [[13, 14, 15], [15, 16, 17]]
-    assert test.y[..., 0].tolist() == [[16, 17], [18, 19]]
-    assert test.y_true[..., 0].tolist() == [[16, 17], [18, 19]]
-    assert test.last_value[..., 0].tolist() == [[15, 15], [17, 17]]
+    # test windows start at every origin, from the last row before the test to the end
+    assert test.origin.tolist() == [15, 16, 17]
+    assert test.x[..., 0].tolist() == [[13, 14, 15], [14, 15, 16], [15, 16, 17]]
+    assert test.y[..., 0].tolist() == [[16, 17], [17, 18], [18, 19]]
+    assert test.y_true[..., 0].tolist() == [[16, 17], [17, 18], [18, 19]]
+    assert test.last_value[..., 0].tolist() == [[15, 15], [16, 16], [17, 17]]
     assert train.x.dtype == np.float32
     assert train.y.dtype == np.float32
     assert train.y_true.dtype == np.float64
@@ -106,9 +106,9 @@ def test_windows_difference_hand_written():
     assert train.y[..., 0].tolist() == [[5, 7], [7, 9], [9, 11], [11, 13]]
     assert train.y_true[..., 0].tolist() == [[9, 16], [16, 25], [25, 36], [36, 49]]
     assert train.to_original(train.y)[..., 0].tolist() == train.y_true[..., 0].tolist()
-    assert test.origin.tolist() == [7, 9]
-    assert test.x[..., 0].tolist() == [[11, 13], [15, 17]]
-    assert test.y_true[..., 0].tolist() == [[64, 81], [100, 121]]
+    assert test.origin.tolist() == [7, 8, 9]
+    assert test.x[..., 0].tolist() == [[11, 13], [13, 15], [15, 17]]
+    assert test.y_true[..., 0].tolist() == [[64, 81], [81, 100], [100, 121]]
     assert len(splits.val) == 0
     assert splits.val.x.shape == (0, 2, 1)
 
@@ -200,18 +200,18 @@ def test_no_training_window_sees_val_or_test_rows(overrides):
     ("n_rows", "horizon", "test_fraction"),
     [(40, 2, 0.25), (41, 3, 0.3), (60, 1, 0.2), (50, 4, 0.24), (53, 5, 0.2)],
 )
-def test_every_test_target_scored_at_most_once(n_rows, horizon, test_fraction):
+def test_every_test_origin_is_scored(n_rows, horizon, test_fraction):
     series, cfg = series_of(
         np.arange(float(n_rows)), window=4, horizon=horizon, test_fraction=test_fraction
     )
     splits, _ = make_splits(series, cfg)
-    scored = np.sort(splits.test.target_index.ravel())
-    n_test = splits.n_test
-    assert np.unique(scored).size == scored.size
-    assert scored.tolist() == list(range(n_rows - (n_test // horizon) * horizon, n_rows))
-    if n_test % horizon == 0:
-        assert scored.tolist() == list(range(n_rows - n_test, n_rows))
-    assert splits.test.y_true[..., 0].ravel().tolist() == list(map(float, scored))
+    n_seen = n_rows - splits.n_test
+    # every origin from the last row before the test rows to the last with all its targets
+    assert splits.test.origin.tolist() == list(range(n_seen - 1, n_rows - horizon))
+    # every test row is a target, as step 1 of the forecast made just before it
+    assert np.unique(splits.test.target_index).tolist() == list(range(n_seen, n_rows))
+    assert (splits.test.target_index[:, 0] == splits.test.origin + 1).all()
+    assert splits.test.y_true[..., 0].tolist() == splits.test.target_index.astype(float).tolist()
 
 
 def test_split_rows_counts():
@@ -324,7 +324,7 @@ def test_make_splits_errors():
     raises_one_line(
         r"config expects \['w'\]", make_splits, series, DataConfig(**{**RAW, "target": ("w",)})
     )
-    assert len(make_splits(series, cfg)[0].test) == 1  # 3 test rows, horizon 2
+    assert len(make_splits(series, cfg)[0].test) == 2  # 3 test rows, horizon 2: origins 16, 17
 
 
 def test_make_inference_windows_rejects_mismatched_scaler():

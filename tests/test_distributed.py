@@ -34,7 +34,8 @@ from stacklstm.train import RunConfig, fit
 cfg = RunConfig().replace({
     "data": {"window": 6},
     "model": {"hidden_size": 8, "num_layers": 2, "linear_layer_sizes": (8,), "dropout": 0.2},
-    "train": {"epochs": 2, "batch_size": 64, "log_every": 10, "checkpoint_every": 20},
+    "train": {"epochs": 2, "batch_size": 64, "log_every": 10, "checkpoint_every": 20,
+              "baselines": "naive"},
 })
 result = fit(cfg, OUT, quiet=True, stop_after_steps=30)
 assert (result.step, result.report) == (30, None)

@@ -19,6 +19,8 @@ MODULES = [
     "stacklstm.data.windows",
     "stacklstm.data.batches",
     "stacklstm.metrics",
+    "stacklstm.baselines",
+    "stacklstm.backtest",
     "stacklstm.distributed",
     "stacklstm.train",
     "stacklstm.train.checkpoint",

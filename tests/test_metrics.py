@@ -67,3 +67,25 @@ def test_metrics_docstring_examples():
     result = doctest.testmod(metrics)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_mase_hand_computed():
+    # in-sample [1, 2, 4, 7, 11], season 2: |4-1|, |7-2|, |11-4| -> scale 5
+    scale = metrics.seasonal_scale([[1.0], [2.0], [4.0], [7.0], [11.0]], 2)
+    assert scale.tolist() == [5.0]
+    # errors 1, 0, -2 -> MAE 1 -> MASE 1 / 5
+    assert metrics.mase(Y_TRUE[:, None], Y_PRED[:, None], scale) == pytest.approx(0.2, rel=1e-15)
+    # two targets, each scaled by its own scale, then averaged: (1 / 0.5 + 3 / 6) / 2
+    true = np.zeros((2, 3, 2))
+    pred = true + np.array([1.0, -3.0])
+    assert metrics.mase(true, pred, [0.5, 6.0]) == pytest.approx(1.25, rel=1e-15)
+    # a history no longer than the season falls back to lag 1: |2-1|, |4-2|
+    assert metrics.seasonal_scale([[1.0], [2.0], [4.0]], 3).tolist() == [1.5]
+    out = forecast_metrics(Y_TRUE[:, None], Y_PRED[:, None], scale)
+    assert list(out) == ["mae", "rmse", "mape", "smape", "mase"] and out["mase"] == 0.2
+
+
+def test_mase_refuses_a_scale_of_another_shape_and_is_none_for_a_constant_history():
+    with pytest.raises(ValueError, match=r"one entry per target, shape \(1,\), got \(2,\)"):
+        metrics.mase(Y_TRUE[:, None], Y_PRED[:, None], [1.0, 2.0])
+    assert metrics.mase(Y_TRUE[:, None], Y_PRED[:, None], [0.0]) is None

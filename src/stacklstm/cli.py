@@ -1,6 +1,5 @@
-"""``stacklstm train | evaluate | predict | export | tune``: parse -> config -> call.
-
-No logic of its own.
+"""``stacklstm train | evaluate | predict | backtest | export | tune``: parse -> config ->
+call; no logic of its own.
 
 Every setting flag is made from a field of ``DataConfig``, ``ModelConfig`` or ``TrainConfig``
 (``lstm_hidden_size`` -> ``--lstm-hidden-size``; the older spellings of
@@ -67,6 +66,9 @@ _ARGUMENT_FLAGS = {
     "process_id": "--process-id",
     "trials": "--trials",
     "heartbeat": "--heartbeat",
+    "folds": "--folds",
+    "step": "--step",
+    "refit": "--refit",
 }
 
 
@@ -173,6 +175,17 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
+def _refit(text: str) -> str | int:
+    if text in ("every", "never"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected every, never or an integer, got {text!r}"
+        ) from None
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(map(str, value)) or "''"
@@ -220,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog=PROG,
-        description="Stacked-LSTM time-series forecasting in JAX: train, evaluate, predict.",
+        description="Stacked-LSTM forecasting in JAX: train, evaluate, predict, backtest.",
         epilog=EPILOG,
         formatter_class=formatter,
     )
@@ -289,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser(
         "evaluate",
-        help="recompute a run's report (test metrics vs naive baselines)",
+        help="recompute a run's report (test metrics vs the baselines)",
         description="Score a run's best checkpoint; rewrites report.json and the plots.",
         epilog="example:\n  stacklstm evaluate runs/co2 --data co2_new.csv",
         formatter_class=formatter,
@@ -335,6 +348,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--quiet", action="store_true", help="no info logs")
     export.set_defaults(func=_export)
+
+    from .backtest import DEFAULT_FOLDS
+
+    backtest = commands.add_parser(
+        "backtest",
+        help="rolling-origin backtest: train at several cut-offs, score every origin",
+        description=(
+            "Train at K cut-offs (each model on the rows before its cut-off, early stopping on "
+            "their validation tail) and forecast every origin up to the next cut-off; score "
+            "the model and the baselines on the same targets. Writes DIR/backtest.json, "
+            "DIR/backtest.png and one run folder per trained fold. --test-fraction is not "
+            "used: the folds are the test."
+        ),
+        epilog=(
+            "example:\n  stacklstm backtest --folds 4 --step 52 --refit never --out bt/co2\n"
+            "  stacklstm backtest --out bt/co2 --resume          # continue a killed backtest"
+        ),
+        formatter_class=formatter,
+    )
+    backtest.add_argument("--data", metavar="FILE", help="CSV/Parquet table (default: bundled CO2)")
+    backtest.add_argument("--config", metavar="FILE", help="TOML or YAML settings; flags override")
+    backtest.add_argument("--out", metavar="DIR", required=True, help="backtest folder")
+    backtest.add_argument("--resume", action="store_true", help="continue the backtest in --out")
+    backtest.add_argument("--quiet", action="store_true", help="no progress bar or info logs")
+    backtest.add_argument(
+        "--folds", type=_int, metavar="K", help=f"cut-offs (default: {DEFAULT_FOLDS})"
+    )
+    backtest.add_argument(
+        "--step", type=_int, metavar="S",
+        help="origins per fold: the steps between cut-offs, counted back from the end of the "
+        "data (default: the horizon)",
+    )  # fmt: skip
+    backtest.add_argument(
+        "--refit", type=_refit, metavar="every|never|N",
+        help="train a model at every cut-off, only at the first, or at every N-th "
+        "(default: every)",
+    )  # fmt: skip
+    _add_setting_flags(backtest)
+    backtest.set_defaults(func=_backtest)
 
     # Listed here for --help; main() hands its arguments to the harness untouched.
     commands.add_parser(
@@ -415,6 +467,26 @@ def _evaluate(args: argparse.Namespace) -> int:
     report = evaluate_run(args.run_dir, args.data)
     print(report.table)
     print(f"wrote {Path(args.run_dir) / REPORT_FILE}")
+    return 0
+
+
+def _backtest(args: argparse.Namespace) -> int:
+    from .backtest import BACKTEST_FILE, backtest, read_plan
+
+    out = Path(args.out)
+    if args.config is not None:
+        base = load_config(args.config)
+    elif args.resume:
+        base = read_plan(out)["config"]  # flags given must then agree with the saved backtest
+    else:
+        base = RunConfig()
+    cfg = base.replace(_overrides(args))
+    result = backtest(
+        cfg, out, folds=args.folds, step=args.step, refit=args.refit, data_path=args.data,
+        resume=args.resume, quiet=args.quiet,
+    )  # fmt: skip
+    print(result.table)
+    print(f"wrote {out / BACKTEST_FILE}")
     return 0
 
 
@@ -526,7 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         handler.flush_held()
-        print(f"{PROG}: interrupted; continue with: stacklstm train --out DIR --resume",
+        command = argv[0] if argv[:1] == ["backtest"] else "train"
+        print(f"{PROG}: interrupted; continue with: stacklstm {command} --out DIR --resume",
               file=sys.stderr)  # fmt: skip
         return 130
     finally:

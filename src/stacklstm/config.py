@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,16 @@ ScalerKind = Literal["standard", "minmax", "robust", "none"]
 NormalizeKind = Literal["none", "window"]
 GapPolicy = Literal["interpolate", "reject"]
 LossKind = Literal["mse", "mae", "huber"]
+BaselineKind = Literal["naive", "all"]
+
+
+def default_baselines() -> BaselineKind:
+    """``"all"`` when statsforecast (the ``[baselines]`` extra) is installed, else ``"naive"``.
+
+    Looks the package up without importing it.
+    """
+    return "all" if importlib.util.find_spec("statsforecast") is not None else "naive"
+
 
 #: Version of the run folder's layout (config.json keys, checkpoint items). Version 1 had the
 #: model keys ``hidden_size``/``num_layers``/``dropout`` and ``season`` under ``train``; it is
@@ -164,7 +175,7 @@ class DataConfig(_Section):
     window: int = setting(10, help="input time steps per window")
     horizon: int = setting(1, help="time steps forecast per window")
     stride: int = setting(
-        1, help="step between training and validation windows (test windows step by horizon)"
+        1, help="step between training and validation windows (the test scores every origin)"
     )
     val_fraction: float = setting(
         0.15, help="share of the rows (the latest before test) for validation, in [0, 1)"
@@ -287,6 +298,13 @@ class TrainConfig(_Section):
     skip_nonfinite: bool = setting(
         False, help="skip updates whose loss or gradients are NaN/Inf instead of stopping"
     )
+    baselines: BaselineKind = setting(
+        default_baselines(),
+        help="forecasters scored next to the model: 'naive' (last value, seasonal naive) or "
+        "'all' (adds statsforecast's AutoETS, AutoARIMA, AutoTheta; pip install "
+        "'stacklstm[baselines]'); the default is all when statsforecast is installed",
+        legacy="naive",
+    )
 
     def validate(self) -> None:
         """Raise SettingError on the first bad setting."""
@@ -302,6 +320,7 @@ class TrainConfig(_Section):
         check_positive_int("log_every", self.log_every)
         check_int("checkpoint_every", self.checkpoint_every, 0)
         check_bool("skip_nonfinite", self.skip_nonfinite)
+        check_choice("baselines", self.baselines, get_args(BaselineKind))
 
 
 SECTIONS: dict[str, type] = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig}

@@ -96,11 +96,64 @@ def smape(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     return float(100.0 * np.mean(ratio))
 
 
-def forecast_metrics(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, float]:
-    """All metrics as a JSON-able dict with keys ``mae``, ``rmse``, ``mape``, ``smape``."""
-    return {
+def seasonal_scale(history: ArrayLike, season: int) -> np.ndarray:
+    """``(n_targets,)`` in-sample MAE of the seasonal naive forecast: the scale of :func:`mase`.
+
+    ``mean(|y[t] - y[t - season]|)`` over the rows of ``history`` (``(time, n_targets)``, the
+    values seen before the forecasts). A history of ``season`` rows or fewer has no seasonal
+    difference; the lag-1 (naive) differences are used instead.
+
+    Example:
+        >>> seasonal_scale([[1.0], [2.0], [4.0], [7.0]], 2).tolist()
+        [4.0]
+    """
+    values = np.asarray(history, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"history must be (time, n_targets), got shape {values.shape}")
+    if not isinstance(season, (int, np.integer)) or season < 1:
+        raise ValueError(f"season must be an integer >= 1, got {season!r}")
+    lag = season if len(values) > season else 1
+    if len(values) <= lag:
+        raise ValueError(f"history has {len(values)} rows; at least 2 are needed for a scale")
+    return np.mean(np.abs(values[lag:] - values[:-lag]), axis=0)
+
+
+def mase(y_true: ArrayLike, y_pred: ArrayLike, scale: ArrayLike) -> float | None:
+    """Mean absolute scaled error: the MAE of each target divided by its ``scale``, averaged.
+
+    ``scale`` has one entry per target (the last axis), e.g. from :func:`seasonal_scale`:
+    below 1 beats the in-sample seasonal naive forecast. None when a scale is 0 (a constant
+    history), where the ratio is undefined.
+
+    Example:
+        >>> mase([[1.0, 10.0], [3.0, 10.0]], [[2.0, 12.0], [3.0, 12.0]], [0.5, 4.0])
+        0.75
+    """
+    true, pred = _pair(y_true, y_pred)
+    scale = np.asarray(scale, dtype=np.float64)
+    if true.ndim == 0 or scale.shape != true.shape[-1:]:
+        raise ValueError(
+            f"scale must have one entry per target, shape {true.shape[-1:]}, got {scale.shape}"
+        )
+    if not np.all(np.isfinite(scale)) or np.any(scale < 0):
+        raise ValueError(f"scale must hold finite values >= 0, got {scale.tolist()}")
+    if np.any(scale == 0):
+        return None
+    per_target = np.mean(np.abs(pred - true).reshape(-1, scale.size), axis=0)
+    return float(np.mean(per_target / scale))
+
+
+def forecast_metrics(
+    y_true: ArrayLike, y_pred: ArrayLike, scale: ArrayLike | None = None
+) -> dict[str, float | None]:
+    """All metrics as a JSON-able dict with keys ``mae``, ``rmse``, ``mape``, ``smape`` and,
+    given a ``scale`` (see :func:`mase`), ``mase``."""
+    out: dict[str, float | None] = {
         "mae": mae(y_true, y_pred),
         "rmse": rmse(y_true, y_pred),
         "mape": mape(y_true, y_pred),
         "smape": smape(y_true, y_pred),
     }
+    if scale is not None:
+        out["mase"] = mase(y_true, y_pred, scale)
+    return out

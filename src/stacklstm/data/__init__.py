@@ -24,7 +24,7 @@ Example:
     >>> cfg = DataConfig(window=4, horizon=2)
     >>> splits, scaler = make_splits(prepare_series(frame, cfg), cfg)
     >>> splits.train.x.shape, splits.train.y.shape, splits.test.origin.tolist()
-    ((23, 4, 1), (23, 2, 1), [33, 35, 37])
+    ((23, 4, 1), (23, 2, 1), [33, 34, 35, 36, 37])
 """
 
 from ..checks import DataError as DataError

@@ -206,10 +206,10 @@ def make_splits(series: Series, cfg: DataConfig) -> tuple[Splits, Scaler]:
 
     Every split's windows are aligned to its end: the split's last row is the last target of
     its last window, and origins step back from there (so the most recent rows are always
-    used). Training and validation windows step by ``cfg.stride``; test windows step by
-    ``horizon``, so every test row is scored at most once, and exactly once when ``n_test``
-    is a multiple of ``horizon`` (otherwise the first ``n_test % horizon`` test rows are not
-    scored).
+    used). Training and validation windows step by ``cfg.stride``; test windows start at
+    every origin (step 1) from the last row before the test rows, so every test row is
+    scored, as step 1 of the forecast made just before it and at every later step up to
+    ``horizon`` where the data allows.
 
     Args:
         series: From :func:`prepare_series` with the same ``cfg``.
@@ -248,7 +248,7 @@ def make_splits(series: Series, cfg: DataConfig) -> tuple[Splits, Scaler]:
     # origins, stepping back from the one whose last target is the split's last row
     train = _aligned_origins(n_train - 1 - h, lowest, cfg.stride)
     val = _aligned_origins(n_seen - 1 - h, max(lowest, n_train - 1), cfg.stride)
-    test = _aligned_origins(n_rows - 1 - h, max(lowest, n_seen - 1), h)
+    test = _aligned_origins(n_rows - 1 - h, max(lowest, n_seen - 1), 1)
     splits = Splits(
         train=_cut(model, series, train, cfg, scaler),
         val=_cut(model, series, val, cfg, scaler),

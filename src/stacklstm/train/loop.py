@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import kernels
+from .. import baselines, kernels
 from ..config import RunConfig
 from ..data import (
     DataError,
@@ -180,6 +180,7 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     if not isinstance(cfg, RunConfig):
         raise TypeError(f"run_cfg must be a RunConfig, got {type(cfg).__name__}")
     cfg.validate()
+    baselines.require(cfg.train.baselines)  # the report needs them: refuse before training
     tcfg = cfg.train
     saved = read_run_info(out_dir) if resume else None
     if saved is not None:

@@ -13,6 +13,16 @@ import numpy as np
 from ..data import Series, WindowSet
 from .rundir import atomic_write
 
+#: One colour per forecaster, the same in every plot; red is the model's alone.
+COLORS = {
+    "model": "tab:red",
+    "last_value": "tab:gray",
+    "seasonal_naive": "tab:olive",
+    "auto_ets": "tab:blue",
+    "auto_arima": "tab:green",
+    "auto_theta": "tab:purple",
+}
+
 
 def save_figure(fig: Any, path: Path) -> None:
     buffer = io.BytesIO()
@@ -24,33 +34,29 @@ def plot_forecast(
     path: Path,
     series: Series,
     test: WindowSet,
-    model_forecast: np.ndarray,
-    season: int,
+    forecasts: dict[str, np.ndarray | None],
     targets: tuple[str, ...],
 ) -> None:
-    """Test targets vs the model, baselines faint; one panel per target."""
+    """Test targets vs the one-step-ahead forecasts (``forecasts[name][:, 0]``, one per test
+    row) of the model (red) and the baselines (faint); one panel per target."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = test.target_index.reshape(-1)  # (n * horizon,) series rows, in time order
+    rows = test.origin + 1  # (n,) the row forecast at step 1 from each origin
     x = rows if series.times is None else series.times[rows]
     fig, axes = plt.subplots(len(targets), 1, figsize=(10, 3.2 * len(targets)), squeeze=False)
-    baselines = {
-        "last value": test.last_value,
-        f"seasonal naive ({season})": test.seasonal_naive(season),
-    }
     for j, (ax, name) in enumerate(zip(axes[:, 0], targets, strict=True)):
-        ax.plot(x, test.y_true[:, :, j].reshape(-1), color="black", lw=1.4, label="actual")
-        for (label, values), color in zip(
-            baselines.items(), ("tab:gray", "tab:olive"), strict=True
-        ):
-            ax.plot(x, values[:, :, j].reshape(-1), color=color, lw=0.8, alpha=0.5, label=label)
-        ax.plot(x, model_forecast[:, :, j].reshape(-1), color="tab:red", lw=1.2, label="model")
+        ax.plot(x, test.y_true[:, 0, j], color="black", lw=1.4, label="actual")
+        for label, values in forecasts.items():
+            if values is None or label == "model":
+                continue
+            ax.plot(x, values[:, 0, j], color=COLORS[label], lw=0.8, alpha=0.6, label=label)
+        ax.plot(x, forecasts["model"][:, 0, j], color="tab:red", lw=1.2, label="model")
         ax.set_ylabel(name)
         ax.legend(loc="best", fontsize=8)
-    axes[0, 0].set_title(f"test forecasts ({len(test)} windows, horizon {test.horizon})")
+    axes[0, 0].set_title(f"test forecasts, step 1 of {test.horizon} ({len(test)} origins)")
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)

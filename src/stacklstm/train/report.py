@@ -1,14 +1,16 @@
-"""The test report: the model scored next to the naive baselines on the same targets.
+"""The test report: the model scored next to the baselines on the same targets.
 
-``evaluate_run`` restores the best checkpoint, forecasts the validation and test windows,
-maps them to original units and scores them next to the last-value and seasonal-naive
-forecasts of exactly the same targets; it writes ``report.json``, ``forecast.png`` and
-``loss.png``.
+``evaluate_run`` restores the best checkpoint, forecasts from every validation and test
+origin, maps the forecasts to original units and scores them next to the baselines of
+:mod:`stacklstm.baselines` on exactly the same targets: last value and seasonal naive, and
+with ``baselines="all"`` statsforecast's AutoETS, AutoARIMA and AutoTheta (fitted on the
+training and validation rows, forecasting from every test origin without refitting). It
+writes ``report.json``, ``forecast.png`` and ``loss.png``.
 
 Example:
     >>> report = evaluate_run("runs/co2")  # doctest: +SKIP
     >>> test = report.data["test"]  # doctest: +SKIP
-    >>> test["model"]["rmse"] < test["last_value"]["rmse"]  # doctest: +SKIP
+    >>> test["model"]["mase"] < test["auto_ets"]["mase"]  # doctest: +SKIP
     True
 """
 
@@ -22,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import baselines
 from ..data import DataError, WindowSet, make_inference_windows, make_splits
 from ..distributed import is_primary
-from ..metrics import forecast_metrics
+from ..metrics import forecast_metrics, seasonal_scale
 from .inference import forecast, load_run, load_series
 from .plots import plot_forecast, plot_loss
 from .rundir import METRICS_FILE, atomic_write
@@ -35,44 +38,81 @@ log = logging.getLogger(__name__)
 REPORT_FILE = "report.json"
 FORECAST_PLOT = "forecast.png"
 LOSS_PLOT = "loss.png"
-FORECASTERS = ("model", "last_value", "seasonal_naive")
+#: Every forecaster a report can hold, in the table's order.
+FORECASTERS = ("model", *baselines.NAIVE, *baselines.STATISTICAL)
+#: The table's columns: ``(report key, heading)``.
+COLUMNS = (("mae", "MAE"), ("rmse", "RMSE"), ("mape", "MAPE %"), ("mase", "MASE"))
 
 
-def _score(windows: WindowSet, model_forecast: np.ndarray, season: int) -> dict[str, Any]:
-    """Metrics of the model and both baselines on the same targets; the model's are None when
-    its forecasts are not finite (a diverged run)."""
-    if len(windows) == 0:
-        return {}
-    finite = bool(np.isfinite(model_forecast).all())
-    if not finite:
-        log.warning("the model's forecasts hold NaN/Inf; its metrics are left empty")
-    return {
-        "model": forecast_metrics(windows.y_true, model_forecast) if finite else None,
-        "last_value": forecast_metrics(windows.y_true, windows.last_value),
-        "seasonal_naive": forecast_metrics(windows.y_true, windows.seasonal_naive(season)),
+def score_forecasts(
+    y_true: np.ndarray, forecasts: dict[str, np.ndarray | None], scale: np.ndarray
+) -> dict[str, Any]:
+    """``{name: metrics}`` of each forecast of ``y_true`` (all ``(n, horizon, n_targets)``);
+    None for a forecaster without forecasts or with NaN/Inf ones (a diverged model)."""
+    scores: dict[str, Any] = {}
+    for name, values in forecasts.items():
+        if values is not None and not np.isfinite(values).all():
+            log.warning("the forecasts of %s hold NaN/Inf; its metrics are left empty", name)
+            values = None
+        scores[name] = None if values is None else forecast_metrics(y_true, values, scale)
+    return scores
+
+
+def baseline_forecasts(
+    windows: WindowSet, season: int, kind: str, refit_at=()
+) -> dict[str, np.ndarray | None]:
+    """``{name: (n, horizon, n_targets)}`` of the baselines of ``kind`` from the origins of
+    ``windows`` (the statistical ones fitted at the first origin, and at ``refit_at``)."""
+    out: dict[str, np.ndarray | None] = {
+        "last_value": windows.last_value,
+        "seasonal_naive": windows.seasonal_naive(season),
     }
+    if kind == "all" and len(windows):
+        out.update(
+            baselines.statistical_forecasts(
+                windows.history, windows.origin, windows.horizon, season, refit_at
+            )
+        )
+    return out
+
+
+def _best(scores: dict[str, Any], key: str) -> str | None:
+    scored = [
+        name
+        for name, m in scores.items()
+        if m is not None and m.get(key) is not None and np.isfinite(m[key])
+    ]
+    return min(scored, key=lambda name: scores[name][key]) if scored else None
 
 
 def format_table(data: dict[str, Any]) -> str:
-    """The report's metrics as a small text table; ``*`` marks each split's lowest RMSE."""
-    lines = [f"{'split':<6}{'forecaster':<16}{'MAE':>12}{'RMSE':>12}{'MAPE %':>10}"]
+    """The report's metrics as a small text table; ``*`` marks each split's best (lowest)
+    value of every metric."""
+    head = "".join(f"{title:>12}" for _, title in COLUMNS)
+    lines = [f"{'split':<6}{'forecaster':<16}{head}"]
     for split in ("test", "val"):
         scores = data.get(split) or {}
         if not scores:
             lines.append(f"{split:<6}(no windows)")
             continue
-        scored = [name for name in FORECASTERS if scores[name] is not None]
-        best = min(scored, key=lambda name: scores[name]["rmse"])
+        best = {key: _best(scores, key) for key, _ in COLUMNS}
         for name in FORECASTERS:
+            if name not in scores:
+                continue
             m = scores[name]
             if m is None:
-                lines.append(f"{split:<6}{name:<16}{'n/a (forecasts not finite)':>34}")
+                lines.append(f"{split:<6}{name:<16}{'n/a (no finite forecasts)':>36}")
                 continue
-            mark = " *" if name == best else ""
-            lines.append(
-                f"{split:<6}{name:<16}{m['mae']:>12.4f}{m['rmse']:>12.4f}{m['mape']:>10.4f}{mark}"
-            )
-    lines.append(f"n_test={data['n_test']} n_val={data['n_val']} windows; season={data['season']}")
+            cells = []
+            for key, _ in COLUMNS:
+                value = m.get(key)
+                text = "n/a" if value is None else f"{value:.4f}"
+                cells.append(f"{text + ('*' if best[key] == name else ' '):>12}")
+            lines.append(f"{split:<6}{name:<16}{''.join(cells)}".rstrip())
+    lines.append(
+        f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
+        f"horizon {data['horizon']}); season={data['season']}"
+    )
     return "\n".join(lines)
 
 
@@ -100,43 +140,69 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     table by default), cut with the run's saved scaler. Writes ``report.json``,
     ``forecast.png`` and ``loss.png`` into ``run_dir`` (replacing earlier ones).
 
+    The test forecasts start at every test origin (step 1); ``n_test`` counts the scored
+    (origin, horizon step) targets. MASE is scaled by the in-sample seasonal naive MAE of
+    the rows before the split. The statistical baselines (``baselines="all"``) are scored on
+    the test only; the validation split has the model and the naive baselines.
+
     Returns:
-        Report; ``report.data`` has ``{"test": {"model": {"mae", "rmse", "mape", "smape"},
-        "last_value": ..., "seasonal_naive": ...}, "val": ..., "n_test", "n_val", ...}``.
+        Report; ``report.data`` has ``{"test": {"model": {"mae", "rmse", "mape", "smape",
+        "mase"}, "last_value": ..., "seasonal_naive": ..., "auto_ets": ..., "auto_arima":
+        ..., "auto_theta": ...}, "val": ..., "n_test", "n_val", "baselines", ...}``.
+
+    Raises:
+        SettingError: ``baselines="all"`` without statsforecast installed.
     """
     run = load_run(run_dir)
     cfg = run.info.config
+    kind = cfg.train.baselines
+    baselines.require(kind)
     source, series = load_series(run.info, data_path)
     splits, _ = make_splits(series, cfg.data)  # which origins are val and test
     windows = make_inference_windows(series, cfg.data, run.info.scaler)  # the saved scaler
     predict_step = make_predict_step(run.model)
-    scored = {}
+    season, nt = cfg.data.season, len(cfg.data.target)
+    # in-sample rows of each split: what was seen before its first target
+    seen_rows = {"val": splits.n_train, "test": splits.n_train + splits.n_val}
+    scored, data = {}, {}
     for split in ("val", "test"):
         origins = getattr(splits, split).origin
         part = windows.take(np.isin(windows.origin, origins))
         if not np.array_equal(part.origin, origins):
             raise DataError(f"could not cut the {split} windows of {source} again")
-        scored[split] = (part, forecast(run, part, predict_step))
-    season = cfg.data.season
-    data = {
-        "test": _score(*scored["test"], season),
-        "val": _score(*scored["val"], season),
-        "n_test": len(scored["test"][0]),
-        "n_val": len(scored["val"][0]),
-        "season": season,
-        "horizon": cfg.data.horizon,
-        "targets": list(cfg.data.target),
-        "checkpoint": run.checkpoint,
-        "data_path": str(source),
-    }
+        model_forecast = forecast(run, part, predict_step)
+        scored[split] = (part, model_forecast)
+        if not len(part):
+            data[split] = {}
+            continue
+        # the statistical models are fitted on the rows before the test only
+        forecasts = {
+            "model": model_forecast,
+            **baseline_forecasts(part, season, kind if split == "test" else "naive"),
+        }
+        scale = seasonal_scale(series.values[: seen_rows[split], :nt], season)
+        data[split] = score_forecasts(part.y_true, forecasts, scale)
+        if split == "test":
+            test_forecasts = forecasts
+    data.update(
+        n_test=len(scored["test"][0]) * cfg.data.horizon,
+        n_val=len(scored["val"][0]) * cfg.data.horizon,
+        season=season,
+        horizon=cfg.data.horizon,
+        targets=list(cfg.data.target),
+        baselines=kind,
+        checkpoint=run.checkpoint,
+        data_path=str(source),
+    )
+    data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     report = Report(data, format_table(data), scored["test"][0].origin, scored["test"][1])
     if not is_primary():  # every process forecast together; process 0 writes
         return report
     run_dir = Path(run_dir)
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     atomic_write(run_dir / REPORT_FILE, lambda handle: handle.write(text.encode()))
-    test, test_forecast = scored["test"]
+    test = scored["test"][0]
     if len(test):
-        plot_forecast(run_dir / FORECAST_PLOT, series, test, test_forecast, season, cfg.data.target)
+        plot_forecast(run_dir / FORECAST_PLOT, series, test, test_forecasts, cfg.data.target)
     plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
     return report

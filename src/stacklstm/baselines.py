@@ -1,0 +1,143 @@
+"""The forecasters a model is scored against: naive ones, and statsforecast's statistical ones.
+
+``baselines="naive"``: the last value and the seasonal naive forecast (from
+:class:`~stacklstm.data.WindowSet`). ``baselines="all"`` adds statsforecast's AutoETS, AutoARIMA
+and AutoTheta with the data's ``season`` as their season length; they need the optional extra
+(``pip install 'stacklstm[baselines]'``), imported only when they run.
+
+A statistical model is fitted once, on the values up to the first forecast origin (in the
+report: the training and validation rows), and then forecasts from every origin with the
+values observed up to that origin, without refitting: statsforecast's ``forward``, exactly
+as its ``cross_validation(refit=False)`` does. ``refit_at`` fits again at chosen origins
+(``cross_validation(refit=N)``), as the backtest's refits do.
+
+Example:
+    >>> import numpy as np
+    >>> history = np.arange(40.0)[:, None]  # (time, n_targets)
+    >>> out = statistical_forecasts(history, np.array([29, 30]), 2, 4)  # doctest: +SKIP
+    >>> sorted(out), out["auto_arima"].shape  # doctest: +SKIP
+    (['auto_arima', 'auto_ets', 'auto_theta'], (2, 2, 1))
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .checks import SettingError, check_choice
+from .config import BaselineKind
+
+log = logging.getLogger(__name__)
+
+NAIVE = ("last_value", "seasonal_naive")
+STATISTICAL = ("auto_ets", "auto_arima", "auto_theta")
+INSTALL = "pip install 'stacklstm[baselines]'"
+
+
+def names(kind: BaselineKind) -> tuple[str, ...]:
+    """The report keys of the baselines of ``kind`` (``"naive"`` or ``"all"``)."""
+    check_choice("baselines", kind, ("naive", "all"))
+    return NAIVE + (STATISTICAL if kind == "all" else ())
+
+
+def statsforecast_available() -> bool:
+    """Whether statsforecast is installed (looked up without importing it)."""
+    return importlib.util.find_spec("statsforecast") is not None
+
+
+def require(kind: BaselineKind) -> None:
+    """Raise SettingError if ``kind`` needs statsforecast and it is not installed."""
+    check_choice("baselines", kind, ("naive", "all"))
+    if kind == "all" and not statsforecast_available():
+        raise SettingError(
+            f"baselines 'all' needs statsforecast, which is not installed: {INSTALL} "
+            "(or pass `baselines=naive`)",
+            "baselines",
+        )
+
+
+def statistical_models(season: int, n_fit: int) -> dict[str, Any]:
+    """``{name: statsforecast model}`` with season length ``season``, unfitted.
+
+    AutoARIMA searches with the approximation that R's ``auto.arima`` uses by default for
+    long or long-season series (``n_fit > 150`` rows or ``season > 12``): an exact search
+    with season 52 on 1600 weekly rows takes over ten minutes.
+    """
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
+
+    return {
+        "auto_ets": AutoETS(season_length=season),
+        "auto_arima": AutoARIMA(season_length=season, approximation=n_fit > 150 or season > 12),
+        "auto_theta": AutoTheta(season_length=season),
+    }
+
+
+def statistical_forecasts(
+    history: np.ndarray,
+    origins: np.ndarray,
+    horizon: int,
+    season: int,
+    refit_at: Sequence[int] = (),
+) -> dict[str, np.ndarray | None]:
+    """Forecasts of statsforecast's AutoETS, AutoARIMA and AutoTheta from every origin.
+
+    Each model (built once per target, :func:`statistical_models` with ``n_fit =
+    origins[0] + 1``) is fitted on ``history[: origins[0] + 1]`` (and again on ``history[: o + 1]``
+    at each origin ``o`` in ``refit_at``) and forecasts ``horizon`` steps from every origin
+    ``o`` with ``forward(history[: o + 1])``: the procedure of statsforecast's
+    ``cross_validation`` with ``step_size=1`` and ``refit=False`` (or ``refit=N``).
+
+    Args:
+        history: ``(time, n_targets)`` observed values in original units; each target is a
+            series of its own.
+        origins: ``(n,)`` ascending rows of the last value seen by each forecast.
+        horizon: Steps forecast from each origin.
+        season: Season length of the models.
+        refit_at: Origins (of ``origins``) where the models are fitted again.
+
+    Returns:
+        ``{name: (n, horizon, n_targets) float64}``; None for a model that failed to fit
+        (a warning names it).
+    """
+    history = np.asarray(history, dtype=np.float64)
+    origins = np.asarray(origins, dtype=np.int64)
+    if history.ndim != 2:
+        raise ValueError(f"history must be (time, n_targets), got shape {history.shape}")
+    if origins.size == 0:
+        return dict.fromkeys(STATISTICAL, np.zeros((0, horizon, history.shape[1])))
+    if np.any(np.diff(origins) <= 0) or origins[0] < 0 or origins[-1] >= len(history):
+        raise ValueError(f"origins must ascend within the {len(history)} rows of history")
+    unknown = sorted(set(int(o) for o in refit_at) - set(origins.tolist()))
+    if unknown:
+        raise ValueError(f"refit_at must be among the origins, got {unknown}")
+    fit_here = {int(origins[0]), *(int(o) for o in refit_at)}
+    log.info(
+        "statsforecast: fitting AutoETS, AutoARIMA and AutoTheta (season %d) %d time(s) and "
+        "forecasting from %d origins; baselines='naive' skips them",
+        season, len(fit_here), origins.size,
+    )  # fmt: skip
+    n_first = int(origins[0]) + 1
+    out: dict[str, np.ndarray | None] = {}
+    for name in STATISTICAL:
+        values = np.zeros((origins.size, horizon, history.shape[1]))
+        try:
+            with warnings.catch_warnings():  # convergence notes, one per search step
+                warnings.simplefilter("ignore")
+                for j in range(history.shape[1]):
+                    model = statistical_models(season, n_first)[name]
+                    for i, origin in enumerate(origins.tolist()):
+                        seen = history[: origin + 1, j]
+                        if origin in fit_here:
+                            model.fit(y=seen)
+                        values[i, :, j] = model.forward(y=seen, h=horizon)["mean"]
+        except Exception as err:  # statsforecast's errors share no base class of their own
+            log.warning("%s could not fit or forecast (%s); it is left out", name, err)
+            out[name] = None
+            continue
+        out[name] = values
+    return out

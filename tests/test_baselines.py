@@ -1,0 +1,195 @@
+"""Baselines: statsforecast's models against its own cross_validation, the report's every-origin
+scoring and MASE against numpy, and the naive path without statsforecast."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stacklstm import baselines, config
+from stacklstm.checks import SettingError
+from stacklstm.cli import main
+from stacklstm.data import DataConfig, make_splits, prepare_series, read_table
+from stacklstm.train import ModelConfig, RunConfig, TrainConfig, fit, predict
+
+SEASON = 4
+
+
+def seasonal_values(n: int, seed: int = 0) -> np.ndarray:
+    """``(n,)`` trend + season-4 wave + noise: every statistical model has something to fit."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return 10 + 0.05 * t + 2 * np.sin(2 * np.pi * t / SEASON) + rng.normal(scale=0.3, size=n)
+
+
+def statsforecast_cv(history: np.ndarray, origins: np.ndarray, horizon: int, refit) -> dict:
+    """``{name: (n, horizon, n_targets)}`` from statsforecast's own ``cross_validation``."""
+    from statsforecast import StatsForecast
+
+    n_rows, n_targets = history.shape
+    frame = pd.concat(
+        pd.DataFrame({"unique_id": f"s{j}", "ds": np.arange(n_rows), "y": history[:, j]})
+        for j in range(n_targets)
+    )
+    models = baselines.statistical_models(SEASON, int(origins[0]) + 1)
+    cv = StatsForecast(models=list(models.values()), freq=1).cross_validation(
+        df=frame, h=horizon, n_windows=origins.size, step_size=1, refit=refit
+    )
+    # one row per (series, cutoff, ds): cutoff is the origin, ds = cutoff + step
+    assert sorted(cv["cutoff"].unique().tolist()) == origins.tolist()
+    cv = cv.sort_values(["unique_id", "cutoff", "ds"])
+    columns = {"auto_ets": "AutoETS", "auto_arima": "AutoARIMA", "auto_theta": "AutoTheta"}
+    out = {}
+    for name, column in columns.items():
+        values = cv[column].to_numpy().reshape(n_targets, origins.size, horizon)
+        out[name] = values.transpose(1, 2, 0)  # (n, horizon, n_targets)
+    return out
+
+
+@pytest.mark.parametrize(("refit_every", "refit"), [(None, False), (5, 5)])
+def test_statistical_forecasts_equal_statsforecast_cross_validation(refit_every, refit):
+    history = np.stack([seasonal_values(60), seasonal_values(60, seed=1) * 3], axis=1)
+    origins = np.arange(44, 57)  # 13 origins, horizon 3: the last target is row 59
+    refit_at = [] if refit_every is None else origins[::refit_every].tolist()
+    ours = baselines.statistical_forecasts(history, origins, 3, SEASON, refit_at)
+    theirs = statsforecast_cv(history, origins, 3, refit)
+    for name in baselines.STATISTICAL:
+        assert ours[name].shape == (13, 3, 2)
+        np.testing.assert_array_equal(ours[name], theirs[name])
+    # the forecasts use the data: a refit changes them, and they differ between models
+    assert not np.array_equal(ours["auto_ets"], ours["auto_theta"])
+
+
+def test_statistical_forecasts_refuse_bad_origins():
+    history = seasonal_values(30)[:, None]
+    with pytest.raises(ValueError, match="origins must ascend"):
+        baselines.statistical_forecasts(history, np.array([20, 19]), 2, SEASON)
+    with pytest.raises(ValueError, match=r"refit_at must be among the origins, got \[3\]"):
+        baselines.statistical_forecasts(history, np.array([20, 21]), 2, SEASON, [3])
+
+
+def _write_series(path, n=80):
+    pd.DataFrame({"t": np.arange(n), "y": seasonal_values(n)}).to_csv(path, index=False)
+    return path
+
+
+def _tiny_cfg(baselines_kind: str, horizon: int = 3) -> RunConfig:
+    return RunConfig(
+        DataConfig(target=("y",), time_column=None, window=6, horizon=horizon, season=SEASON),
+        ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=(8,)),
+        TrainConfig(epochs=2, batch_size=16, log_every=5, baselines=baselines_kind),
+    )
+
+
+@pytest.fixture(scope="module")
+def all_run(tmp_path_factory):
+    """A tiny run on 80 rows (12 test rows, horizon 3) with every baseline."""
+    folder = tmp_path_factory.mktemp("baselines")
+    data = _write_series(folder / "s.csv")
+    cfg = _tiny_cfg("all")
+    result = fit(cfg, folder / "run", quiet=True, data_path=data)
+    return folder / "run", data, cfg, result
+
+
+def test_report_scores_every_test_origin_next_to_statsforecast(all_run):
+    run, data, cfg, result = all_run
+    report = json.loads((run / "report.json").read_text())
+    series = prepare_series(read_table(data), cfg.data)
+    y = series.values[:, 0]
+    # 80 rows: 56 train, 12 val, 12 test; origins 67 .. 76 (the last target is row 79)
+    splits, _ = make_splits(series, cfg.data)
+    assert (splits.n_train, splits.n_val, splits.n_test) == (56, 12, 12)
+    origins = np.arange(67, 77)
+    assert splits.test.origin.tolist() == origins.tolist()
+    assert report["n_test"] == 10 * 3 and report["n_val"] == len(splits.val) * 3
+    assert report["baselines"] == "all"
+    assert list(report["test"]) == ["model", "last_value", "seasonal_naive",
+                                    "auto_ets", "auto_arima", "auto_theta"]  # fmt: skip
+    assert list(report["val"]) == ["model", "last_value", "seasonal_naive"]
+    # every target once per (origin, step), in original units
+    actual = y[origins[:, None] + np.arange(1, 4)]  # (10, 3)
+    scale = np.mean(np.abs(y[4:68] - y[:64]))  # in-sample seasonal naive MAE of rows 0..67
+
+    def check(name, forecast, rel=1e-12):
+        scores = report["test"][name]
+        assert scores["mae"] == pytest.approx(np.mean(np.abs(forecast - actual)), rel=rel)
+        rmse = np.sqrt(np.mean((forecast - actual) ** 2))
+        assert scores["rmse"] == pytest.approx(rmse, rel=rel)
+        assert scores["mase"] == pytest.approx(scores["mae"] / scale, rel=1e-12)
+
+    check("last_value", np.repeat(y[origins][:, None], 3, axis=1))
+    k = np.arange(1, 4)
+    check("seasonal_naive", y[origins[:, None] + k - SEASON])  # k <= season: 4 rows back
+    # the statistical models: statsforecast's own cross-validation on the same rows
+    theirs = statsforecast_cv(series.values[:, :1], origins, 3, refit=False)
+    for name in baselines.STATISTICAL:
+        check(name, theirs[name][..., 0])
+    # the model: its forecasts from predict() at the same origins
+    frame = predict(run, data).set_index("origin")
+    # (float32 model outputs, batched differently: the report's own tolerance in test_train)
+    check("model", frame.loc[origins, ["y_h1", "y_h2", "y_h3"]].to_numpy(), rel=1e-9)
+    # the table marks the lowest value of each metric in each split
+    lines = result.report.table.splitlines()
+    test_lines = [line for line in lines if line.startswith("test ")]
+    for column, key in enumerate(("mae", "rmse", "mape", "mase")):
+        best = min(report["test"], key=lambda name: report["test"][name][key])
+        marked = [line.split()[1] for line in test_lines if line.split()[2 + column][-1] == "*"]
+        assert marked == [best], (key, lines)
+
+
+def test_without_statsforecast_the_naive_path_works_and_all_is_refused(
+    tmp_path, monkeypatch, capsys
+):
+    for module in ("statsforecast", "statsforecast.models"):
+        monkeypatch.setitem(sys.modules, module, None)  # `import statsforecast` now fails
+    assert config.default_baselines() == "naive"
+    assert not baselines.statsforecast_available()
+    with pytest.raises(SettingError, match=r"pip install 'stacklstm\[baselines\]'"):
+        baselines.require("all")
+    data = _write_series(tmp_path / "s.csv")
+    flags = ["--data", data, "--target", "y", "--time-column", "none", "--window", "6",
+             "--horizon", "3", "--season", "4", "--hidden-size", "8", "--num-layers", "1",
+             "--linear-layer-sizes", "8", "--epochs", "2", "--batch-size", "16",
+             "--quiet"]  # fmt: skip
+    code = main(["train", "--out", str(tmp_path / "all"), "--baselines", "all", *map(str, flags)])
+    _, err = capsys.readouterr()
+    assert code == 2 and not (tmp_path / "all").exists()
+    assert err.strip().splitlines() == [
+        "stacklstm: error: --baselines 'all' needs statsforecast, which is not installed: "
+        "pip install 'stacklstm[baselines]' (or pass --baselines naive)"
+    ]
+    code = main(
+        ["train", "--out", str(tmp_path / "naive"), "--baselines", "naive", *map(str, flags)]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads((tmp_path / "naive" / "report.json").read_text())
+    assert list(report["test"]) == ["model", "last_value", "seasonal_naive"]
+    assert report["n_test"] == 30 and report["baselines"] == "naive"
+    y = read_table(data)["y"].to_numpy()  # the values as the run read them
+    origins = np.arange(67, 77)
+    actual = y[origins[:, None] + np.arange(1, 4)]
+    last = np.mean(np.abs(actual - y[origins][:, None]))
+    assert report["test"]["last_value"]["mae"] == pytest.approx(last, rel=1e-12)
+    assert report["test"]["last_value"]["mase"] == pytest.approx(
+        last / np.mean(np.abs(y[4:68] - y[:64])), rel=1e-12
+    )
+    assert "auto_ets" not in out
+
+
+def test_old_run_folders_mean_naive_baselines():
+    saved = RunConfig().to_dict()
+    del saved["train"]["baselines"]  # a config.json written before the field existed
+    assert RunConfig.from_dict(saved, saved=True).train.baselines == "naive"
+
+
+def test_import_stacklstm_does_not_import_statsforecast():
+    code = (
+        "import sys, stacklstm, stacklstm.train, stacklstm.backtest, stacklstm.baselines\n"
+        "assert 'statsforecast' not in sys.modules, 'statsforecast imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
