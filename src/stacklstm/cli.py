@@ -308,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("run_dir", metavar="RUN_DIR", help="run folder written by train")
     predict.add_argument("--data", metavar="FILE", help="table to forecast (default: the run's)")
     predict.add_argument(
-        "--output", metavar="FILE", help="CSV to write (default: RUN_DIR/predictions.csv)"
+        "--output",
+        metavar="FILE",
+        help="CSV to write (default: RUN_DIR/predictions.csv); - for standard output",
     )
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)
@@ -335,8 +337,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def _train(args: argparse.Namespace) -> int:
     from . import distributed
-    from .train.loop import fit
-    from .train.rundir import read_run_info
+    from .train.lock import unique_dir
 
     if args.resume and args.out is None:
         raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
@@ -346,7 +347,17 @@ def _train(args: argparse.Namespace) -> int:
             raise UsageError("train: a multi-process run needs --out DIR, shared by all")
         if not distributed.is_primary():  # process 0 speaks for the run
             logging.getLogger("stacklstm").setLevel(logging.WARNING)
-    out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    if args.out is None:  # a new folder runs/<date-time>[-N], never another run's
+        with unique_dir("runs", datetime.now().strftime("%Y%m%d-%H%M%S")) as out:
+            return _train_in(args, out)
+    return _train_in(args, Path(args.out))
+
+
+def _train_in(args: argparse.Namespace, out: Path) -> int:
+    from . import distributed
+    from .train.loop import fit
+    from .train.rundir import read_run_info
+
     if args.config is not None:
         base = load_config(args.config)
     elif args.resume:
@@ -398,9 +409,11 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from .train.inference import PREDICTIONS_FILE, predict
 
-    output = Path(args.output) if args.output else Path(args.run_dir) / PREDICTIONS_FILE
+    output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output)
-    print(f"wrote {len(frame)} forecasts to {output}")
+    # with `--output -` the CSV is standard output: the note goes to stderr
+    note = sys.stderr if str(output) == "-" else sys.stdout
+    print(f"wrote {len(frame)} forecasts to {output}", file=note)
     return 0
 
 

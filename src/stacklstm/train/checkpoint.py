@@ -313,6 +313,34 @@ class RunCheckpoints:
             )
         return state, jax.random.wrap_key_data(np.asarray(key_data)), progress
 
+    def restore_newest(self, which: Which, target: Any) -> tuple[int, Any, jax.Array, Progress]:
+        """:meth:`restore` the newest complete checkpoint of ``which`` as a reader: safe while
+        another process trains into the folder. Returns ``(step, state, rng, progress)``.
+
+        A writer commits a checkpoint by renaming its folder (so a half-written one is never
+        listed) and deletes the older ones after it; a step deleted between listing and
+        reading is therefore followed by a newer one, which is read instead.
+
+        Raises:
+            ValueError: No checkpoint, or the newest one cannot be read (and was not replaced
+                by a newer one meanwhile).
+        """
+        manager = self._managers[which]
+        tried: set[int] = set()
+        while True:
+            manager.reload()  # the steps on disk now, not when the manager was opened
+            step = manager.latest_step()
+            if step is None:
+                raise ValueError(f"no checkpoint in {self.directory(which)}")
+            try:
+                return (step, *self.restore(which, target, step))
+            except ValueError:
+                manager.reload()
+                if step in tried or manager.latest_step() == step:
+                    raise  # still the newest: a damaged checkpoint, not a moving one
+                tried.add(step)
+                log.debug("step %d of %s was replaced while read", step, self.directory(which))
+
     def restore_intact(self, which: Which, target: Any) -> tuple[Any, jax.Array, Progress]:
         """:meth:`restore` the newest checkpoint of ``which`` that reads back intact.
 

@@ -27,7 +27,8 @@ from ..data import (
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from .checkpoint import RunCheckpoints, abstract_target
-from .rundir import RunInfo, atomic_write, read_run_info
+from .outputs import check_output, write_output
+from .rundir import RunInfo, read_run_info
 from .step import abstract_state, make_optimizer, make_predict_step, padded_batches
 
 log = logging.getLogger(__name__)
@@ -80,10 +81,10 @@ def load_run(run_dir: str | Path) -> TrainedRun:
         kind = "best" if ckpts.latest_step("best") is not None else "latest"
         if kind == "latest":
             log.warning("%s has no best checkpoint yet; using the latest one", run_dir)
-        step = ckpts.latest_step(kind)
-        if step is None:
+        if ckpts.latest_step(kind) is None:
             raise ValueError(f"{run_dir} holds no checkpoint")
-        state, _, _ = ckpts.restore(kind, target, step)
+        # the newest complete one now, even while a `train` of this run writes newer ones
+        step, state, _, _ = ckpts.restore_newest(kind, target)
     return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh)
 
 
@@ -121,14 +122,16 @@ def predict(
         run_dir: The run folder.
         data_path: The table (the run's own table by default); it needs the run's target,
             feature and time columns.
-        output: CSV to write atomically (None: write nothing).
+        output: CSV to write (None: write nothing): a file, replaced atomically; a symlink,
+            whose target is written; a FIFO or device, written as a stream; ``-``, standard
+            output. See :mod:`stacklstm.train.outputs`.
 
     Returns:
         One row per origin: ``origin`` (its time stamp, or its row number without a time
         column), then ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``.
     """
-    if output is not None and not Path(output).parent.is_dir():
-        raise ValueError(f"cannot write {output}: folder {Path(output).parent} does not exist")
+    if output is not None:
+        check_output(output)
     run = load_run(run_dir)
     cfg = run.info.config.data
     _, series = load_series(run.info, data_path)
@@ -141,6 +144,5 @@ def predict(
             columns[f"{name}_h{k + 1}"] = values[:, k, j]
     frame = pd.DataFrame(columns)
     if output is not None:
-        text = frame.to_csv(index=False)
-        atomic_write(Path(output), lambda handle: handle.write(text.encode()))
+        write_output(output, frame.to_csv(index=False).encode())
     return frame

@@ -56,6 +56,7 @@ from ..distributed import (
     sync,
 )
 from .checkpoint import Progress, RunCheckpoints, abstract_target
+from .lock import RunLock
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
@@ -238,6 +239,7 @@ class _Opened:
     state: TrainState
     dropout_key: jax.Array
     progress: Progress
+    lock: RunLock | None = None  # held until `fit` returns (process 0 only)
 
 
 def _open_new(plan: _Plan) -> _Opened:
@@ -246,9 +248,8 @@ def _open_new(plan: _Plan) -> _Opened:
     If any of it fails (a full disk?), no folder is left behind.
     """
     init_key, dropout_key = jax.random.split(jax.random.key(plan.cfg.train.seed))
-    with creating_run_dir(plan.out_dir):
+    with creating_run_dir(plan.out_dir, writer=is_primary()) as lock:
         if is_primary():  # the only writer of everything but checkpoints
-            plan.out_dir.mkdir(parents=True, exist_ok=True)
             write_run_info(plan.out_dir, plan.info)
             (plan.out_dir / METRICS_FILE).touch()
         sync("stacklstm: run folder created")
@@ -259,6 +260,7 @@ def _open_new(plan: _Plan) -> _Opened:
             ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), Progress()
         )
         ckpts.save("latest", 0, opened.state, opened.dropout_key, opened.progress)
+    opened.lock = lock
     log.info(
         "run folder %s: %d training windows, %d steps per epoch, %d validation windows",
         plan.out_dir, len(plan.train), plan.per_epoch, len(plan.val),
@@ -267,7 +269,17 @@ def _open_new(plan: _Plan) -> _Opened:
 
 
 def _open_resumed(plan: _Plan) -> _Opened:
-    """Restore the newest intact checkpoint; drop the metrics lines written after it."""
+    """Lock the run, restore the newest intact checkpoint, drop the metrics lines after it."""
+    lock = RunLock.acquire(plan.out_dir) if is_primary() else None
+    try:
+        return _restore(plan, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _restore(plan: _Plan, lock: RunLock | None) -> _Opened:
     ckpts = RunCheckpoints(plan.out_dir)
     target = abstract_target(plan.abstract, replicated(plan.mesh))
     # the newest checkpoint that reads back intact (a garbled newer one is named, dropped)
@@ -277,7 +289,7 @@ def _open_resumed(plan: _Plan) -> _Opened:
     if is_primary():
         atomic_write_text(metrics_path, "".join(line + "\n" for line in kept_lines))
     log.info("resumed %s at step %d (epoch %d)", plan.out_dir, int(state.step), progress.epoch + 1)
-    return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress)
+    return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress, lock)
 
 
 # --------------------------------------------------------------------------- 3-4. the loop
@@ -512,7 +524,8 @@ def fit(
 
     Raises:
         ValueError: A bad setting, data problem (``DataError``) or run folder problem, found
-            before anything is written.
+            before anything is written; or ``RunInUseError``: another ``fit`` holds the run
+            folder's lock (:mod:`stacklstm.train.lock`), which this one holds until it returns.
         NonFiniteError: The loss or gradients became NaN/Inf; the message names the steps
             and the last good checkpoint.
         OSError: Writing the run folder failed (e.g. a full disk): while creating it, nothing
@@ -524,9 +537,28 @@ def fit(
         not isinstance(stop_after_steps, int) or stop_after_steps < 1
     ):
         raise ValueError(f"stop_after_steps must be an integer >= 1, got {stop_after_steps!r}")
+    if is_primary() and out_dir.is_dir():
+        RunLock.check_free(out_dir)  # at once: another train of this folder is running
     plan = _prepare(run_cfg, out_dir, resume, data_path)
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
     opened = _open_resumed(plan) if resume else _open_new(plan)
+    try:
+        return _train_and_report(plan, opened, quiet, data_path, stop_after_steps, callbacks)
+    finally:
+        if opened.lock is not None:
+            opened.lock.release()
+
+
+def _train_and_report(
+    plan: _Plan,
+    opened: _Opened,
+    quiet: bool,
+    data_path: str | Path | None,
+    stop_after_steps: int | None,
+    callbacks: Sequence[EpochCallback],
+) -> FitResult:
+    """Phases 3-5: the step loop over the opened run, then the report once finished."""
+    out_dir = plan.out_dir
 
     from tqdm.auto import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
