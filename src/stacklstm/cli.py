@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import os
 import re
+import signal
 import sys
 import typing
 from collections.abc import Sequence
@@ -365,6 +366,7 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
     else:
         base = RunConfig()
     cfg = base.replace(_overrides(args))
+    _RUNNING["train_out"] = out
     result = fit(cfg, out, resume=args.resume, quiet=args.quiet, data_path=args.data)
     if not distributed.is_primary():
         return 0
@@ -455,15 +457,46 @@ def _fail(message: str) -> None:
     print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 diverged, 2 user error)."""
-    from .train.loop import NonFiniteError
+#: What an interruption reports: the command running and, for train, its run folder.
+_RUNNING: dict[str, Any] = {}
 
+
+def _interrupted_words(signum: int) -> str:
+    """The one line (after ``stacklstm: ``) an interrupted command prints."""
+    from .train.rundir import is_resumable
+
+    words = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    out = _RUNNING.get("train_out")
+    if out is not None and is_resumable(out):  # only train resumes, and only a real run
+        words += f"; continue with: stacklstm train --out {out} --resume"
+    return words
+
+
+class _NeverRaised(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 diverged, 2 user error,
+    130/143 interrupted by SIGINT/SIGTERM)."""
+    from .signals import handling_signals
+
+    process = argv is None  # the real command line, not a call from Python
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # the harness has its own arguments and output
         from .bench.harness import main as bench_main
 
         return bench_main(argv[1:])
+    _RUNNING.clear()
+    with handling_signals(_interrupted_words):
+        return _main(argv, process)
+
+
+def _main(argv: list[str], process: bool) -> int:
+    from .signals import Interrupted, stop_now, test_hook
+    from .signals import check as check_signals
+
+    NonFiniteError: type[Exception] = _NeverRaised  # until the training modules are loaded
     parser = build_parser()
     handler = _HeldLogs()
     logger = logging.getLogger("stacklstm")
@@ -480,9 +513,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.captureWarnings(True)
     traceback = os.environ.get("STACKLSTM_TRACEBACK", "") not in ("", "0")
     try:
+        from .train.loop import NonFiniteError
+
+        test_hook("imports")
         args = parser.parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.INFO)
         code = args.func(args)
+        check_signals()  # a Ctrl-C that Python dropped still ends as one
         handler.flush_held()
         return code
     except UsageError as err:
@@ -501,11 +538,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _fail(in_flag_words(err, typed_flags(argv)))
         return 2
-    except KeyboardInterrupt:
-        handler.flush_held()
-        print(f"{PROG}: interrupted; continue with: stacklstm train --out DIR --resume",
-              file=sys.stderr)  # fmt: skip
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: one line, 130 or 143
+        handler.drop_held()
+        signum = err.signum if isinstance(err, Interrupted) else signal.SIGINT
+        if process:  # skip Python's teardown, which may crash while XLA threads are busy
+            stop_now(signum)
+        print(f"{PROG}: {_interrupted_words(signum)}", file=sys.stderr)
+        return 128 + signum
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)

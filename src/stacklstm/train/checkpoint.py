@@ -41,6 +41,8 @@ from typing import Any, ClassVar, Literal
 import jax
 import numpy as np
 
+from ..signals import deferred, test_hook
+
 log = logging.getLogger(__name__)
 
 LATEST_DIR = "checkpoints"
@@ -190,6 +192,8 @@ class RunCheckpoints:
     Use as a context manager, or call :meth:`close`.
     """
 
+    _hooked: ClassVar[bool] = False  # the "checkpoint" test hook fired in this process
+
     def __init__(self, run_dir: str | Path, *, read_only: bool = False) -> None:
         import orbax.checkpoint as ocp
 
@@ -223,7 +227,6 @@ class RunCheckpoints:
             OSError: The write failed (e.g. the disk is full); the message names the step and
                 the newest complete checkpoint, which the failed write leaves as it was.
         """
-        ocp = self._ocp
         manager = self._managers[which]
         if step in manager.all_steps():
             return False
@@ -231,6 +234,16 @@ class RunCheckpoints:
             log.warning("not saving a best checkpoint at step %d: parameters hold NaN/Inf", step)
             return False
         arrays = {"train": state, "rng": jax.random.key_data(rng)}
+        with deferred():  # a signal waits until the save is over: no torn write, no noise
+            if step > 0 and not RunCheckpoints._hooked:
+                RunCheckpoints._hooked = True
+                test_hook("checkpoint")
+            self._write(which, step, arrays, progress)
+        return True
+
+    def _write(self, which: Which, step: int, arrays: Any, progress: Progress) -> None:
+        ocp = self._ocp
+        manager = self._managers[which]
         try:
             manager.save(
                 step,
@@ -251,7 +264,6 @@ class RunCheckpoints:
                     "cause (a full disk?) and continue from it with `resume=True`"
                 )
             raise OSError(getattr(err, "errno", None) or errno.EIO, message) from err
-        return True
 
     def restore(
         self, which: Which, target: Any, step: int | None = None
@@ -293,7 +305,8 @@ class RunCheckpoints:
         if verify:
             items["checksum"] = ocp.args.JsonRestore()
         try:
-            restored = manager.restore(step, args=ocp.args.Composite(**items))
+            with deferred():  # Orbax's event loop is not cut short by a signal
+                restored = manager.restore(step, args=ocp.args.Composite(**items))
             # The same tree type as `target` (NamedTuples included), whatever Orbax returns.
             state = jax.tree.unflatten(
                 jax.tree.structure(target), jax.tree.leaves(restored["state"]["train"])
@@ -375,8 +388,9 @@ class RunCheckpoints:
         )
 
     def close(self) -> None:
-        for manager in self._managers.values():
-            manager.close()
+        with deferred():
+            for manager in self._managers.values():
+                manager.close()
 
     def __enter__(self) -> RunCheckpoints:
         return self

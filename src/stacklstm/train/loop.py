@@ -55,6 +55,8 @@ from ..distributed import (
     shard_batch,
     sync,
 )
+from ..signals import check as check_signals
+from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
 from .lock import RunLock
 from .report import Report, evaluate_run
@@ -321,6 +323,7 @@ class _Trainer:
         self.schedule = make_schedule(tcfg, plan.total_steps)
         self.ones = np.ones(tcfg.batch_size, np.float32)
         self.step = int(self.state.step)
+        self.first_step = self.step
         self.last_good = self.ckpts.latest_step("latest")
         self.pending: list[StepMetrics] = []  # device values not yet read on the host
         self.best: tuple[int, TrainState, Progress] | None = None  # not yet on disk
@@ -344,7 +347,12 @@ class _Trainer:
             start_step=progress.step_in_epoch,
         )  # fmt: skip
         for i, indices in enumerate(batches, start=progress.step_in_epoch):
+            if self.step == self.first_step:
+                test_hook("compile")
+            check_signals()  # a Ctrl-C that Python dropped (in a gc callback) stops here
             self._train_step(indices)
+            if self.step == 30:
+                test_hook("epoch")
             end_of_epoch = i + 1 == plan.per_epoch
             log_now = (i + 1) % tcfg.log_every == 0 or end_of_epoch
             stop_now = self.step == self.stop_after_steps

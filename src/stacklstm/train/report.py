@@ -25,6 +25,7 @@ import numpy as np
 from ..data import DataError, WindowSet, make_inference_windows, make_splits
 from ..distributed import is_primary
 from ..metrics import forecast_metrics
+from ..signals import test_hook
 from .inference import forecast, load_run, load_series
 from .plots import plot_forecast, plot_loss
 from .rundir import METRICS_FILE, atomic_write
@@ -104,6 +105,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         Report; ``report.data`` has ``{"test": {"model": {"mae", "rmse", "mape", "smape"},
         "last_value": ..., "seasonal_naive": ...}, "val": ..., "n_test", "n_val", ...}``.
     """
+    test_hook("evaluate")
     run = load_run(run_dir)
     cfg = run.info.config
     source, series = load_series(run.info, data_path)

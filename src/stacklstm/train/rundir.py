@@ -164,6 +164,16 @@ def read_metrics(path: Path, through_step: int) -> list[str]:
     return kept
 
 
+def is_resumable(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a run that ``resume=True`` continues: ``config.json`` and a
+    complete checkpoint (checks files only, reads nothing)."""
+    run_dir = Path(run_dir)
+    latest = run_dir / "checkpoints"
+    with contextlib.suppress(OSError):
+        return (run_dir / CONFIG_FILE).is_file() and any(p.name.isdigit() for p in latest.iterdir())
+    return False
+
+
 def check_new_run_dir(out_dir: str | Path) -> None:
     """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
 
