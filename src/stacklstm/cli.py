@@ -479,6 +479,7 @@ class _NeverRaised(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 diverged, 2 user error,
     130/143 interrupted by SIGINT/SIGTERM)."""
+    from ._quiet import dropping_dependency_noise
     from .signals import handling_signals
 
     process = argv is None  # the real command line, not a call from Python
@@ -488,7 +489,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return bench_main(argv[1:])
     _RUNNING.clear()
-    with handling_signals(_interrupted_words):
+    # Orbax's abandoned reads and closed event loops are not the user's business; the real
+    # command keeps them off the terminal until it exits (they may come after `main`).
+    with dropping_dependency_noise(permanent=process), handling_signals(_interrupted_words):
         return _main(argv, process)
 
 
