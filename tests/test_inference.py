@@ -21,3 +21,26 @@ def test_predict_csv_reproduces_the_evaluation_forecasts(trained_run, tmp_path):
     test_times = series.times[report.test_origin]
     rows = read.set_index("origin").loc[test_times, "co2_h1"].to_numpy()
     np.testing.assert_array_equal(rows, report.test_forecast[:, 0, 0])
+
+
+def test_predict_from_the_newest_window_alone_labelled_by_whole_number_years(tmp_path):
+    from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
+    from stacklstm.train import fit
+
+    years = np.arange(1700, 1900)
+    table = pd.DataFrame({"year": years, "v": np.sin(years / 7.0) + years / 100.0})
+    table.to_csv(tmp_path / "years.csv", index=False)
+    cfg = RunConfig(
+        DataConfig(target=("v",), time_column="year", window=4, horizon=2),
+        ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
+        TrainConfig(epochs=1, batch_size=32),
+    )
+    fit(cfg, tmp_path / "run", quiet=True, data_path=tmp_path / "years.csv")
+    whole = predict(tmp_path / "run")
+    assert whole["origin"].tolist() == list(range(1703, 1900))  # labelled by the years
+    table.tail(4).to_csv(tmp_path / "newest.csv", index=False)  # window rows, no horizon
+    newest = predict(tmp_path / "run", tmp_path / "newest.csv")
+    assert newest["origin"].tolist() == [1899]
+    np.testing.assert_array_equal(
+        newest[["v_h1", "v_h2"]].to_numpy(), whole[["v_h1", "v_h2"]].to_numpy()[-1:]
+    )

@@ -103,17 +103,23 @@ def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarr
     return windows.to_original(y_model)
 
 
-def load_series(info: RunInfo, data_path: str | Path | None) -> tuple[Path, Series]:
-    """The run's table (or ``data_path``) prepared with the run's data settings."""
+def load_series(
+    info: RunInfo, data_path: str | Path | None, *, forecast_only: bool = False
+) -> tuple[Path, Series]:
+    """The run's table (or ``data_path``) prepared with the run's data settings;
+    ``forecast_only``: one input window of rows is enough (see ``prepare_series``)."""
     source = Path(data_path) if data_path is not None else info.data_path
     source = bundled_dataset_path() if source is None else source
-    return source, prepare_series(read_table(source), info.config.data)
+    return source, prepare_series(read_table(source), info.config.data, forecast_only=forecast_only)
 
 
 def predict(
     run_dir: str | Path, data_path: str | Path | None = None, output: str | Path | None = None
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
+
+    The table needs only ``window`` rows (+1 with ``difference``): the newest window alone
+    gives the forecast from its last row.
 
     Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler, so the
     forecast from an origin that is also a test origin equals the report's.
@@ -134,7 +140,7 @@ def predict(
         check_output(output)
     run = load_run(run_dir)
     cfg = run.info.config.data
-    _, series = load_series(run.info, data_path)
+    _, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows suffice
     windows = make_inference_windows(series, cfg, run.info.scaler)
     values = forecast(run, windows)  # (n, horizon, n_targets)
     origin = windows.origin if windows.origin_time is None else windows.origin_time
