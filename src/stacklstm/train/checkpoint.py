@@ -65,7 +65,7 @@ class Meter:
         >>> m = Meter()
         >>> m.add(1.0); m.add(3.0); m.add(None)
         >>> m.mean, m.steps, m.skipped
-        (1.3333333333333333, 3, 1)
+        (2.0, 3, 1)
     """
 
     loss_sum: float = 0.0
@@ -82,8 +82,10 @@ class Meter:
 
     @property
     def mean(self) -> float | None:
-        """``loss_sum / steps``, or None before any step."""
-        return self.loss_sum / self.steps if self.steps else None
+        """Mean loss of the steps taken, ``loss_sum / (steps - skipped)``; None before any
+        step or when every step was skipped (not 0.0, which would look like a perfect fit)."""
+        taken = self.steps - self.skipped
+        return self.loss_sum / taken if taken else None
 
     def reset(self) -> None:
         self.loss_sum, self.steps, self.skipped = 0.0, 0, 0
