@@ -8,6 +8,7 @@ import contextlib
 import errno
 import io
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from helpers import (
     _leaves,
     _main,
     _metric_lines,
+    _no_space,
     _saved,
     _truncate,
     cache_env,
@@ -105,6 +107,27 @@ def test_resume_of_a_finished_run_only_rewrites_the_report(trained_run):
     again = fit(TINY_RUN, trained_run.out_dir, resume=True, quiet=True)
     assert again.step == trained_run.step and again.stop_reason == "epochs"
     assert _metric_lines(trained_run.out_dir) == before
+
+
+def test_resuming_a_finished_run_says_so_and_a_failed_report_says_what_is_safe(
+    trained_run, tmp_path, monkeypatch
+):
+    import stacklstm.train.report as report
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.out_dir, run)
+    code, _, err = _main("train", "--out", run, "--resume")  # not quiet: the info line
+    assert code == 0, err
+    assert f"resumed {run} at step 48: training finished after epoch 2; writing the report" in err
+    assert "(epoch 3" not in err
+    monkeypatch.setattr(report, "atomic_write", _no_space)
+    code, _, err = _main("train", "--out", run, "--resume", "--quiet")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert (
+        f"training finished (48 steps; its checkpoints in {run} are complete) but writing the "
+        "report failed: No space left on device; fix the cause (a full disk?) and write the "
+        f"report with: stacklstm evaluate {run}"
+    ) in err
 
 
 def test_fit_validates_before_creating_the_run_folder(tmp_path):

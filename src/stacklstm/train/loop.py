@@ -334,7 +334,12 @@ def _restore(plan: _Plan, lock: RunLock | None) -> _Opened:
     kept_lines = read_metrics(metrics_path, int(state.step))
     if is_primary():
         atomic_write_text(metrics_path, "".join(line + "\n" for line in kept_lines))
-    log.info("resumed %s at step %d (epoch %d)", plan.out_dir, int(state.step), progress.epoch + 1)
+    if progress.finished:  # all epochs done: only the report is written again
+        log.info("resumed %s at step %d: training finished after epoch %d; writing the report",
+                 plan.out_dir, int(state.step), progress.epoch)  # fmt: skip
+    else:
+        log.info("resumed %s at step %d (epoch %d, step %d of it)", plan.out_dir,
+                 int(state.step), progress.epoch + 1, progress.step_in_epoch)  # fmt: skip
     return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress, lock)
 
 
@@ -537,6 +542,24 @@ class _Trainer:
         self.last_good = self.step
 
 
+# --------------------------------------------------------------------------- 5. finish
+
+
+def _final_report(out_dir: Path, data_path: str | Path | None, trainer: _Trainer) -> Report:
+    """The report of a finished run; if writing it fails, say that training itself is safe."""
+    try:
+        return evaluate_run(out_dir, data_path)
+    except OSError as err:
+        detail = err.strerror or str(err)
+        where = f" ({err.filename})" if err.filename else ""
+        raise OSError(
+            err.errno,
+            f"training finished ({trainer.step} steps; its checkpoints in {out_dir} are "
+            f"complete) but writing the report failed: {detail}{where}; fix the cause (a full "
+            f"disk?) and write the report with: stacklstm evaluate {out_dir}",
+        ) from err
+
+
 # --------------------------------------------------------------------------- fit
 
 
@@ -628,7 +651,7 @@ def _train_and_report(
 
     # ---- 5. finish: the report, once training has ended
     progress = trainer.progress
-    report = evaluate_run(out_dir, data_path) if progress.finished else None
+    report = _final_report(out_dir, data_path, trainer) if progress.finished else None
     return FitResult(
         out_dir=out_dir,
         step=trainer.step,
