@@ -46,6 +46,7 @@ from ..signals import deferred, test_hook
 log = logging.getLogger(__name__)
 
 LATEST_DIR = "checkpoints"
+CONFIG_ITEM = "config"  # each checkpoint's copy of config.json
 BEST_DIR = "checkpoints_best"
 KEEP_LATEST = 2
 
@@ -196,10 +197,13 @@ class RunCheckpoints:
 
     _hooked: ClassVar[bool] = False  # the "checkpoint" test hook fired in this process
 
-    def __init__(self, run_dir: str | Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, run_dir: str | Path, *, read_only: bool = False, config: dict | None = None
+    ) -> None:
         import orbax.checkpoint as ocp
 
         self._ocp = ocp
+        self._config = config  # saved with every checkpoint (the run's config.json)
         self.run_dir = Path(run_dir).absolute()
         self._managers = {}
         for which, name, keep in (("latest", LATEST_DIR, KEEP_LATEST), ("best", BEST_DIR, 1)):
@@ -246,15 +250,15 @@ class RunCheckpoints:
     def _write(self, which: Which, step: int, arrays: Any, progress: Progress) -> None:
         ocp = self._ocp
         manager = self._managers[which]
+        items = {
+            "state": ocp.args.StandardSave(arrays),
+            "progress": ocp.args.JsonSave(progress.to_dict()),
+            "checksum": ocp.args.JsonSave({"sha256": state_checksum(arrays, progress)}),
+        }
+        if self._config is not None:
+            items[CONFIG_ITEM] = ocp.args.JsonSave(self._config)
         try:
-            manager.save(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(arrays),
-                    progress=ocp.args.JsonSave(progress.to_dict()),
-                    checksum=ocp.args.JsonSave({"sha256": state_checksum(arrays, progress)}),
-                ),
-            )
+            manager.save(step, args=ocp.args.Composite(**items))
             manager.wait_until_finished()
         except Exception as err:  # OSError, or the TensorStore error a full disk raises
             intact = [s for s in manager.all_steps() if s != step]
@@ -327,6 +331,19 @@ class RunCheckpoints:
                 "from the checksum written with them (a truncated or garbled file)"
             )
         return state, jax.random.wrap_key_data(np.asarray(key_data)), progress
+
+    def saved_config(self, which: Which, step: int) -> dict | None:
+        """The run's ``config.json`` as saved with checkpoint ``step`` (None: a checkpoint
+        written before checkpoints kept it)."""
+        path = self.directory(which) / str(step) / CONFIG_ITEM / "metadata"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"cannot read the config saved with {path.parent.parent}: {err}"
+            ) from err
 
     def restore_newest(self, which: Which, target: Any) -> tuple[int, Any, jax.Array, Progress]:
         """:meth:`restore` the newest complete checkpoint of ``which`` as a reader: safe while

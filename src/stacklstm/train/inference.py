@@ -28,7 +28,7 @@ from ..data import (
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from .checkpoint import RunCheckpoints, abstract_target
 from .outputs import check_output, write_output
-from .rundir import RunInfo, read_run_info
+from .rundir import RunInfo, check_config_unchanged, read_run_info
 from .step import abstract_state, make_optimizer, make_predict_step, padded_batches
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ def load_run(run_dir: str | Path) -> TrainedRun:
             raise ValueError(f"{run_dir} holds no checkpoint")
         # the newest complete one now, even while a `train` of this run writes newer ones
         step, state, _, _ = ckpts.restore_newest(kind, target)
+        check_config_unchanged(run_dir, info, ckpts.saved_config(kind, step), step)
     return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh)
 
 

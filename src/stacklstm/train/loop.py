@@ -64,8 +64,10 @@ from .rundir import (
     METRICS_FILE,
     RunInfo,
     atomic_write_text,
+    check_config_unchanged,
     check_new_run_dir,
     creating_run_dir,
+    newest_saved_config,
     read_metrics,
     read_run_info,
     write_run_info,
@@ -185,6 +187,9 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     tcfg = cfg.train
     saved = read_run_info(out_dir) if resume else None
     if saved is not None:
+        newest = newest_saved_config(out_dir)
+        if newest is not None:  # config.json must be what the checkpoints were trained with
+            check_config_unchanged(out_dir, saved, newest[1], newest[0])
         differences = cfg.diff(saved.config)
         if data_path is None:
             data_path = saved.data_path
@@ -299,7 +304,8 @@ def _open_new(plan: _Plan) -> _Opened:
             write_run_info(plan.out_dir, plan.info)
             (plan.out_dir / METRICS_FILE).touch()
         sync("stacklstm: run folder created")
-        ckpts = RunCheckpoints(plan.out_dir)  # all processes: Orbax saves collectively
+        # all processes: Orbax saves collectively; each checkpoint keeps config.json's content
+        ckpts = RunCheckpoints(plan.out_dir, config=plan.info.to_dict())
         example_x = plan.train.x[:1, :1]  # parameter shapes depend on the features only
         state = init_state(plan.model, plan.optimizer, init_key, example_x)
         opened = _Opened(
@@ -326,10 +332,13 @@ def _open_resumed(plan: _Plan) -> _Opened:
 
 
 def _restore(plan: _Plan, lock: RunLock | None) -> _Opened:
-    ckpts = RunCheckpoints(plan.out_dir)
+    saved = read_run_info(plan.out_dir)  # config.json as it is now (checked against the flags)
+    ckpts = RunCheckpoints(plan.out_dir, config=saved.to_dict())
     target = abstract_target(plan.abstract, replicated(plan.mesh))
     # the newest checkpoint that reads back intact (a garbled newer one is named, dropped)
     state, dropout_key, progress = ckpts.restore_intact("latest", target)
+    step = int(state.step)
+    check_config_unchanged(plan.out_dir, saved, ckpts.saved_config("latest", step), step)
     metrics_path = plan.out_dir / METRICS_FILE
     kept_lines = read_metrics(metrics_path, int(state.step))
     if is_primary():

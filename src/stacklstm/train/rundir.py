@@ -149,6 +149,56 @@ def _saved_config(raw: Any, path: Path) -> RunConfig:
         raise type(err)(f"{path}: {err}") from err
 
 
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flat(inner, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def check_config_unchanged(
+    run_dir: str | Path, info: RunInfo, saved: dict | None, step: int
+) -> None:
+    """Raise ValueError if ``config.json`` (``info``) differs from ``saved``, the copy kept
+    with checkpoint ``step``, naming each changed key. ``saved=None`` (an older checkpoint
+    without a copy) passes."""
+    if saved is None:
+        return
+    now, then = _flat(json.loads(json.dumps(info.to_dict()))), _flat(saved)  # JSON both
+    changed = sorted(key for key in now.keys() | then.keys() if now.get(key) != then.get(key))
+    if changed:
+        shown = "; ".join(f"{key}: {now.get(key)!r} != {then.get(key)!r}" for key in changed[:5])
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        raise ValueError(
+            f"{Path(run_dir) / CONFIG_FILE} was edited after checkpoint step {step} was "
+            f"written ({shown}{more}; config.json first); put back the values the run was "
+            "trained with or start a new run"
+        )
+
+
+def newest_saved_config(run_dir: str | Path) -> tuple[int, dict | None] | None:
+    """``(step, config)`` of the newest complete checkpoint in ``run_dir/checkpoints``: the
+    copy of ``config.json`` saved with it (None for an older checkpoint without one); None
+    when there is no checkpoint. Reads one small JSON file."""
+    folder = Path(run_dir) / "checkpoints"
+    try:
+        steps = sorted((int(p.name) for p in folder.iterdir() if p.name.isdigit()), reverse=True)
+    except OSError:
+        return None
+    for step in steps:
+        try:
+            text = (folder / str(step) / "config" / "metadata").read_text(encoding="utf-8")
+            return step, json.loads(text)
+        except FileNotFoundError:
+            if (folder / str(step)).is_dir():
+                return step, None
+        except (OSError, ValueError):
+            continue  # damaged: resume falls back past it, and checks the one it uses
+    return None
+
+
 def read_metrics(path: Path, through_step: int) -> list[str]:
     """Lines of ``metrics.jsonl`` written at or before ``through_step`` (the restored step)."""
     if not path.exists():
