@@ -549,3 +549,17 @@ def test_values_too_large_for_float32_are_refused_before_the_run_folder(tmp_path
                          "--time-column", "none", "--scaler", "none", "--window", "4",
                          "--epochs", "1", "--out", tmp_path / "ok", "--quiet")  # fmt: skip
     assert code == 0, err
+
+
+def test_windows_that_cannot_fit_in_memory_are_refused_before_allocating(tmp_path):
+    from stacklstm.train.memory import available_memory, windows_bytes
+
+    rows = 200_000
+    pd.DataFrame({"co2": np.arange(rows, dtype=np.float64)}).to_csv(tmp_path / "t.csv")
+    assert windows_bytes(rows, 100_000, 1) > available_memory()  # 4e11 bytes
+    err = _one_line_error(*_main(
+        "train", "--data", tmp_path / "t.csv", "--time-column", "none", "--window", "100000",
+        "--out", tmp_path / "run",
+    ))  # fmt: skip
+    assert "the windows of 200000 rows x --window 100000 x 1 columns need about 372.5 GiB" in err
+    assert "lower --window or use fewer rows" in err and not (tmp_path / "run").exists()

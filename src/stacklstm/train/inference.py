@@ -27,6 +27,7 @@ from ..data import (
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from .checkpoint import RunCheckpoints, abstract_target
+from .memory import check_windows_fit, memory_errors_as_data_errors
 from .outputs import check_output, write_output
 from .rundir import RunInfo, check_config_unchanged, read_run_info
 from .step import abstract_state, make_optimizer, make_predict_step, padded_batches
@@ -142,7 +143,10 @@ def predict(
     run = load_run(run_dir)
     cfg = run.info.config.data
     _, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows suffice
-    windows = make_inference_windows(series, cfg, run.info.scaler)
+    shape = (len(series), cfg.window, len(series.columns))
+    check_windows_fit(*shape)  # before allocating them
+    with memory_errors_as_data_errors(*shape):
+        windows = make_inference_windows(series, cfg, run.info.scaler)
     values = forecast(run, windows)  # (n, horizon, n_targets)
     origin = windows.origin if windows.origin_time is None else windows.origin_time
     columns: dict[str, Any] = {"origin": origin}

@@ -59,6 +59,7 @@ from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
 from .lock import RunLock
+from .memory import check_windows_fit, memory_errors_as_data_errors
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
@@ -204,7 +205,10 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
         check_new_run_dir(out_dir)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     series = prepare_series(read_table(source), cfg.data)
-    splits, scaler = make_splits(series, cfg.data)
+    shape = (len(series), cfg.data.window, len(series.columns))
+    check_windows_fit(*shape)  # before allocating them
+    with memory_errors_as_data_errors(*shape):
+        splits, scaler = make_splits(series, cfg.data)
     per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
     if per_epoch == 0:
         raise DataError(
