@@ -203,7 +203,7 @@ class RunCheckpoints:
         import orbax.checkpoint as ocp
 
         self._ocp = ocp
-        self._config = config  # saved with every checkpoint (the run's config.json)
+        self._config = config  # saved with every checkpoint (see rundir.run_copy)
         self.run_dir = Path(run_dir).absolute()
         self._managers = {}
         for which, name, keep in (("latest", LATEST_DIR, KEEP_LATEST), ("best", BEST_DIR, 1)):
@@ -333,8 +333,9 @@ class RunCheckpoints:
         return state, jax.random.wrap_key_data(np.asarray(key_data)), progress
 
     def saved_config(self, which: Which, step: int) -> dict | None:
-        """The run's ``config.json`` as saved with checkpoint ``step`` (None: a checkpoint
-        written before checkpoints kept it)."""
+        """What checkpoint ``step`` keeps of its run (``config.json`` and the data's time
+        step, see :func:`~stacklstm.train.rundir.run_copy`); None for a checkpoint written
+        before checkpoints kept it."""
         path = self.directory(which) / str(step) / CONFIG_ITEM / "metadata"
         try:
             return json.loads(path.read_text(encoding="utf-8"))

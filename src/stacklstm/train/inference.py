@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import (
+    DataError,
     Series,
     WindowSet,
     bundled_dataset_path,
@@ -48,6 +49,8 @@ class TrainedRun:
         params: The restored parameters, replicated on ``mesh``.
         checkpoint: ``{"kind": "best" | "latest", "step": int}``: where ``params`` came from.
         mesh: The device mesh.
+        freq: The time step of the data the run was trained on (``Series.freq``), or None
+            (no regular time column, or a run from before checkpoints kept it).
     """
 
     run_dir: Path
@@ -56,6 +59,7 @@ class TrainedRun:
     params: Any
     checkpoint: dict[str, Any]
     mesh: Any
+    freq: str | None = None  # the training data's time step (None: unknown or irregular)
 
     @property
     def batch_size(self) -> int:
@@ -86,8 +90,10 @@ def load_run(run_dir: str | Path) -> TrainedRun:
             raise ValueError(f"{run_dir} holds no checkpoint")
         # the newest complete one now, even while a `train` of this run writes newer ones
         step, state, _, _ = ckpts.restore_newest(kind, target)
-        check_config_unchanged(run_dir, info, ckpts.saved_config(kind, step), step)
-    return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh)
+        kept = ckpts.saved_config(kind, step)
+        check_config_unchanged(run_dir, info, kept, step)
+    freq = kept.get("freq") if isinstance(kept, dict) else None
+    return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh, freq)
 
 
 def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarray:
@@ -142,7 +148,13 @@ def predict(
         check_output(output)
     run = load_run(run_dir)
     cfg = run.info.config.data
-    _, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows suffice
+    source, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows do
+    if run.freq is not None and series.freq is not None and series.freq != run.freq:
+        raise DataError(
+            f"{source} has a time step of {series.freq} but the run was trained on data with "
+            f"a step of {run.freq}; its forecasts would be for steps of {run.freq}: give it a "
+            "table of the same frequency"
+        )
     shape = (len(series), cfg.window, len(series.columns))
     check_windows_fit(*shape)  # before allocating them
     with memory_errors_as_data_errors(*shape):

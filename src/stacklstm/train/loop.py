@@ -71,6 +71,7 @@ from .rundir import (
     newest_saved_config,
     read_metrics,
     read_run_info,
+    run_copy,
     write_run_info,
 )
 from .step import (
@@ -178,6 +179,7 @@ class _Plan:
     optimizer: Any
     mesh: Any
     abstract: TrainState
+    freq: str | None = None  # the data's time step (kept with each checkpoint)
 
 
 def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> _Plan:
@@ -238,7 +240,7 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     data_ref = None if data_path is None else Path(data_path).absolute()
     return _Plan(
         cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler),
-        per_epoch, total_steps, model, optimizer, mesh, abstract,
+        per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq,
     )  # fmt: skip
 
 
@@ -309,7 +311,7 @@ def _open_new(plan: _Plan) -> _Opened:
             (plan.out_dir / METRICS_FILE).touch()
         sync("stacklstm: run folder created")
         # all processes: Orbax saves collectively; each checkpoint keeps config.json's content
-        ckpts = RunCheckpoints(plan.out_dir, config=plan.info.to_dict())
+        ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
         example_x = plan.train.x[:1, :1]  # parameter shapes depend on the features only
         state = init_state(plan.model, plan.optimizer, init_key, example_x)
         opened = _Opened(
@@ -337,7 +339,7 @@ def _open_resumed(plan: _Plan) -> _Opened:
 
 def _restore(plan: _Plan, lock: RunLock | None) -> _Opened:
     saved = read_run_info(plan.out_dir)  # config.json as it is now (checked against the flags)
-    ckpts = RunCheckpoints(plan.out_dir, config=saved.to_dict())
+    ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
     target = abstract_target(plan.abstract, replicated(plan.mesh))
     # the newest checkpoint that reads back intact (a garbled newer one is named, dropped)
     state, dropout_key, progress = ckpts.restore_intact("latest", target)

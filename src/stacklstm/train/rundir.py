@@ -158,15 +158,22 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
+def run_copy(info: RunInfo, freq: str | None) -> dict[str, Any]:
+    """What each checkpoint keeps of its run: ``config.json``'s content and the time step
+    of the data it was trained on (``Series.freq``)."""
+    return {"config_json": json.loads(json.dumps(info.to_dict())), "freq": freq}
+
+
 def check_config_unchanged(
     run_dir: str | Path, info: RunInfo, saved: dict | None, step: int
 ) -> None:
-    """Raise ValueError if ``config.json`` (``info``) differs from ``saved``, the copy kept
-    with checkpoint ``step``, naming each changed key. ``saved=None`` (an older checkpoint
-    without a copy) passes."""
+    """Raise ValueError if ``config.json`` (``info``) differs from the copy in ``saved`` (a
+    :func:`run_copy` kept with checkpoint ``step``), naming each changed key. ``saved=None``
+    (an older checkpoint without a copy) passes."""
     if saved is None:
         return
-    now, then = _flat(json.loads(json.dumps(info.to_dict()))), _flat(saved)  # JSON both
+    now = _flat(run_copy(info, None)["config_json"])
+    then = _flat(saved.get("config_json") if isinstance(saved, dict) else None)
     changed = sorted(key for key in now.keys() | then.keys() if now.get(key) != then.get(key))
     if changed:
         shown = "; ".join(f"{key}: {now.get(key)!r} != {then.get(key)!r}" for key in changed[:5])
