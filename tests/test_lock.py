@@ -1,7 +1,6 @@
 """One writer per run folder: the lock, unique default folders, readers during a write."""
 
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -12,8 +11,9 @@ import numpy as np
 import pytest
 
 import stacklstm.cli as cli
+import stacklstm.train.lock as lock_module
 from helpers import CRASH_FLAGS, _main, _saved, cache_env, tiny_run
-from stacklstm.train.lock import LOCK_FILE, RunInUseError, RunLock, unique_dir
+from stacklstm.train.lock import LOCK_FILE, RunInUseError, RunLock
 from stacklstm.train.rundir import CONFIG_FILE, check_new_run_dir, creating_run_dir
 
 HOLD_LOCK = """
@@ -83,18 +83,37 @@ def test_a_failed_new_run_removes_only_what_it_made(tmp_path):
     assert (full / CONFIG_FILE).read_text() == "{}"
 
 
-def _claim(parent):
-    with unique_dir(parent, "20260101-000000") as path:
-        return path.name
+# A child that loads only stacklstm/train/lock.py (standard library only; no jax to import),
+# waits for the start signal, then claims two folders as fast as it can.
+CLAIM = """
+import importlib.util, os, sys, time
+spec = importlib.util.spec_from_file_location("lock", sys.argv[1])
+lock = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lock)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.001)
+for _ in range(2):
+    with lock.unique_dir(sys.argv[2], "20260101-000000") as path:
+        print(path.name, flush=True)
+"""
 
 
 def test_unique_dir_gives_each_of_many_processes_its_own_folder(tmp_path):
-    with multiprocessing.get_context("spawn").Pool(8) as pool:
-        names = pool.map(_claim, [tmp_path / "runs"] * 16)
-    assert len(set(names)) == 16
+    go = tmp_path / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIM, lock_module.__file__, str(tmp_path / "runs"), str(go)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    go.touch()  # all start together
+    names = [name for child in children for name in child.communicate(timeout=60)[0].split()]
+    assert all(child.returncode == 0 for child in children)
     assert sorted(names) == sorted(
         ["20260101-000000"] + [f"20260101-000000-{n}" for n in range(2, 17)]
-    )
+    )  # sixteen folders, none given twice
 
 
 def test_trains_without_out_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
