@@ -59,7 +59,7 @@ from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
 from .lock import RunLock
-from .memory import check_windows_fit, memory_errors_as_data_errors
+from .memory import check_fits_float32, check_windows_fit, memory_errors_as_data_errors
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
@@ -217,7 +217,7 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
             f"`batch_size` ({tcfg.batch_size}) is larger than the {len(splits.train)} training "
             "windows; lower it or use more data"
         )
-    _check_fits_float32(splits, scaler, source, series)
+    check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
     if saved is not None and saved.scaler.to_dict() != scaler.to_dict():
         raise ValueError(
             f"cannot resume {out_dir}: the data in {source} changed since the run started "
@@ -242,49 +242,6 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
         cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler),
         per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq,
     )  # fmt: skip
-
-
-#: Largest magnitude of a scaled input or target: its square (the loss) and sums of squares
-#: stay finite in float32 (whose largest value is 3.4e38) with room to spare.
-_LARGEST_SCALED = 1e16
-
-
-#: Largest magnitude of a raw value: the report's squared errors stay finite in float64.
-_LARGEST_RAW = 1e150
-
-
-def _check_fits_float32(splits: Any, scaler: Any, source: Path, series: Any) -> None:
-    """Refuse data whose scaled windows are too large for float32 training (the model's
-    dtype): the first step would only report NaN, and lowering `lr` would not help. Also
-    refuse raw values whose squares overflow float64 (the report's RMSE)."""
-    raw = np.abs(series.values).max(axis=0)  # (n_columns,)
-    if (raw > _LARGEST_RAW).any():
-        j = int(np.flatnonzero(raw > _LARGEST_RAW)[0])
-        raise DataError(
-            f"column {series.columns[j]!r} of {source} reaches {raw[j]:.3g}; values up to "
-            f"{_LARGEST_RAW:.0e} keep the report's squared errors finite: rescale the column "
-            "(e.g. divide it by a power of ten)"
-        )
-    stats = ~np.isfinite(scaler.center) | ~np.isfinite(scaler.scale)  # (n_columns,)
-    largest = np.zeros(len(scaler.columns))
-    for split in (splits.train, splits.val):
-        if len(split):
-            with np.errstate(invalid="ignore"):
-                largest = np.fmax(largest, np.abs(split.x).max(axis=(0, 1)))
-                ys = np.abs(split.y).max(axis=(0, 1))
-            largest[: split.n_targets] = np.fmax(largest[: split.n_targets], ys)
-            stats |= ~np.isfinite(split.x).all(axis=(0, 1))
-            stats[: split.n_targets] |= ~np.isfinite(split.y).all(axis=(0, 1))
-    bad = stats | (largest > _LARGEST_SCALED)
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        reach = "overflows float32" if stats[j] else f"reaches {largest[j]:.3g}"
-        raise DataError(
-            f"column {scaler.columns[j]!r} of {source} is too large for float32 training: "
-            f"scaled with `scaler={scaler.kind}` it {reach} (at most {_LARGEST_SCALED:.0e} "
-            "keeps the squared errors finite); rescale the column (e.g. divide it by a "
-            "power of ten) or choose another `scaler`"
-        )
 
 
 # --------------------------------------------------------------------------- 2. open the run
