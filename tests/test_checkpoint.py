@@ -169,3 +169,44 @@ def test_restore_errors_are_one_line_value_errors(tmp_path):
         with pytest.raises(ValueError, match="cannot restore step 1 from") as info:
             ckpts.restore("latest", wrong)
     assert "\n" not in str(info.value)
+
+
+def test_meter_mean_counts_only_the_steps_taken():
+    meter = Meter()
+    assert meter.mean is None
+    for loss in (None, 2.0, None, 4.0):
+        meter.add(loss)
+    assert (meter.mean, meter.steps, meter.skipped) == (3.0, 4, 2)
+    meter.reset()
+    meter.add(None)
+    meter.add(None)
+    assert meter.mean is None and meter.steps == 2  # all skipped: no loss, not 0.0
+    # the JSON a checkpoint holds keeps its keys, so older checkpoints read back
+    assert set(Progress().to_dict()) >= {"interval_loss_sum", "interval_steps", "interval_skipped"}
+
+
+@ORBAX_ABANDONS_READS
+def test_a_reader_follows_a_checkpoint_replaced_while_it_reads(tmp_path, monkeypatch):
+    def state(value):
+        return {"w": jnp.full(3, float(value))}
+
+    key = jax.random.key(0)
+    with RunCheckpoints(tmp_path) as writer, RunCheckpoints(tmp_path, read_only=True) as reader:
+        for step in (1, 2):
+            writer.save("latest", step, state(step), key, Progress(epoch=step))
+        restore, raced = reader.restore, []
+
+        def racing(which, target, step=None):  # the writer moves on between list and read
+            if not raced:
+                raced.append(step)
+                for newer in (3, 4):  # keeps two: deletes the steps the reader listed
+                    writer.save("latest", newer, state(newer), key, Progress(epoch=newer))
+            return restore(which, target, step)
+
+        monkeypatch.setattr(reader, "restore", racing)
+        (tmp_path / "checkpoints" / "5.orbax-checkpoint-tmp-0").mkdir()  # being written
+        step, restored, _, progress = reader.restore_newest("latest", state(0))
+        assert raced == [2]  # it listed step 2, which was deleted before it was read
+        assert step == 4 and progress.epoch == 4 and restored["w"].tolist() == [4.0] * 3
+        with pytest.raises(ValueError, match="cannot restore step 2"):
+            restore("latest", state(0), 2)  # what readers did before: read the listed step

@@ -525,3 +525,42 @@ def test_cli_evaluate_and_predict_refuse_a_broken_run_folder(tmp_path_factory, c
     for argv in (["evaluate", run], ["predict", run]):
         _one_line_error(*_main(*argv))
     assert sorted(run.rglob("*")) == before
+
+
+def test_values_too_large_for_float32_are_refused_before_the_run_folder(tmp_path):
+    rows = np.linspace(1.0, 2.0, 300)
+    cases = [  # (values, scaler, what the message says)
+        (rows * 1e39, "none", "scaled with --scaler none it reaches 1e+37"),
+        (rows * 1e20, "none", "scaled with --scaler none it reaches 1e+18"),
+        (rows * 1e200, "standard", "reaches 2e+200; values up to 1e+150"),
+        (rows * 1e200, "minmax", "reaches 2e+200; values up to 1e+150"),
+    ]
+    for n, (values, scaler, words) in enumerate(cases):
+        path = tmp_path / f"t{n}.csv"
+        pd.DataFrame({"v": values}).to_csv(path, index=False)
+        out = tmp_path / f"run{n}"
+        err = _one_line_error(*_main(
+            "train", "--data", path, "--target", "v", "--time-column", "none", "--scaler",
+            scaler, "--window", "4", "--epochs", "1", "--out", out, "--quiet",
+        ))  # fmt: skip
+        assert f"column 'v' of {path} " in err and words in err, err
+        assert "--lr" not in err and not out.exists()
+    pd.DataFrame({"v": rows * 1e15}).to_csv(tmp_path / "ok.csv", index=False)  # large, fits
+    code, _, err = _main("train", "--data", tmp_path / "ok.csv", "--target", "v",
+                         "--time-column", "none", "--scaler", "none", "--window", "4",
+                         "--epochs", "1", "--out", tmp_path / "ok", "--quiet")  # fmt: skip
+    assert code == 0, err
+
+
+def test_windows_that_cannot_fit_in_memory_are_refused_before_allocating(tmp_path):
+    from stacklstm.train.memory import available_memory, windows_bytes
+
+    rows = 200_000
+    pd.DataFrame({"co2": np.arange(rows, dtype=np.float64)}).to_csv(tmp_path / "t.csv")
+    assert windows_bytes(rows, 100_000, 1) > available_memory()  # 4e11 bytes
+    err = _one_line_error(*_main(
+        "train", "--data", tmp_path / "t.csv", "--time-column", "none", "--window", "100000",
+        "--out", tmp_path / "run",
+    ))  # fmt: skip
+    assert "the windows of 200000 rows x --window 100000 x 1 columns need about 372.5 GiB" in err
+    assert "lower --window or use fewer rows" in err and not (tmp_path / "run").exists()

@@ -120,10 +120,16 @@ def test_prepare_series_time_errors():
         frame_of(date=[*DATES[:4], None], co2=good),
         CFG,
     )
-    raises_one_line(
-        "time column 'date' holds numbers",
+    raises_one_line(  # printed as written, not as np.float64(1958.5)
+        r"time column 'date' holds numbers that are not all whole \(row 1: 1958\.5\)",
         prepare_series,
-        frame_of(date=[1958, 1959, 1960, 1961, 1962], co2=good),
+        frame_of(date=[1958.5, 1959, 1960, 1961, 1962], co2=good),
+        CFG,
+    )
+    raises_one_line(
+        "time column 'date' has no time stamp in row 2",
+        prepare_series,
+        frame_of(date=pd.array([1958, None, 1960, 1961, 1962], dtype="Int64"), co2=good),
         CFG,
     )
     repeated = ["2000-01-01", "2000-01-03", "2000-01-02", "2000-01-03", "2000-01-04"]
@@ -162,3 +168,45 @@ def test_series_length_message_names_both_numbers():
         DataConfig(**{**RAW, "window": 4, "horizon": 2}),
     )
     assert "= 6 are needed" in str(err)
+
+
+def test_prepare_series_converts_stamps_across_daylight_saving_changes_to_utc(tmp_path):
+    from stacklstm.data import read_table
+
+    for start in ("2024-03-31 00:00", "2024-10-27 00:00"):  # clocks forward, clocks back
+        local = pd.date_range(start, periods=6, freq="h", tz="Europe/Berlin")
+        path = tmp_path / "berlin.csv"
+        pd.DataFrame({"date": local, "co2": np.arange(6.0)}).to_csv(path, index=False)
+        assert len({stamp[-6:] for stamp in pd.read_csv(path)["date"]}) == 2  # two offsets
+        series = prepare_series(read_table(path), DataConfig(window=2, horizon=1))
+        utc = local.tz_convert("UTC").tz_localize(None).to_numpy()
+        assert series.times.tolist() == utc.astype(series.times.dtype).tolist()
+        assert series.freq == "h" and series.n_filled == 0
+        assert series.values[:, 0].tolist() == list(range(6))
+
+
+def test_prepare_series_accepts_whole_number_time_stamps_with_their_step():
+    years = [1700, 1702, 1704, 1708, 1710]  # step 2; 1706 missing
+    series = prepare_series(frame_of(year=years, co2=[1.0, 2.0, 3.0, 5.0, 6.0]),
+                            DataConfig(window=2, horizon=1, time_column="year"))  # fmt: skip
+    assert series.times.dtype == np.int64
+    assert series.times.tolist() == [1700, 1702, 1704, 1706, 1708, 1710]
+    assert series.freq == "2" and series.n_filled == 1
+    assert series.values[:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    raises_one_line(
+        "time column 'year' repeats 1702 \\(rows 2 and 3\\)",
+        prepare_series,
+        frame_of(year=[1700, 1702, 1702, 1703, 1704], co2=[1.0, 2.0, 3.0, 4.0, 5.0]),
+        DataConfig(window=2, horizon=1, time_column="year"),
+    )
+
+
+def test_forecast_only_needs_one_input_window():
+    cfg = DataConfig(**{**RAW, "window": 4, "horizon": 3})
+    frame = frame_of(v=np.arange(4.0))
+    raises_one_line("series has 4 rows but window", prepare_series, frame, cfg)
+    assert len(prepare_series(frame, cfg, forecast_only=True)) == 4
+    raises_one_line(
+        "series has 3 rows but one input window needs window \\(4\\) = 4",
+        prepare_series, frame_of(v=np.arange(3.0)), cfg, forecast_only=True,
+    )  # fmt: skip

@@ -24,9 +24,13 @@ MODULES = [
     "stacklstm.distributed",
     "stacklstm.train",
     "stacklstm.train.checkpoint",
+    "stacklstm.train.lock",
+    "stacklstm.train.memory",
+    "stacklstm.train.outputs",
     "stacklstm.train.rundir",
     "stacklstm.train.step",
     "stacklstm.cli",
+    "stacklstm.signals",
     "stacklstm.tune",
     "stacklstm.serving",
 ]

@@ -8,6 +8,7 @@ import contextlib
 import errno
 import io
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from helpers import (
     _leaves,
     _main,
     _metric_lines,
+    _no_space,
     _saved,
     _truncate,
     cache_env,
@@ -107,6 +109,27 @@ def test_resume_of_a_finished_run_only_rewrites_the_report(trained_run):
     assert _metric_lines(trained_run.out_dir) == before
 
 
+def test_resuming_a_finished_run_says_so_and_a_failed_report_says_what_is_safe(
+    trained_run, tmp_path, monkeypatch
+):
+    import stacklstm.train.report as report
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.out_dir, run)
+    code, _, err = _main("train", "--out", run, "--resume")  # not quiet: the info line
+    assert code == 0, err
+    assert f"resumed {run} at step 48: training finished after epoch 2; writing the report" in err
+    assert "(epoch 3" not in err
+    monkeypatch.setattr(report, "atomic_write", _no_space)
+    code, _, err = _main("train", "--out", run, "--resume", "--quiet")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert (
+        f"training finished (48 steps; its checkpoints in {run} are complete) but writing the "
+        "report failed: No space left on device; fix the cause (a full disk?) and write the "
+        f"report with: stacklstm evaluate {run}"
+    ) in err
+
+
 def test_fit_validates_before_creating_the_run_folder(tmp_path):
     short = tmp_path / "short.csv"
     frame = pd.DataFrame({"date": pd.date_range("2000-01-01", periods=8, freq="D"), "co2": 1.0})
@@ -148,9 +171,17 @@ def overflowing(tmp_path_factory):
 OVERFLOW = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 
 
+def _no_check(*args):
+    """Stands in for the data check, which refuses the overflowing table before training:
+    here it stands for any data that turns some steps non-finite."""
+
+
 @OVERFLOW
-def test_nonfinite_loss_stops_naming_the_steps_and_last_good_checkpoint(tmp_path, overflowing):
+def test_nonfinite_loss_stops_naming_the_steps_and_last_good_checkpoint(
+    tmp_path, overflowing, monkeypatch
+):
     path, cfg, bad_steps = overflowing
+    monkeypatch.setattr(loop, "check_fits_float32", _no_check)  # let the Inf reach training
     first = int(np.argmax(bad_steps[0])) + 1  # the first step whose batch holds Inf
     checked = (first - 1) // 10 * 10 + 1, min((first - 1) // 10 * 10 + 10, 24)
     with pytest.raises(NonFiniteError) as info:
@@ -165,15 +196,20 @@ def test_nonfinite_loss_stops_naming_the_steps_and_last_good_checkpoint(tmp_path
 
 
 @OVERFLOW
-def test_skip_nonfinite_counts_skipped_updates_and_keeps_checkpoints_finite(tmp_path, overflowing):
+def test_skip_nonfinite_counts_skipped_updates_and_keeps_checkpoints_finite(
+    tmp_path, overflowing, monkeypatch
+):
     path, cfg, bad_steps = overflowing
+    monkeypatch.setattr(loop, "check_fits_float32", _no_check)  # let the Inf reach training
     cfg = cfg.replace({"train": {"skip_nonfinite": True}})
     result = fit(cfg, tmp_path / "run", data_path=path, quiet=True)
     lines = _metric_lines(tmp_path / "run")
     assert result.step == 48 and result.skipped == int(bad_steps.sum()) > 0
     assert [r["skipped"] for r in lines if r["kind"] == "epoch"] == bad_steps.sum(1).tolist()
     assert sum(r["skipped"] for r in lines if r["kind"] == "train") == result.skipped
-    assert all(r["train_loss"] < 1 for r in lines)  # skipped steps are left out of the mean
+    # skipped steps are left out of the mean; an interval of skipped steps only has none
+    assert all(r["train_loss"] < 1 for r in lines if r["train_loss"] is not None)
+    assert all(r["train_loss"] is not None for r in lines if r["skipped"] == 0)
     with RunCheckpoints(tmp_path / "run") as ckpts:
         assert ckpts.latest_step("best") == result.best_step
     assert all(np.isfinite(leaf).all() for leaf in _leaves(load_run(result.out_dir).params))

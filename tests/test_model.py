@@ -462,3 +462,27 @@ def test_stacked_lstm_and_kernel_reject_bad_input():
         lstm_layer({"w": 1}, jnp.ones((4, 5, 3)), s)
     with pytest.raises(ValueError, match=r"state.h must be \(batch, hidden\) = \(4, 2\)"):
         lstm_layer(p, jnp.ones((4, 5, 3)), LSTMState(jnp.zeros((3, 2)), jnp.zeros((4, 2))))
+
+
+def test_initialize_carry_gives_distinct_buffers_that_can_be_donated():
+    model = LSTMModel(4, 2, (), bidirectional=True)
+    x = np.random.default_rng(0).normal(size=(3, 5, 2)).astype(np.float32)
+    params = model.init(jax.random.key(0), x)
+    carry = model.initialize_carry(3)
+    leaves = jax.tree.leaves(carry)
+    assert len({leaf.unsafe_buffer_pointer() for leaf in leaves}) == len(leaves) == 8
+    expected = model.apply(params, x, model.initialize_carry(3), return_carry=True)
+    step = jax.jit(lambda p, x, c: model.apply(p, x, c, return_carry=True), donate_argnums=2)
+    got = step(params, x, carry)  # used to fail: "Attempt to donate the same buffer twice"
+    assert all(leaf.is_deleted() for leaf in leaves)
+    jax.tree.map(np.testing.assert_array_equal, got, expected)
+
+
+def test_seq_lengths_under_jit_are_clamped_to_the_time_axis():
+    model = LSTMModel(4, 2, ())
+    x = np.random.default_rng(1).normal(size=(3, 5, 2)).astype(np.float32)
+    params = model.init(jax.random.key(0), x)
+    jitted = jax.jit(lambda p, x, lengths: model.apply(p, x, seq_lengths=lengths))
+    got = jitted(params, x, jnp.array([5, 9, 0]))  # 9 > time, 0 < 1: unchecked under jit
+    assert np.isfinite(np.asarray(got)).all()
+    np.testing.assert_array_equal(got, model.apply(params, x, seq_lengths=np.array([5, 5, 1])))

@@ -1,6 +1,7 @@
 """The run folder: config.json (layout version), new-folder checks, atomic writes."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -73,3 +74,24 @@ def test_atomic_write_replaces_whole_files_only(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary left over
     atomic_write_text(path, "new")
     assert path.read_text() == "new"
+
+
+def test_edits_to_config_json_are_refused_naming_the_changed_keys(trained_run, tmp_path):
+    from helpers import _main
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.out_dir, run)
+    raw = json.loads((run / CONFIG_FILE).read_text())
+    raw["config"]["data"]["window"] = 8  # the same array shapes: only the copy can tell
+    raw["config"]["train"]["batch_size"] = 10**9
+    (run / CONFIG_FILE).write_text(json.dumps(raw))
+    before = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
+    for argv in (["predict", run], ["evaluate", run], ["train", "--out", run, "--resume"]):
+        code, _, err = _main(*argv, "--quiet")
+        assert code == 2 and len(err.splitlines()) == 1, (argv, err)
+        assert f"{run / CONFIG_FILE} was edited after checkpoint step 48 was written" in err
+        assert (
+            "config.data.window: 8 != 6" in err
+            and "config.train.batch_size: 1000000000 != 64" in err
+        )
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before

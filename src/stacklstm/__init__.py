@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _startup  # noqa: F401  (first: a Ctrl-C while jax loads is one line)
 from .kernels.lstm import LSTMLayerParams as LSTMLayerParams
 from .kernels.lstm import LSTMState as LSTMState
 from .kernels.lstm import lstm_layer as lstm_layer

@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import os
 import re
+import signal
 import sys
 import typing
 from collections.abc import Sequence
@@ -325,7 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("run_dir", metavar="RUN_DIR", help="run folder written by train")
     predict.add_argument("--data", metavar="FILE", help="table to forecast (default: the run's)")
     predict.add_argument(
-        "--output", metavar="FILE", help="CSV to write (default: RUN_DIR/predictions.csv)"
+        "--output",
+        metavar="FILE",
+        help="CSV to write (default: RUN_DIR/predictions.csv); - for standard output",
     )
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)
@@ -410,8 +413,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def _train(args: argparse.Namespace) -> int:
     from . import distributed
-    from .train.loop import fit
-    from .train.rundir import read_run_info
+    from .train.lock import unique_dir
 
     if args.resume and args.out is None:
         raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
@@ -421,7 +423,17 @@ def _train(args: argparse.Namespace) -> int:
             raise UsageError("train: a multi-process run needs --out DIR, shared by all")
         if not distributed.is_primary():  # process 0 speaks for the run
             logging.getLogger("stacklstm").setLevel(logging.WARNING)
-    out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    if args.out is None:  # a new folder runs/<date-time>[-N], never another run's
+        with unique_dir("runs", datetime.now().strftime("%Y%m%d-%H%M%S")) as out:
+            return _train_in(args, out)
+    return _train_in(args, Path(args.out))
+
+
+def _train_in(args: argparse.Namespace, out: Path) -> int:
+    from . import distributed
+    from .train.loop import fit
+    from .train.rundir import read_run_info
+
     if args.config is not None:
         base = load_config(args.config)
     elif args.resume:
@@ -429,6 +441,7 @@ def _train(args: argparse.Namespace) -> int:
     else:
         base = RunConfig()
     cfg = base.replace(_overrides(args))
+    _RUNNING["train_out"] = out
     result = fit(cfg, out, resume=args.resume, quiet=args.quiet, data_path=args.data)
     if not distributed.is_primary():
         return 0
@@ -474,6 +487,7 @@ def _backtest(args: argparse.Namespace) -> int:
     from .backtest import BACKTEST_FILE, backtest, read_plan
 
     out = Path(args.out)
+    _RUNNING["backtest_out"] = out
     if args.config is not None:
         base = load_config(args.config)
     elif args.resume:
@@ -493,9 +507,11 @@ def _backtest(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from .train.inference import PREDICTIONS_FILE, predict
 
-    output = Path(args.output) if args.output else Path(args.run_dir) / PREDICTIONS_FILE
+    output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output)
-    print(f"wrote {len(frame)} forecasts to {output}")
+    # with `--output -` the CSV is standard output: the note goes to stderr
+    note = sys.stderr if str(output) == "-" else sys.stdout
+    print(f"wrote {len(frame)} forecasts to {output}", file=note)
     return 0
 
 
@@ -550,15 +566,53 @@ def _fail(message: str) -> None:
     print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 diverged, 2 user error)."""
-    from .train.loop import NonFiniteError
+#: What an interruption reports: the command running and, for train, its run folder.
+_RUNNING: dict[str, Any] = {}
 
+
+def _interrupted_words(signum: int) -> str:
+    """The one line (after ``stacklstm: ``) an interrupted command prints."""
+    from .backtest import PLAN_FILE
+    from .train.rundir import is_resumable
+
+    words = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    out = _RUNNING.get("train_out")
+    if out is not None and is_resumable(out):  # only train resumes, and only a real run
+        words += f"; continue with: stacklstm train --out {out} --resume"
+    backtest_out = _RUNNING.get("backtest_out")
+    if backtest_out is not None and (backtest_out / PLAN_FILE).is_file():
+        words += f"; continue with: stacklstm backtest --out {backtest_out} --resume"
+    return words
+
+
+class _NeverRaised(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 diverged, 2 user error,
+    130/143 interrupted by SIGINT/SIGTERM)."""
+    from ._quiet import dropping_dependency_noise
+    from .signals import handling_signals
+
+    process = argv is None  # the real command line, not a call from Python
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # the harness has its own arguments and output
         from .bench.harness import main as bench_main
 
         return bench_main(argv[1:])
+    _RUNNING.clear()
+    # Orbax's abandoned reads and closed event loops are not the user's business; the real
+    # command keeps them off the terminal until it exits (they may come after `main`).
+    with dropping_dependency_noise(permanent=process), handling_signals(_interrupted_words):
+        return _main(argv, process)
+
+
+def _main(argv: list[str], process: bool) -> int:
+    from .signals import Interrupted, stop_now, test_hook
+    from .signals import check as check_signals
+
+    NonFiniteError: type[Exception] = _NeverRaised  # until the training modules are loaded
     parser = build_parser()
     handler = _HeldLogs()
     logger = logging.getLogger("stacklstm")
@@ -575,9 +629,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.captureWarnings(True)
     traceback = os.environ.get("STACKLSTM_TRACEBACK", "") not in ("", "0")
     try:
+        from .train.loop import NonFiniteError
+
+        test_hook("imports")
         args = parser.parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.INFO)
         code = args.func(args)
+        check_signals()  # a Ctrl-C that Python dropped still ends as one
         handler.flush_held()
         return code
     except UsageError as err:
@@ -596,12 +654,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _fail(in_flag_words(err, typed_flags(argv)))
         return 2
-    except KeyboardInterrupt:
-        handler.flush_held()
-        command = argv[0] if argv[:1] == ["backtest"] else "train"
-        print(f"{PROG}: interrupted; continue with: stacklstm {command} --out DIR --resume",
-              file=sys.stderr)  # fmt: skip
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: one line, 130 or 143
+        handler.drop_held()
+        signum = err.signum if isinstance(err, Interrupted) else signal.SIGINT
+        if process:  # skip Python's teardown, which may crash while XLA threads are busy
+            stop_now(signum)
+        print(f"{PROG}: {_interrupted_words(signum)}", file=sys.stderr)
+        return 128 + signum
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)

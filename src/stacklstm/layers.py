@@ -152,11 +152,19 @@ def zero_state(
     proj_size: int = 0,
 ) -> tuple[LSTMState, ...]:
     """``num_states`` zero ``LSTMState``s with ``h`` and ``c`` of shape ``(batch, hidden)``
-    (``h`` ``(batch, proj_size)`` when ``proj_size > 0``)."""
+    (``h`` ``(batch, proj_size)`` when ``proj_size > 0``).
+
+    Every leaf is its own buffer, so the carry can be donated (``jax.jit(...,
+    donate_argnums=...)``); one buffer shared by all leaves cannot be donated twice.
+    """
     check_positive_int("batch_size", batch_size)
-    c = jnp.zeros((batch_size, hidden_size), dtype)
-    h = jnp.zeros((batch_size, proj_size), dtype) if proj_size else c
-    return tuple(LSTMState(h, c) for _ in range(num_states))
+
+    def zeros(width: int) -> Array:
+        return jnp.zeros((batch_size, width), dtype)
+
+    return tuple(
+        LSTMState(zeros(proj_size or hidden_size), zeros(hidden_size)) for _ in range(num_states)
+    )
 
 
 def check_state(

@@ -23,13 +23,15 @@ class Series:
 
     Attributes:
         values: ``(time, n_columns)`` float64; ``columns[:n_targets]`` are the targets.
-        times: ``(time,)`` datetime64 time stamps, or None when there is no time column.
+        times: ``(time,)`` datetime64 time stamps, ``int64`` ones for a time column of whole
+            numbers (years, say), or None when there is no time column.
         columns: Column names of ``values``.
         n_targets: Number of target columns.
         n_filled: Rows that held at least one filled value (missing in the file or
             inserted as a missing time stamp).
-        freq: The regular step as a pandas offset alias (e.g. ``"7D"``, ``"MS"``), or None
-            when the time stamps are absent or irregular.
+        freq: The regular step as a pandas offset alias (e.g. ``"7D"``, ``"MS"``), the
+            step of whole-number stamps (``"1"``), or None when the time stamps are absent or
+            irregular.
     """
 
     values: np.ndarray
@@ -51,10 +53,19 @@ def _rows_text(rows: Sequence[int] | np.ndarray) -> str:
     return text
 
 
-def _stamp_text(stamp: np.datetime64) -> str:
-    """``2001-12-29`` for midnight, else ``2001-12-29 06:00:00``."""
+def _stamp_text(stamp: np.datetime64 | np.integer) -> str:
+    """``2001-12-29`` for midnight, else ``2001-12-29 06:00:00``; ``1701`` for a number."""
+    if isinstance(stamp, np.integer | int):
+        return str(int(stamp))
     stamp = pd.Timestamp(stamp)
     return stamp.date().isoformat() if stamp == stamp.normalize() else str(stamp)
+
+
+def _as_written(value: object) -> str:
+    """A cell as the file wrote it: ``'abc'`` for text, ``0`` (not ``np.int64(0)``) for numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _numeric_column(raw: pd.Series, name: str, role: str) -> np.ndarray:
@@ -71,23 +82,35 @@ def _numeric_column(raw: pd.Series, name: str, role: str) -> np.ndarray:
     if bad.size:
         row = int(bad[0])
         raise DataError(
-            f"{role} column {name!r} must be numeric; row {row + 1} holds {raw.iloc[row]!r}"
+            f"{role} column {name!r} must be numeric; row {row + 1} holds "
+            f"{_as_written(raw.iloc[row])}"
         )
     return numeric.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _parse_times(raw: pd.Series, name: str) -> np.ndarray:
-    """``(rows,)`` datetime64 of the time column (time zones converted to UTC, then dropped)."""
+    """``(rows,)`` datetime64 of the time column: stamps with a time zone or UTC offset
+    (mixed offsets included, as across a daylight-saving change) are converted to UTC and the
+    zone dropped; stamps without one are kept as written. A column of whole numbers (years,
+    say) is returned as ``int64`` time stamps."""
+    if pd.api.types.is_integer_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
+        missing = np.flatnonzero(raw.isna().to_numpy())
+        if missing.size:
+            raise DataError(f"time column {name!r} has no time stamp in row {missing[0] + 1}")
+        return raw.to_numpy(dtype=np.int64)  # years, say: whole numbers with a step
     if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
         raise DataError(
-            f"time column {name!r} holds numbers (row 1: {raw.iloc[0]!r}); expected dates such "
-            "as 2001-12-29, or time_column=None to use the row order"
+            f"time column {name!r} holds numbers that are not all whole (row 1: "
+            f"{_as_written(raw.iloc[0])}); expected dates such as 2001-12-29, whole numbers "
+            "such as years, or time_column=None to use the row order"
         )
     try:
+        # utc=True: stamps with offsets (a time zone across a daylight-saving change has
+        # two) become UTC; stamps without one are read as they are written
         parsed = (
             raw
             if pd.api.types.is_datetime64_any_dtype(raw)
-            else pd.to_datetime(raw, errors="coerce")
+            else pd.to_datetime(raw, errors="coerce", utc=True)
         )
         if getattr(parsed.dt, "tz", None) is not None:
             parsed = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
@@ -100,7 +123,7 @@ def _parse_times(raw: pd.Series, name: str) -> np.ndarray:
         if pd.isna(value):
             raise DataError(f"time column {name!r} has no time stamp in row {row + 1}")
         raise DataError(
-            f"time column {name!r}: cannot parse {value!r} in row {row + 1} as a date "
+            f"time column {name!r}: cannot parse {_as_written(value)} in row {row + 1} as a date "
             "(expected e.g. 2001-12-29)"
         )
     return parsed.to_numpy()
@@ -138,6 +161,11 @@ def _regular_grid(times: np.ndarray) -> tuple[np.ndarray, str] | None:
     if times.size < 3:
         return None
     steps = np.diff(times)
+    if np.issubdtype(times.dtype, np.integer):  # whole-number stamps: multiples of the median
+        median = np.sort(steps)[steps.size // 2]
+        if (steps % median == 0).all():
+            return np.arange(times[0], times[-1] + median, median), str(int(median))
+        return None
     median = np.sort(steps)[steps.size // 2]
     one_day = np.timedelta64(1, "D")
     weekday = (times.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 0 = Monday
@@ -154,11 +182,12 @@ def _regular_grid(times: np.ndarray) -> tuple[np.ndarray, str] | None:
 
 def _fill_gaps(values: np.ndarray, times: np.ndarray | None) -> np.ndarray:
     """Linear interpolation over time (row order without times); ends take the nearest value."""
-    position = (
-        np.arange(values.shape[0], dtype=np.float64)
-        if times is None
-        else (times - times[0]) / np.timedelta64(1, "s")
-    )
+    if times is None:
+        position = np.arange(values.shape[0], dtype=np.float64)
+    elif np.issubdtype(times.dtype, np.integer):
+        position = (times - times[0]).astype(np.float64)
+    else:
+        position = (times - times[0]) / np.timedelta64(1, "s")
     filled = values.copy()
     for j in range(values.shape[1]):
         missing = np.isnan(values[:, j])
@@ -169,7 +198,7 @@ def _fill_gaps(values: np.ndarray, times: np.ndarray | None) -> np.ndarray:
     return filled
 
 
-def prepare_series(frame: pd.DataFrame, cfg: DataConfig) -> Series:
+def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool = False) -> Series:
     """Check, order and clean the table's target and feature columns.
 
     Steps: columns exist and are numeric (not all empty, no Inf); time stamps parse, are
@@ -183,6 +212,8 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig) -> Series:
     Args:
         frame: The table, e.g. from :func:`read_table`; row 1 is its first row.
         cfg: Which columns to use and how to treat gaps.
+        forecast_only: The series only feeds forecasts (``predict``): one input window is
+            enough, ``window`` rows (+1 with ``difference``) instead of ``window + horizon``.
 
     Returns:
         Series with ``values`` of shape ``(time, len(target) + len(features))``.
@@ -283,13 +314,21 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig) -> Series:
     if n_filled:
         values = _fill_gaps(values, times)
         log.info("filled %d rows with missing values by linear interpolation", n_filled)
-    needed = cfg.window + cfg.horizon + int(cfg.difference)
-    if values.shape[0] < needed:
-        extra = " + 1 (difference)" if cfg.difference else ""
-        raise DataError(
-            f"the series has {values.shape[0]} rows but window ({cfg.window}) + horizon "
-            f"({cfg.horizon}){extra} = {needed} are needed"
-        )
+    extra = " + 1 (difference)" if cfg.difference else ""
+    if forecast_only:
+        needed = cfg.window + int(cfg.difference)
+        if values.shape[0] < needed:
+            raise DataError(
+                f"the series has {values.shape[0]} rows but one input window needs window "
+                f"({cfg.window}){extra} = {needed}"
+            )
+    else:
+        needed = cfg.window + cfg.horizon + int(cfg.difference)
+        if values.shape[0] < needed:
+            raise DataError(
+                f"the series has {values.shape[0]} rows but window ({cfg.window}) + horizon "
+                f"({cfg.horizon}){extra} = {needed} are needed"
+            )
     return Series(
         values=values,
         times=times,

@@ -100,7 +100,9 @@ def check_seq_lengths(seq_lengths, batch: int, time: int) -> Array:
     """Validates ``seq_lengths`` ``(batch,)`` and returns it as an int32 array.
 
     Values (``1 <= length <= time``) are checked when they are concrete; under ``jit`` they are
-    tracers and only the shape and dtype can be checked.
+    tracers, which cannot be checked: they are clamped to ``[1, time]`` instead (a row longer
+    than ``time`` is read as ``time`` steps, one of length 0 or less as 1), so a bad length
+    never yields NaN.
     """
     seq_lengths = jnp.asarray(seq_lengths)
     if seq_lengths.shape != (batch,):
@@ -117,7 +119,8 @@ def check_seq_lengths(seq_lengths, batch: int, time: int) -> Array:
                 f"seq_lengths must lie in [1, time={time}]; row {int(bad[0])} has "
                 f"{int(values[bad[0]])}"
             )
-    return seq_lengths.astype(jnp.int32)
+        return seq_lengths.astype(jnp.int32)
+    return jnp.clip(seq_lengths, 1, time).astype(jnp.int32)
 
 
 def reverse_padded(x: Array, seq_lengths: Array | None, time_axis: int = 1) -> Array:

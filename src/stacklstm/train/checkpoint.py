@@ -41,9 +41,12 @@ from typing import Any, ClassVar, Literal
 import jax
 import numpy as np
 
+from ..signals import deferred, test_hook
+
 log = logging.getLogger(__name__)
 
 LATEST_DIR = "checkpoints"
+CONFIG_ITEM = "config"  # each checkpoint's copy of config.json
 BEST_DIR = "checkpoints_best"
 KEEP_LATEST = 2
 
@@ -63,7 +66,7 @@ class Meter:
         >>> m = Meter()
         >>> m.add(1.0); m.add(3.0); m.add(None)
         >>> m.mean, m.steps, m.skipped
-        (1.3333333333333333, 3, 1)
+        (2.0, 3, 1)
     """
 
     loss_sum: float = 0.0
@@ -80,8 +83,10 @@ class Meter:
 
     @property
     def mean(self) -> float | None:
-        """``loss_sum / steps``, or None before any step."""
-        return self.loss_sum / self.steps if self.steps else None
+        """Mean loss of the steps taken, ``loss_sum / (steps - skipped)``; None before any
+        step or when every step was skipped (not 0.0, which would look like a perfect fit)."""
+        taken = self.steps - self.skipped
+        return self.loss_sum / taken if taken else None
 
     def reset(self) -> None:
         self.loss_sum, self.steps, self.skipped = 0.0, 0, 0
@@ -190,10 +195,15 @@ class RunCheckpoints:
     Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, run_dir: str | Path, *, read_only: bool = False) -> None:
+    _hooked: ClassVar[bool] = False  # the "checkpoint" test hook fired in this process
+
+    def __init__(
+        self, run_dir: str | Path, *, read_only: bool = False, config: dict | None = None
+    ) -> None:
         import orbax.checkpoint as ocp
 
         self._ocp = ocp
+        self._config = config  # saved with every checkpoint (see rundir.run_copy)
         self.run_dir = Path(run_dir).absolute()
         self._managers = {}
         for which, name, keep in (("latest", LATEST_DIR, KEEP_LATEST), ("best", BEST_DIR, 1)):
@@ -223,7 +233,6 @@ class RunCheckpoints:
             OSError: The write failed (e.g. the disk is full); the message names the step and
                 the newest complete checkpoint, which the failed write leaves as it was.
         """
-        ocp = self._ocp
         manager = self._managers[which]
         if step in manager.all_steps():
             return False
@@ -231,15 +240,25 @@ class RunCheckpoints:
             log.warning("not saving a best checkpoint at step %d: parameters hold NaN/Inf", step)
             return False
         arrays = {"train": state, "rng": jax.random.key_data(rng)}
+        with deferred():  # a signal waits until the save is over: no torn write, no noise
+            if step > 0 and not RunCheckpoints._hooked:
+                RunCheckpoints._hooked = True
+                test_hook("checkpoint")
+            self._write(which, step, arrays, progress)
+        return True
+
+    def _write(self, which: Which, step: int, arrays: Any, progress: Progress) -> None:
+        ocp = self._ocp
+        manager = self._managers[which]
+        items = {
+            "state": ocp.args.StandardSave(arrays),
+            "progress": ocp.args.JsonSave(progress.to_dict()),
+            "checksum": ocp.args.JsonSave({"sha256": state_checksum(arrays, progress)}),
+        }
+        if self._config is not None:
+            items[CONFIG_ITEM] = ocp.args.JsonSave(self._config)
         try:
-            manager.save(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(arrays),
-                    progress=ocp.args.JsonSave(progress.to_dict()),
-                    checksum=ocp.args.JsonSave({"sha256": state_checksum(arrays, progress)}),
-                ),
-            )
+            manager.save(step, args=ocp.args.Composite(**items))
             manager.wait_until_finished()
         except Exception as err:  # OSError, or the TensorStore error a full disk raises
             intact = [s for s in manager.all_steps() if s != step]
@@ -251,7 +270,6 @@ class RunCheckpoints:
                     "cause (a full disk?) and continue from it with `resume=True`"
                 )
             raise OSError(getattr(err, "errno", None) or errno.EIO, message) from err
-        return True
 
     def restore(
         self, which: Which, target: Any, step: int | None = None
@@ -293,7 +311,8 @@ class RunCheckpoints:
         if verify:
             items["checksum"] = ocp.args.JsonRestore()
         try:
-            restored = manager.restore(step, args=ocp.args.Composite(**items))
+            with deferred():  # Orbax's event loop is not cut short by a signal
+                restored = manager.restore(step, args=ocp.args.Composite(**items))
             # The same tree type as `target` (NamedTuples included), whatever Orbax returns.
             state = jax.tree.unflatten(
                 jax.tree.structure(target), jax.tree.leaves(restored["state"]["train"])
@@ -312,6 +331,48 @@ class RunCheckpoints:
                 "from the checksum written with them (a truncated or garbled file)"
             )
         return state, jax.random.wrap_key_data(np.asarray(key_data)), progress
+
+    def saved_config(self, which: Which, step: int) -> dict | None:
+        """What checkpoint ``step`` keeps of its run (``config.json`` and the data's time
+        step, see :func:`~stacklstm.train.rundir.run_copy`); None for a checkpoint written
+        before checkpoints kept it."""
+        path = self.directory(which) / str(step) / CONFIG_ITEM / "metadata"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"cannot read the config saved with {path.parent.parent}: {err}"
+            ) from err
+
+    def restore_newest(self, which: Which, target: Any) -> tuple[int, Any, jax.Array, Progress]:
+        """:meth:`restore` the newest complete checkpoint of ``which`` as a reader: safe while
+        another process trains into the folder. Returns ``(step, state, rng, progress)``.
+
+        A writer commits a checkpoint by renaming its folder (so a half-written one is never
+        listed) and deletes the older ones after it; a step deleted between listing and
+        reading is therefore followed by a newer one, which is read instead.
+
+        Raises:
+            ValueError: No checkpoint, or the newest one cannot be read (and was not replaced
+                by a newer one meanwhile).
+        """
+        manager = self._managers[which]
+        tried: set[int] = set()
+        while True:
+            manager.reload()  # the steps on disk now, not when the manager was opened
+            step = manager.latest_step()
+            if step is None:
+                raise ValueError(f"no checkpoint in {self.directory(which)}")
+            try:
+                return (step, *self.restore(which, target, step))
+            except ValueError:
+                manager.reload()
+                if step in tried or manager.latest_step() == step:
+                    raise  # still the newest: a damaged checkpoint, not a moving one
+                tried.add(step)
+                log.debug("step %d of %s was replaced while read", step, self.directory(which))
 
     def restore_intact(self, which: Which, target: Any) -> tuple[Any, jax.Array, Progress]:
         """:meth:`restore` the newest checkpoint of ``which`` that reads back intact.
@@ -347,8 +408,9 @@ class RunCheckpoints:
         )
 
     def close(self) -> None:
-        for manager in self._managers.values():
-            manager.close()
+        with deferred():
+            for manager in self._managers.values():
+                manager.close()
 
     def __enter__(self) -> RunCheckpoints:
         return self

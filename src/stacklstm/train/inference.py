@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import (
+    DataError,
     Series,
     WindowSet,
     bundled_dataset_path,
@@ -27,7 +28,9 @@ from ..data import (
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from .checkpoint import RunCheckpoints, abstract_target
-from .rundir import RunInfo, atomic_write, read_run_info
+from .memory import check_windows_fit, memory_errors_as_data_errors
+from .outputs import check_output, write_output
+from .rundir import RunInfo, check_config_unchanged, read_run_info
 from .step import abstract_state, make_optimizer, make_predict_step, padded_batches
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,8 @@ class TrainedRun:
         params: The restored parameters, replicated on ``mesh``.
         checkpoint: ``{"kind": "best" | "latest", "step": int}``: where ``params`` came from.
         mesh: The device mesh.
+        freq: The time step of the data the run was trained on (``Series.freq``), or None
+            (no regular time column, or a run from before checkpoints kept it).
     """
 
     run_dir: Path
@@ -54,6 +59,7 @@ class TrainedRun:
     params: Any
     checkpoint: dict[str, Any]
     mesh: Any
+    freq: str | None = None  # the training data's time step (None: unknown or irregular)
 
     @property
     def batch_size(self) -> int:
@@ -80,11 +86,14 @@ def load_run(run_dir: str | Path) -> TrainedRun:
         kind = "best" if ckpts.latest_step("best") is not None else "latest"
         if kind == "latest":
             log.warning("%s has no best checkpoint yet; using the latest one", run_dir)
-        step = ckpts.latest_step(kind)
-        if step is None:
+        if ckpts.latest_step(kind) is None:
             raise ValueError(f"{run_dir} holds no checkpoint")
-        state, _, _ = ckpts.restore(kind, target, step)
-    return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh)
+        # the newest complete one now, even while a `train` of this run writes newer ones
+        step, state, _, _ = ckpts.restore_newest(kind, target)
+        kept = ckpts.saved_config(kind, step)
+        check_config_unchanged(run_dir, info, kept, step)
+    freq = kept.get("freq") if isinstance(kept, dict) else None
+    return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh, freq)
 
 
 def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarray:
@@ -102,17 +111,23 @@ def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarr
     return windows.to_original(y_model)
 
 
-def load_series(info: RunInfo, data_path: str | Path | None) -> tuple[Path, Series]:
-    """The run's table (or ``data_path``) prepared with the run's data settings."""
+def load_series(
+    info: RunInfo, data_path: str | Path | None, *, forecast_only: bool = False
+) -> tuple[Path, Series]:
+    """The run's table (or ``data_path``) prepared with the run's data settings;
+    ``forecast_only``: one input window of rows is enough (see ``prepare_series``)."""
     source = Path(data_path) if data_path is not None else info.data_path
     source = bundled_dataset_path() if source is None else source
-    return source, prepare_series(read_table(source), info.config.data)
+    return source, prepare_series(read_table(source), info.config.data, forecast_only=forecast_only)
 
 
 def predict(
     run_dir: str | Path, data_path: str | Path | None = None, output: str | Path | None = None
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
+
+    The table needs only ``window`` rows (+1 with ``difference``): the newest window alone
+    gives the forecast from its last row.
 
     Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler, so the
     forecast from an origin that is also a test origin equals the report's.
@@ -121,18 +136,29 @@ def predict(
         run_dir: The run folder.
         data_path: The table (the run's own table by default); it needs the run's target,
             feature and time columns.
-        output: CSV to write atomically (None: write nothing).
+        output: CSV to write (None: write nothing): a file, replaced atomically; a symlink,
+            whose target is written; a FIFO or device, written as a stream; ``-``, standard
+            output. See :mod:`stacklstm.train.outputs`.
 
     Returns:
         One row per origin: ``origin`` (its time stamp, or its row number without a time
         column), then ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``.
     """
-    if output is not None and not Path(output).parent.is_dir():
-        raise ValueError(f"cannot write {output}: folder {Path(output).parent} does not exist")
+    if output is not None:
+        check_output(output)
     run = load_run(run_dir)
     cfg = run.info.config.data
-    _, series = load_series(run.info, data_path)
-    windows = make_inference_windows(series, cfg, run.info.scaler)
+    source, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows do
+    if run.freq is not None and series.freq is not None and series.freq != run.freq:
+        raise DataError(
+            f"{source} has a time step of {series.freq} but the run was trained on data with "
+            f"a step of {run.freq}; its forecasts would be for steps of {run.freq}: give it a "
+            "table of the same frequency"
+        )
+    shape = (len(series), cfg.window, len(series.columns))
+    check_windows_fit(*shape)  # before allocating them
+    with memory_errors_as_data_errors(*shape):
+        windows = make_inference_windows(series, cfg, run.info.scaler)
     values = forecast(run, windows)  # (n, horizon, n_targets)
     origin = windows.origin if windows.origin_time is None else windows.origin_time
     columns: dict[str, Any] = {"origin": origin}
@@ -141,6 +167,5 @@ def predict(
             columns[f"{name}_h{k + 1}"] = values[:, k, j]
     frame = pd.DataFrame(columns)
     if output is not None:
-        text = frame.to_csv(index=False)
-        atomic_write(Path(output), lambda handle: handle.write(text.encode()))
+        write_output(output, frame.to_csv(index=False).encode())
     return frame

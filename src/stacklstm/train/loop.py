@@ -56,16 +56,23 @@ from ..distributed import (
     shard_batch,
     sync,
 )
+from ..signals import check as check_signals
+from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
+from .lock import RunLock
+from .memory import check_fits_float32, check_windows_fit, memory_errors_as_data_errors
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
     RunInfo,
     atomic_write_text,
+    check_config_unchanged,
     check_new_run_dir,
     creating_run_dir,
+    newest_saved_config,
     read_metrics,
     read_run_info,
+    run_copy,
     write_run_info,
 )
 from .step import (
@@ -173,6 +180,7 @@ class _Plan:
     optimizer: Any
     mesh: Any
     abstract: TrainState
+    freq: str | None = None  # the data's time step (kept with each checkpoint)
 
 
 def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> _Plan:
@@ -184,6 +192,9 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     tcfg = cfg.train
     saved = read_run_info(out_dir) if resume else None
     if saved is not None:
+        newest = newest_saved_config(out_dir)
+        if newest is not None:  # config.json must be what the checkpoints were trained with
+            check_config_unchanged(out_dir, saved, newest[1], newest[0])
         differences = cfg.diff(saved.config)
         if data_path is None:
             data_path = saved.data_path
@@ -198,13 +209,17 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
         check_new_run_dir(out_dir)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     series = prepare_series(read_table(source), cfg.data)
-    splits, scaler = make_splits(series, cfg.data)
+    shape = (len(series), cfg.data.window, len(series.columns))
+    check_windows_fit(*shape)  # before allocating them
+    with memory_errors_as_data_errors(*shape):
+        splits, scaler = make_splits(series, cfg.data)
     per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
     if per_epoch == 0:
         raise DataError(
             f"`batch_size` ({tcfg.batch_size}) is larger than the {len(splits.train)} training "
             "windows; lower it or use more data"
         )
+    check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
     if saved is not None and saved.scaler.to_dict() != scaler.to_dict():
         raise ValueError(
             f"cannot resume {out_dir}: the data in {source} changed since the run started "
@@ -227,7 +242,7 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     data_ref = None if data_path is None else Path(data_path).absolute()
     return _Plan(
         cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler),
-        per_epoch, total_steps, model, optimizer, mesh, abstract,
+        per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq,
     )  # fmt: skip
 
 
@@ -240,6 +255,7 @@ class _Opened:
     state: TrainState
     dropout_key: jax.Array
     progress: Progress
+    lock: RunLock | None = None  # held until `fit` returns (process 0 only)
 
 
 def _open_new(plan: _Plan) -> _Opened:
@@ -248,19 +264,20 @@ def _open_new(plan: _Plan) -> _Opened:
     If any of it fails (a full disk?), no folder is left behind.
     """
     init_key, dropout_key = jax.random.split(jax.random.key(plan.cfg.train.seed))
-    with creating_run_dir(plan.out_dir):
+    with creating_run_dir(plan.out_dir, writer=is_primary()) as lock:
         if is_primary():  # the only writer of everything but checkpoints
-            plan.out_dir.mkdir(parents=True, exist_ok=True)
             write_run_info(plan.out_dir, plan.info)
             (plan.out_dir / METRICS_FILE).touch()
         sync("stacklstm: run folder created")
-        ckpts = RunCheckpoints(plan.out_dir)  # all processes: Orbax saves collectively
+        # all processes: Orbax saves collectively; each checkpoint keeps config.json's content
+        ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
         example_x = plan.train.x[:1, :1]  # parameter shapes depend on the features only
         state = init_state(plan.model, plan.optimizer, init_key, example_x)
         opened = _Opened(
             ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), Progress()
         )
         ckpts.save("latest", 0, opened.state, opened.dropout_key, opened.progress)
+    opened.lock = lock
     log.info(
         "run folder %s: %d training windows, %d steps per epoch, %d validation windows",
         plan.out_dir, len(plan.train), plan.per_epoch, len(plan.val),
@@ -269,17 +286,35 @@ def _open_new(plan: _Plan) -> _Opened:
 
 
 def _open_resumed(plan: _Plan) -> _Opened:
-    """Restore the newest intact checkpoint; drop the metrics lines written after it."""
-    ckpts = RunCheckpoints(plan.out_dir)
+    """Lock the run, restore the newest intact checkpoint, drop the metrics lines after it."""
+    lock = RunLock.acquire(plan.out_dir) if is_primary() else None
+    try:
+        return _restore(plan, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _restore(plan: _Plan, lock: RunLock | None) -> _Opened:
+    saved = read_run_info(plan.out_dir)  # config.json as it is now (checked against the flags)
+    ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
     target = abstract_target(plan.abstract, replicated(plan.mesh))
     # the newest checkpoint that reads back intact (a garbled newer one is named, dropped)
     state, dropout_key, progress = ckpts.restore_intact("latest", target)
+    step = int(state.step)
+    check_config_unchanged(plan.out_dir, saved, ckpts.saved_config("latest", step), step)
     metrics_path = plan.out_dir / METRICS_FILE
     kept_lines = read_metrics(metrics_path, int(state.step))
     if is_primary():
         atomic_write_text(metrics_path, "".join(line + "\n" for line in kept_lines))
-    log.info("resumed %s at step %d (epoch %d)", plan.out_dir, int(state.step), progress.epoch + 1)
-    return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress)
+    if progress.finished:  # all epochs done: only the report is written again
+        log.info("resumed %s at step %d: training finished after epoch %d; writing the report",
+                 plan.out_dir, int(state.step), progress.epoch)  # fmt: skip
+    else:
+        log.info("resumed %s at step %d (epoch %d, step %d of it)", plan.out_dir,
+                 int(state.step), progress.epoch + 1, progress.step_in_epoch)  # fmt: skip
+    return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress, lock)
 
 
 # --------------------------------------------------------------------------- 3-4. the loop
@@ -311,6 +346,7 @@ class _Trainer:
         self.schedule = make_schedule(tcfg, plan.total_steps)
         self.ones = np.ones(tcfg.batch_size, np.float32)
         self.step = int(self.state.step)
+        self.first_step = self.step
         self.last_good = self.ckpts.latest_step("latest")
         self.pending: list[StepMetrics] = []  # device values not yet read on the host
         self.best: tuple[int, TrainState, Progress] | None = None  # not yet on disk
@@ -334,7 +370,12 @@ class _Trainer:
             start_step=progress.step_in_epoch,
         )  # fmt: skip
         for i, indices in enumerate(batches, start=progress.step_in_epoch):
+            if self.step == self.first_step:
+                test_hook("compile")
+            check_signals()  # a Ctrl-C that Python dropped (in a gc callback) stops here
             self._train_step(indices)
+            if self.step == 30:
+                test_hook("epoch")
             end_of_epoch = i + 1 == plan.per_epoch
             log_now = (i + 1) % tcfg.log_every == 0 or end_of_epoch
             stop_now = self.step == self.stop_after_steps
@@ -475,6 +516,24 @@ class _Trainer:
         self.last_good = self.step
 
 
+# --------------------------------------------------------------------------- 5. finish
+
+
+def _final_report(out_dir: Path, data_path: str | Path | None, trainer: _Trainer) -> Report:
+    """The report of a finished run; if writing it fails, say that training itself is safe."""
+    try:
+        return evaluate_run(out_dir, data_path)
+    except OSError as err:
+        detail = err.strerror or str(err)
+        where = f" ({err.filename})" if err.filename else ""
+        raise OSError(
+            err.errno,
+            f"training finished ({trainer.step} steps; its checkpoints in {out_dir} are "
+            f"complete) but writing the report failed: {detail}{where}; fix the cause (a full "
+            f"disk?) and write the report with: stacklstm evaluate {out_dir}",
+        ) from err
+
+
 # --------------------------------------------------------------------------- fit
 
 
@@ -514,7 +573,8 @@ def fit(
 
     Raises:
         ValueError: A bad setting, data problem (``DataError``) or run folder problem, found
-            before anything is written.
+            before anything is written; or ``RunInUseError``: another ``fit`` holds the run
+            folder's lock (:mod:`stacklstm.train.lock`), which this one holds until it returns.
         NonFiniteError: The loss or gradients became NaN/Inf; the message names the steps
             and the last good checkpoint.
         OSError: Writing the run folder failed (e.g. a full disk): while creating it, nothing
@@ -526,11 +586,30 @@ def fit(
         not isinstance(stop_after_steps, int) or stop_after_steps < 1
     ):
         raise ValueError(f"stop_after_steps must be an integer >= 1, got {stop_after_steps!r}")
+    if is_primary() and out_dir.is_dir():
+        RunLock.check_free(out_dir)  # at once: another train of this folder is running
     plan = _prepare(run_cfg, out_dir, resume, data_path)
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
     opened = _open_resumed(plan) if resume else _open_new(plan)
-    kernel = kernels.info()
-    log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
+    try:
+        kernel = kernels.info()
+        log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
+        return _train_and_report(plan, opened, quiet, data_path, stop_after_steps, callbacks)
+    finally:
+        if opened.lock is not None:
+            opened.lock.release()
+
+
+def _train_and_report(
+    plan: _Plan,
+    opened: _Opened,
+    quiet: bool,
+    data_path: str | Path | None,
+    stop_after_steps: int | None,
+    callbacks: Sequence[EpochCallback],
+) -> FitResult:
+    """Phases 3-5: the step loop over the opened run, then the report once finished."""
+    out_dir = plan.out_dir
 
     from tqdm.auto import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
@@ -548,7 +627,7 @@ def fit(
 
     # ---- 5. finish: the report, once training has ended
     progress = trainer.progress
-    report = evaluate_run(out_dir, data_path) if progress.finished else None
+    report = _final_report(out_dir, data_path, trainer) if progress.finished else None
     return FitResult(
         out_dir=out_dir,
         step=trainer.step,

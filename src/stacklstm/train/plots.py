@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import numpy as np
 
 from ..data import Series, WindowSet
 from .rundir import atomic_write
+
+log = logging.getLogger(__name__)
 
 #: One colour per forecaster, the same in every plot; red is the model's alone.
 COLORS = {
@@ -62,6 +65,27 @@ def plot_forecast(
     plt.close(fig)
 
 
+def read_metric_records(metrics_path: Path) -> list[dict[str, Any]]:
+    """The records of ``metrics.jsonl``; a line that is not a whole record (torn by a crash
+    or a full disk mid-write) is skipped with a warning naming the file and the line."""
+    if not metrics_path.exists():
+        return []
+    records = []
+    for number, text in enumerate(metrics_path.read_text(errors="replace").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+            if not isinstance(record, dict) or not {"kind", "step"} <= set(record):
+                raise ValueError("not a metrics record")
+        except ValueError:  # json.JSONDecodeError is one
+            log.warning("skipping line %d of %s: not a whole metrics record", number,
+                        metrics_path)  # fmt: skip
+            continue
+        records.append(record)
+    return records
+
+
 def plot_loss(path: Path, metrics_path: Path) -> None:
     """Train loss per log interval and validation loss per epoch, log scale."""
     import matplotlib
@@ -69,13 +93,17 @@ def plot_loss(path: Path, metrics_path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines = []
-    if metrics_path.exists():
-        lines = [json.loads(s) for s in metrics_path.read_text().splitlines() if s.strip()]
+    lines = read_metric_records(metrics_path)
     train = [
-        (r["step"], r["train_loss"]) for r in lines if r["kind"] == "train" and r["train_loss"]
+        (r["step"], r["train_loss"])
+        for r in lines
+        if r["kind"] == "train" and isinstance(r.get("train_loss"), int | float)
     ]
-    val = [(r["step"], r["val_loss"]) for r in lines if r["kind"] == "epoch" and r["val_loss"]]
+    val = [
+        (r["step"], r["val_loss"])
+        for r in lines
+        if r["kind"] == "epoch" and isinstance(r.get("val_loss"), int | float)
+    ]
     fig, ax = plt.subplots(figsize=(8, 4))
     for points, label, style in ((train, "train", "-"), (val, "validation", "o-")):
         points = [(s, v) for s, v in points if math.isfinite(v) and v > 0]

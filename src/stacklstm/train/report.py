@@ -28,6 +28,7 @@ from .. import baselines
 from ..data import DataError, WindowSet, make_inference_windows, make_splits
 from ..distributed import is_primary
 from ..metrics import forecast_metrics, seasonal_scale
+from ..signals import test_hook
 from .inference import forecast, load_run, load_series
 from .plots import plot_forecast, plot_loss
 from .rundir import METRICS_FILE, atomic_write
@@ -153,6 +154,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     Raises:
         SettingError: ``baselines="all"`` without statsforecast installed.
     """
+    test_hook("evaluate")
     run = load_run(run_dir)
     cfg = run.info.config
     kind = cfg.train.baselines

@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,17 +36,35 @@ from typing import IO, Any
 
 from ..config import LAYOUT_VERSION, READABLE_LAYOUTS, RunConfig
 from ..data import Scaler
+from .lock import LOCK_FILE, RunLock
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 
 
+def umask_mode() -> int:
+    """The mode a new file gets from ``open``: ``0o666`` less the process's umask."""
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Write a file all at once: ``write(handle)`` fills a temporary file in the same folder,
-    which then replaces ``path`` (``os.replace`` is atomic on one file system)."""
+    which then replaces ``path`` (``os.replace`` is atomic on one file system).
+
+    The file gets the mode of the file it replaces, or for a new file the umask's (as
+    ``open`` would give it), not the temporary file's 0600. To write through symlinks, to a
+    FIFO, a device or standard output, see :func:`stacklstm.train.outputs.write_output`.
+    """
     path = Path(path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = umask_mode()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
@@ -130,6 +149,63 @@ def _saved_config(raw: Any, path: Path) -> RunConfig:
         raise type(err)(f"{path}: {err}") from err
 
 
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flat(inner, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def run_copy(info: RunInfo, freq: str | None) -> dict[str, Any]:
+    """What each checkpoint keeps of its run: ``config.json``'s content and the time step
+    of the data it was trained on (``Series.freq``)."""
+    return {"config_json": json.loads(json.dumps(info.to_dict())), "freq": freq}
+
+
+def check_config_unchanged(
+    run_dir: str | Path, info: RunInfo, saved: dict | None, step: int
+) -> None:
+    """Raise ValueError if ``config.json`` (``info``) differs from the copy in ``saved`` (a
+    :func:`run_copy` kept with checkpoint ``step``), naming each changed key. ``saved=None``
+    (an older checkpoint without a copy) passes."""
+    if saved is None:
+        return
+    now = _flat(run_copy(info, None)["config_json"])
+    then = _flat(saved.get("config_json") if isinstance(saved, dict) else None)
+    changed = sorted(key for key in now.keys() | then.keys() if now.get(key) != then.get(key))
+    if changed:
+        shown = "; ".join(f"{key}: {now.get(key)!r} != {then.get(key)!r}" for key in changed[:5])
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        raise ValueError(
+            f"{Path(run_dir) / CONFIG_FILE} was edited after checkpoint step {step} was "
+            f"written ({shown}{more}; config.json first); put back the values the run was "
+            "trained with or start a new run"
+        )
+
+
+def newest_saved_config(run_dir: str | Path) -> tuple[int, dict | None] | None:
+    """``(step, config)`` of the newest complete checkpoint in ``run_dir/checkpoints``: the
+    copy of ``config.json`` saved with it (None for an older checkpoint without one); None
+    when there is no checkpoint. Reads one small JSON file."""
+    folder = Path(run_dir) / "checkpoints"
+    try:
+        steps = sorted((int(p.name) for p in folder.iterdir() if p.name.isdigit()), reverse=True)
+    except OSError:
+        return None
+    for step in steps:
+        try:
+            text = (folder / str(step) / "config" / "metadata").read_text(encoding="utf-8")
+            return step, json.loads(text)
+        except FileNotFoundError:
+            if (folder / str(step)).is_dir():
+                return step, None
+        except (OSError, ValueError):
+            continue  # damaged: resume falls back past it, and checks the one it uses
+    return None
+
+
 def read_metrics(path: Path, through_step: int) -> list[str]:
     """Lines of ``metrics.jsonl`` written at or before ``through_step`` (the restored step)."""
     if not path.exists():
@@ -145,21 +221,33 @@ def read_metrics(path: Path, through_step: int) -> list[str]:
     return kept
 
 
+def is_resumable(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a run that ``resume=True`` continues: ``config.json`` and a
+    complete checkpoint (checks files only, reads nothing)."""
+    run_dir = Path(run_dir)
+    latest = run_dir / "checkpoints"
+    with contextlib.suppress(OSError):
+        return (run_dir / CONFIG_FILE).is_file() and any(p.name.isdigit() for p in latest.iterdir())
+    return False
+
+
 def check_new_run_dir(out_dir: str | Path) -> None:
     """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
 
-    ``out_dir`` must be absent or an empty folder, and its nearest existing ancestor writable.
+    ``out_dir`` must be absent or an empty folder (a lock file left alone counts as empty), not
+    in use by another ``train``, and its nearest existing ancestor writable.
     """
     out_dir = Path(out_dir)
     if out_dir.exists():
         if not out_dir.is_dir():
             raise ValueError(f"output path {out_dir} is a file; expected a folder for the run")
+        RunLock.check_free(out_dir)
         if (out_dir / CONFIG_FILE).exists():
             raise ValueError(
                 f"{out_dir} already holds a run; pass `resume=True` to continue it or choose "
                 "another `out_dir`"
             )
-        if any(out_dir.iterdir()):
+        if any(p.name != LOCK_FILE for p in out_dir.iterdir()):
             raise ValueError(f"output folder {out_dir} is not empty; choose another `out_dir`")
     ancestor = out_dir.absolute()
     while not ancestor.exists():
@@ -169,27 +257,63 @@ def check_new_run_dir(out_dir: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def creating_run_dir(out_dir: str | Path) -> Iterator[None]:
-    """Create a new run inside the block; if the block fails, remove all it created.
+def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[RunLock | None]:
+    """Create and lock a new run folder; if the block fails, remove all it created.
 
     So a run folder is either resumable (``config.json`` and a first checkpoint) or absent.
-    The folders the block makes (``out_dir`` and missing parents) are removed; an ``out_dir``
-    that existed (empty, see :func:`check_new_run_dir`) is emptied. An ``OSError`` (a full
-    disk, no permission) comes out with a message naming the folder.
+    The writer (``writer=True``; in a multi-process run, process 0) creates ``out_dir`` and
+    takes its :class:`~stacklstm.train.lock.RunLock`, which the block receives and keeps
+    when it succeeds. If another ``train`` holds the folder, or it is no longer empty,
+    nothing is changed and a ``ValueError`` says why. If the block fails, what this call made
+    is removed while the lock is held: the folder's contents, the folder if it was made here,
+    and the parents made here if they are empty (so another run's files are never touched).
+    An ``OSError`` (a full disk, no permission) comes out with a message naming the folder.
+    Other processes (``writer=False``) receive None and remove nothing.
     """
     out_dir = Path(out_dir).absolute()
+    if not writer:
+        yield None
+        return
     top = out_dir  # the outermost folder that does not exist yet, or out_dir itself
     while not top.parent.exists():
         top = top.parent
-    existed = out_dir.exists()
+    lock = None
+    made = False
     try:
-        yield
+        try:
+            out_dir.mkdir(parents=True)
+            made = True
+        except FileExistsError:
+            if not out_dir.is_dir():
+                raise ValueError(
+                    f"output path {out_dir} is a file; expected a folder for the run"
+                ) from None
+        lock = RunLock.acquire(out_dir)  # RunInUseError: another train has it
+        if (out_dir / CONFIG_FILE).exists() or any(
+            p.name != LOCK_FILE for p in out_dir.iterdir()
+        ):  # another run began and ended here since the checks
+            lock.release()
+            lock = None
+            raise ValueError(f"output folder {out_dir} is not empty; choose another `out_dir`")
+        yield lock
     except BaseException as err:
-        for path in list(out_dir.iterdir()) if existed and out_dir.is_dir() else [top]:
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+        if lock is not None:  # only a lock holder removes anything
+            for path in out_dir.iterdir():
+                if path.name == LOCK_FILE:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+            lock.release(remove=True)
+            if made:
+                folder = out_dir
+                while True:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()  # only if empty: another run's files stay
+                    if folder == top:
+                        break
+                    folder = folder.parent
         if isinstance(err, OSError):
             detail = err.strerror or str(err)
             where = f" ({err.filename})" if err.filename else ""
