@@ -164,6 +164,7 @@ def test_two_workers_share_one_study_and_best_toml_trains(tmp_path):
     assert (out / "trials.csv").read_text().count("\n") == 5  # header + 4 trials
     assert (out / "history.png").stat().st_size > 0
     code = cli.main(["train", "--config", str(out / "best.toml"), "--epochs", "1",
+                     "--baselines", "naive",
                      "--out", str(tmp_path / "best-run"), "--quiet"])  # fmt: skip
     assert code == 0 and (tmp_path / "best-run" / "report.json").exists()
 
@@ -178,6 +179,7 @@ def test_a_worker_killed_mid_trial_leaves_the_study_usable(tmp_path):
         time.sleep(0.2)
     first.send_signal(signal.SIGKILL)
     first.communicate()
+    time.sleep(3)  # past the grace period (2 heartbeats): the next trial start finds it stale
     second = _worker(out, 1, heartbeat="1")
     _, stderr = second.communicate(timeout=600)
     assert second.returncode == 0, stderr[-3000:]
