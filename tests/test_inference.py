@@ -13,7 +13,7 @@ def test_predict_csv_reproduces_the_evaluation_forecasts(trained_run, tmp_path):
     report = evaluate_run(out)
     csv = tmp_path / "forecasts.csv"
     frame = predict(out, output=csv)
-    read = pd.read_csv(csv, parse_dates=["origin"])
+    read = pd.read_csv(csv, parse_dates=["origin"], float_precision="round_trip")
     assert list(read.columns) == ["origin", "co2_h1"]
     assert len(read) == len(frame) == 2284 - 6 + 1  # every origin with a full window
     np.testing.assert_array_equal(read["co2_h1"].to_numpy(), frame["co2_h1"].to_numpy())

@@ -68,6 +68,13 @@ def _as_written(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def _python_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return np.nan
+
+
 def _numeric_column(raw: pd.Series, name: str, role: str) -> np.ndarray:
     """``(rows,)`` float64 of one column; NaN where the cell is empty."""
     if pd.api.types.is_bool_dtype(raw):
@@ -77,6 +84,11 @@ def _numeric_column(raw: pd.Series, name: str, role: str) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(raw):
         return raw.to_numpy(dtype=np.float64, na_value=np.nan)
     numeric = pd.to_numeric(raw, errors="coerce")
+    # what pandas' parser leaves as text but Python reads as a number: "1e999" is inf
+    retry = numeric.isna() & raw.map(lambda v: isinstance(v, str)).astype(bool)
+    if retry.any():
+        numeric = numeric.astype(np.float64)
+        numeric[retry] = raw[retry].map(_python_float)
     blank = raw.isna() | raw.map(lambda v: isinstance(v, str) and not v.strip()).astype(bool)
     bad = np.flatnonzero((numeric.isna() & ~blank).to_numpy())
     if bad.size:
