@@ -452,15 +452,13 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from .config import read_config_file
+    from .config import load_config_and_space
     from .tune import tune
 
     space = None
     base = RunConfig()
     if args.config is not None:
-        raw = read_config_file(args.config)
-        space = raw.pop("tune", None)
-        base = load_config(args.config)
+        base, space = load_config_and_space(args.config)
     out = (
         Path(args.out) if args.out else Path("runs") / datetime.now().strftime("tune-%Y%m%d-%H%M%S")
     )

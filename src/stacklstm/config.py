@@ -495,9 +495,16 @@ def load_config(path: str | Path) -> RunConfig:
         SettingError: Missing file, unknown suffix, a syntax error (with its line), or bad
             settings; the message starts with the file's path.
     """
+    return load_config_and_space(path)[0]
+
+
+def load_config_and_space(path: str | Path) -> tuple[RunConfig, Any]:
+    """:func:`load_config`, and the file's ``[tune]`` section (None without one), from one
+    read of the file."""
     path = Path(path)
-    raw = {k: v for k, v in read_config_file(path).items() if k != "tune"}
+    raw = read_config_file(path)
+    space = raw.pop("tune", None)
     try:
-        return RunConfig.from_dict(raw)
+        return RunConfig.from_dict(raw), space
     except SettingError as err:
         raise type(err)(f"{path}: {err}", err.field) from err

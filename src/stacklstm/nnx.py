@@ -264,8 +264,9 @@ class StackedLSTM(nnx.Module):
             x, initial_state, seq_lengths, self.hidden_size, self.num_layers * self.num_directions,
             self.proj_size,
         )  # fmt: skip
-        training = not (self.dropout.deterministic if deterministic is None else deterministic) \
-            if self.dropout is not None else False  # fmt: skip
+        training = self.dropout is not None and not (
+            self.dropout.deterministic if deterministic is None else deterministic
+        )
         path = stack_path(
             dtype=self.dtype, param_dtype=self.param_dtype, x_dtype=x.dtype, remat=self.remat,
             proj_size=self.proj_size, dropout_in_training=training,
