@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import baselines, kernels
+from ..checks import SettingError
 from ..config import RunConfig
 from ..data import (
     DataError,
@@ -188,6 +189,12 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     if not isinstance(cfg, RunConfig):
         raise TypeError(f"run_cfg must be a RunConfig, got {type(cfg).__name__}")
     cfg.validate()
+    if cfg.data.has_covariates:
+        raise SettingError(
+            "future_features, static_features and calendar='auto' are not read by training "
+            "yet (the Forecaster model takes them; the data pipeline does not cut them); "
+            "leave them empty and calendar='none'"
+        )
     baselines.require(cfg.train.baselines)  # the report needs them: refuse before training
     tcfg = cfg.train
     saved = read_run_info(out_dir) if resume else None
