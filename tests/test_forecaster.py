@@ -140,3 +140,50 @@ def test_bad_covariates_and_settings_are_refused():
         Forecaster(n_future=2)
     with pytest.raises(SettingError, match="n_static must be an integer >= 0, got True"):
         Forecaster(n_static=True)
+
+
+def test_inputs_as_one_pytree_pad_shard_and_train_like_separate_arrays():
+    from stacklstm.config import ModelConfig, TrainConfig
+    from stacklstm.distributed import make_mesh, shard_batch
+    from stacklstm.forecaster import ForecastInputs
+    from stacklstm.train.step import (
+        abstract_state,
+        example_inputs,
+        init_state,
+        make_optimizer,
+        make_train_step,
+        padded_batches,
+    )
+
+    x, future, static = _inputs(batch=5)
+    model = ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=(3,)).build(
+        output_size=3, future_steps=3, n_future=2, n_static=2
+    )
+    assert isinstance(model, Forecaster) and model.n_covariates == 8
+    assert not isinstance(ModelConfig().build(output_size=3, future_steps=3), Forecaster)
+    inputs = ForecastInputs(np.asarray(x), np.asarray(future), np.asarray(static))
+    batches = list(padded_batches(inputs, np.ones((5, 3, 1), np.float32), 4))
+    assert [n for _, n in batches] == [4, 1]
+    last = batches[1][0]
+    np.testing.assert_array_equal(last.x.future[0], inputs.future[4])
+    np.testing.assert_array_equal(last.x.static[1:], np.zeros((3, 2)))
+    assert last.weight.tolist() == [1.0, 0.0, 0.0, 0.0]
+    optimizer = make_optimizer(TrainConfig(), total_steps=10)
+    example = example_inputs(3, future_steps=3, n_future=2, n_static=2)
+    shapes = abstract_state(model, optimizer, example)
+    state = init_state(model, optimizer, jax.random.key(0), example)
+    assert jax.tree.map(lambda a: a.shape, state) == jax.tree.map(lambda a: a.shape, shapes)
+    # the pytree and the three arrays give the same forecast
+    np.testing.assert_array_equal(
+        model.apply({"params": state.params}, inputs),
+        model.apply({"params": state.params}, x, future, static),
+    )
+    with pytest.raises(ValueError, match="inside ForecastInputs or separately, not both"):
+        model.apply({"params": state.params}, inputs, future)
+    step = make_train_step(model, optimizer, TrainConfig())
+    before = jax.tree.map(np.array, state.params)
+    state, metrics = step(state, shard_batch(make_mesh(), batches[0][0]), jax.random.key(1))
+    assert np.isfinite(metrics.loss)
+    kernel = np.asarray(state.params["head"]["dense_0"]["kernel"])
+    moved = kernel != before["head"]["dense_0"]["kernel"]
+    assert moved[4:].all()  # every covariate row of the head learns

@@ -326,8 +326,17 @@ class ModelConfig(_Section):
         check_bool("bidirectional", self.bidirectional)
         check_fraction("dropout_rate", self.dropout_rate)
 
-    def build(self, output_size: int):
-        """The ``LSTMModel`` with these settings and ``output_size`` outputs."""
+    def build(self, output_size: int, future_steps: int = 0, n_future: int = 0, n_static: int = 0):
+        """The model with these settings and ``output_size`` outputs: an ``LSTMModel``, or with
+        covariates (``n_future`` over ``future_steps`` horizon steps, ``n_static``) a
+        ``Forecaster`` built of the same pieces."""
+        if n_future or n_static:
+            from .forecaster import Forecaster
+
+            return Forecaster(
+                **dataclasses.asdict(self), output_size=output_size,
+                future_steps=future_steps if n_future else 0, n_future=n_future, n_static=n_static,
+            )  # fmt: skip
         from .model import LSTMModel
 
         return LSTMModel(**dataclasses.asdict(self), output_size=output_size)

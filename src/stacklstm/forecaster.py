@@ -37,7 +37,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -50,6 +50,23 @@ from .model import MLPHead, aggregate, check_model_args, check_model_input
 
 Array = jax.Array
 Dtype = Any
+
+
+class ForecastInputs(NamedTuple):
+    """A batch of model inputs with covariates, as one pytree (what the training step feeds).
+
+    ``Forecaster(inputs)`` is ``Forecaster(inputs.past, inputs.future, inputs.static)``.
+
+    Attributes:
+        past: ``(batch, window, features)`` the past window.
+        future: ``(batch, horizon, n_future)`` the future covariates over the horizon
+            (``n_future`` may be 0).
+        static: ``(batch, n_static)`` the static covariates (``n_static`` may be 0).
+    """
+
+    past: Any
+    future: Any
+    static: Any
 
 
 class Forecaster(nn.Module):
@@ -118,7 +135,8 @@ class Forecaster(nn.Module):
         """Forecasts from a batch of past windows and their covariates.
 
         Args:
-            x: ``(batch, window, features)`` or ``(batch, window)`` (one feature).
+            x: ``(batch, window, features)`` or ``(batch, window)`` (one feature); or a
+                :class:`ForecastInputs` holding all three inputs.
             future: ``(batch, future_steps, n_future)`` values over the horizon; None when
                 ``n_future == 0``.
             static: ``(batch, n_static)``; None when ``n_static == 0``.
@@ -131,6 +149,12 @@ class Forecaster(nn.Module):
             ValueError: ``future`` or ``static`` missing, given when the model has none, or of
                 another shape than ``(batch, future_steps, n_future)`` / ``(batch, n_static)``.
         """
+        if isinstance(x, ForecastInputs):
+            if future is not None or static is not None:
+                raise ValueError(
+                    "pass future and static inside ForecastInputs or separately, not both"
+                )
+            x, future, static = x
         x, seq_lengths = check_model_input(x, seq_lengths)
         batch = x.shape[0]
         future = self._covariate(
