@@ -245,8 +245,7 @@ class DataConfig(_Section):
                 )
             if self.id_column in (*self.target, *self.features, self.time_column):
                 raise SettingError(
-                    f"id_column {self.id_column!r} is also the time column or a target or "
-                    "feature",
+                    f"id_column {self.id_column!r} is also the time column or a target or feature",
                     "id_column",
                 )
         for size, fraction in (("val_size", "val_fraction"), ("test_size", "test_fraction")):

@@ -10,6 +10,7 @@ batch, never with ``windows x window``.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -266,7 +267,10 @@ class Splits:
     n_train: int
     n_val: int
     n_test: int
-    rows: np.ndarray | None = None  # (n_series, 3) int64 (n_train, n_val, n_test) per series
+    #: ``(n_series, 3)`` int64: ``(n_train, n_val, n_test)`` of each series kept.
+    rows: np.ndarray | None = None
+    #: The series the windows index (a panel's without the series left out).
+    series: Series | None = None
 
 
 def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
@@ -345,9 +349,7 @@ def _hold(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> Held
     )
 
 
-def _windows(
-    held: HeldSeries, origins: Sequence[np.ndarray], cfg: DataConfig
-) -> WindowSet:
+def _windows(held: HeldSeries, origins: Sequence[np.ndarray], cfg: DataConfig) -> WindowSet:
     """Windows ending at ``origins[i]`` (held rows) in series ``i``, in that order."""
     nt = held.original.shape[1]
     series = np.concatenate(
@@ -356,10 +358,8 @@ def _windows(
     )
     origin = np.concatenate([np.asarray(o, np.int64) for o in origins] or [np.zeros(0, np.int64)])
     # (n, n_targets): the model-space target value at the origin, or nothing to subtract
-    if cfg.normalize == "window":
-        anchor = held.model[origin, :nt]
-    else:
-        anchor = np.zeros((origin.size, nt))
+    window_relative = cfg.normalize == "window"
+    anchor = held.model[origin, :nt] if window_relative else np.zeros((origin.size, nt))
     return WindowSet(
         held=held,
         origin=origin,
@@ -406,9 +406,7 @@ def _split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> 
     return None
 
 
-def _skip_short(
-    series: Series, problems: dict[int, str], cfg: DataConfig, what: str
-) -> Series:
+def _skip_short(series: Series, problems: dict[int, str], cfg: DataConfig, what: str) -> Series:
     """The panel without the series in ``problems`` (position -> reason), each named in a
     warning; with ``cfg.strict``, a DataError instead. DataError when none is left."""
     if not problems:
@@ -527,6 +525,7 @@ def make_splits(
         n_val=int(totals[:, 1].sum()),
         n_test=int(totals[:, 2].sum()),
         rows=totals,
+        series=series,
     )
     return splits, scaler
 
@@ -553,7 +552,9 @@ def select_series(series: Series, ids: Sequence[str]) -> Series:
     return series.select(sorted({position[name] for name in ids}))
 
 
-def make_inference_windows(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> WindowSet:
+def make_inference_windows(
+    series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler
+) -> WindowSet:
     """Windows at every origin with a full input window, stride 1, up to the last row.
 
     For an origin shared with :func:`make_splits` (same series, config and scaler), the
@@ -593,6 +594,5 @@ def make_inference_windows(series: Series, cfg: DataConfig, scaler: Scaler | Pan
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
     held = _hold(series, cfg, scaler)
     bounds = series.bounds
-    origins = [np.arange(start + lowest, stop) for start, stop in zip(bounds[:-1], bounds[1:],
-                                                                        strict=True)]  # fmt: skip
+    origins = [np.arange(start + lowest, stop) for start, stop in itertools.pairwise(bounds)]
     return _windows(held, origins, cfg)
