@@ -160,16 +160,19 @@ def test_a_short_series_is_named_and_skipped_or_refused_with_strict(caplog):
     series, cfg = prepared(frame, window=3, horizon=2, val_size=4, test_size=5)
     with caplog.at_level(logging.WARNING, logger="stacklstm.data"):
         splits, scaler = make_splits(series, cfg)
-    assert "skipped 1 series too short for a training window: 'c' (12 rows: the training " \
-        "split has 3 of 12 rows (val_size=4, test_size=5)" in caplog.text  # fmt: skip
+    expected = (
+        "skipped 1 series for training: 'c' (12 rows: the training split has 3 of 12 rows "
+        "(val_size=4, test_size=5) but window (3) + horizon (2) = 5"
+    )
+    assert expected in caplog.text
     assert scaler.ids == ("a", "b") and splits.test.ids == ("a", "b")
     assert splits.train.y_true.max() < 5000  # no window of c
     series, cfg = prepared(frame, window=3, horizon=2, val_size=4, test_size=5, strict=True)
-    raises_one_line(r"1 series too short for a training window: 'c' \(12 rows", make_splits,
+    raises_one_line(r"1 series cannot be used for training: 'c' \(12 rows", make_splits,
                     series, cfg)  # fmt: skip
     series, cfg = prepared(frame, window=30, horizon=2)
-    raises_one_line("every series is too short for a training window: 'a'", make_splits,
-                    series, cfg)  # fmt: skip
+    message = r"no series can be used for training: 'a' \(20 rows: the training split has 14"
+    raises_one_line(message, make_splits, series, cfg)
 
 
 def test_inference_windows_skip_series_the_run_did_not_train_on(caplog):

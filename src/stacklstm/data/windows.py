@@ -406,26 +406,28 @@ def _split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> 
     return None
 
 
-def _skip_short(series: Series, problems: dict[int, str], cfg: DataConfig, what: str) -> Series:
-    """The panel without the series in ``problems`` (position -> reason), each named in a
-    warning; with ``cfg.strict``, a DataError instead. DataError when none is left."""
+def _skip_series(series: Series, problems: dict[int, str], cfg: DataConfig, what: str) -> Series:
+    """The panel without the series in ``problems`` (position -> why it cannot be used for
+    ``what``), each named in a warning; with ``cfg.strict``, a DataError instead. DataError
+    when no series is left."""
     if not problems:
         return series
     assert series.ids is not None
     named = [f"{series.ids[i]!r} ({reason})" for i, reason in list(problems.items())[:_MAX_NAMED]]
-    more = f" and {len(problems) - _MAX_NAMED} more" if len(problems) > _MAX_NAMED else ""
+    listed = "; ".join(named) + (
+        f" and {len(problems) - _MAX_NAMED} more" if len(problems) > _MAX_NAMED else ""
+    )
     if cfg.strict:
         raise DataError(
-            f"{len(problems)} series too short for {what}: {'; '.join(named)}{more}; drop "
-            "them or turn off `strict` to skip them"
+            f"{len(problems)} series cannot be used for {what}: {listed}; drop them or turn "
+            "off `strict` to skip them"
         )
     if len(problems) == series.n_series:
         raise DataError(
-            f"every series is too short for {what}: {'; '.join(named)}{more}; lower `window` "
-            "or `horizon`, or use longer series"
+            f"no series can be used for {what}: {listed}; lower `window` or `horizon`, or use "
+            "longer series"
         )
-    log.warning("skipped %d series too short for %s: %s%s", len(problems), what,
-                "; ".join(named), more)  # fmt: skip
+    log.warning("skipped %d series for %s: %s", len(problems), what, listed)
     keep = [i for i in range(series.n_series) if i not in problems]
     return series.select(keep)
 
@@ -489,7 +491,7 @@ def make_splits(
                 if name not in known and i not in problems:
                     problems[i] = "no scaler: the run was not trained on it"
         kept = [i for i in range(series.n_series) if i not in problems]
-        series = _skip_short(series, problems, cfg, "a training window")
+        series = _skip_series(series, problems, cfg, "training")
         rows = [rows[i] for i in kept]
     bounds = series.bounds
     if scaler is None:
@@ -590,7 +592,7 @@ def make_inference_windows(
                 problems[i] = "no scaler: the run was not trained on it"
             elif n <= lowest:
                 problems[i] = f"{n} rows, one input window needs {lowest + 1}"
-        series = _skip_short(series, problems, cfg, "forecasts")
+        series = _skip_series(series, problems, cfg, "forecasts")
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
     held = _hold(series, cfg, scaler)
     bounds = series.bounds
