@@ -292,9 +292,10 @@ def tune(
 
     optuna = _import_optuna()
     check_positive_int("trials", trials)
-    if base.data.val_fraction <= 0:
+    if base.data.val_size == 0 or (base.data.val_size is None and base.data.val_fraction <= 0):
         raise SettingError(
-            "the search minimises the validation loss: `val_fraction` must be above 0"
+            "the search minimises the validation loss: `val_fraction` must be above 0 (or "
+            "`val_size`)"
         )
     dims = SearchSpace.from_dict(default_space(base) if space is None else space, base)
     out_dir = Path(out_dir)
