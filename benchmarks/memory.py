@@ -11,7 +11,9 @@ Cases (window 32 unless named; one target, a random walk with a weekly wave):
 The table is written first (not measured); then each phase runs as
 ``python -m stacklstm train|predict ...`` in a child process, and the peak resident set size
 is that child's own ``ru_maxrss`` (from ``os.wait4``). ``import-only`` is the floor: a
-process that imports stacklstm's training loop and JAX and does nothing.
+process that imports stacklstm's training loop and JAX and does nothing; ``one batch, no
+data`` is a process that trains the same model for 3 steps on one random batch of the case's
+window and forecasts it, with no table at all: what the model itself costs per batch.
 
 Run: python benchmarks/memory.py [--cases rows-10k,window-1024] [--out DIR] [--python PY]
 (``--python``: the interpreter of another checkout, to measure it with the same cases.)
@@ -104,6 +106,36 @@ def import_floor(python: str) -> dict:
     return {"peak_rss_mb": round(int(done.stdout.split()[-1]) * 1024 / 1e6)}
 
 
+#: A child that trains 3 steps of the same model on one random batch, then forecasts it:
+#: the peak RSS of the model's own work on one batch, with no data path at all.
+_ONE_BATCH = """
+import resource, sys
+import jax, numpy as np
+from stacklstm.config import ModelConfig, TrainConfig
+from stacklstm.train.step import Batch, init_state, make_optimizer, make_predict_step
+from stacklstm.train.step import make_train_step
+window, columns, batch = map(int, sys.argv[1:4])
+model = ModelConfig(lstm_hidden_size=32, num_lstm_layers=1, linear_layer_sizes=(16,)).build(1)
+cfg = TrainConfig(batch_size=batch, epochs=1, baselines="naive")
+optimizer = make_optimizer(cfg, 10)
+x = np.random.default_rng(0).normal(size=(batch, window, columns)).astype(np.float32)
+state = init_state(model, optimizer, jax.random.key(0), x[:1, :1])
+step = make_train_step(model, optimizer, cfg)
+data = Batch(x, np.zeros((batch, 1, 1), np.float32), np.ones(batch, np.float32))
+for _ in range(3):
+    state, metrics = step(state, data, jax.random.key(1))
+jax.block_until_ready(make_predict_step(model)(state.params, x))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def one_batch(python: str, window: int, columns: int, batch: int = 256) -> dict:
+    """Peak RSS of the model training and forecasting one batch, without any data path."""
+    argv = [python, "-c", _ONE_BATCH, str(window), str(columns), str(batch)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return {"peak_rss_mb": round(int(done.stdout.split()[-1]) * 1024 / 1e6)}
+
+
 def measure(name: str, python: str, folder: Path) -> dict:
     case = CASES[name]
     data, run = folder / f"{name}.csv", folder / f"run-{name}"
@@ -111,7 +143,9 @@ def measure(name: str, python: str, folder: Path) -> dict:
     window = ["--window", str(case["window"])]
     train = run_child(python, ["train", "--data", str(data), "--out", str(run), *flags, *window,
                                *TRAIN_FLAGS], folder / f"{name}.train.log")  # fmt: skip
-    out = {"case": name, **case, "train": train}
+    columns = 1 + case.get("features", 0)
+    out = {"case": name, **case, "one_batch": one_batch(python, case["window"], columns),
+           "train": train}  # fmt: skip
     if train["returncode"] == 0:
         out["predict"] = run_child(
             python,
@@ -137,15 +171,17 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = measure(name, args.python, Path(tmp))
             print(json.dumps(results[name]), file=sys.stderr)
     lines = ["| case | train: wall (s) | train: peak RSS (MB) | predict: wall (s) | "
-             "predict: peak RSS (MB) |", "|---|---|---|---|---|"]  # fmt: skip
-    lines.append(f"| import only | | {results['import-only']['peak_rss_mb']} | | |")
+             "predict: peak RSS (MB) | one batch, no data (MB) |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines.append(f"| import only | | {results['import-only']['peak_rss_mb']} | | | |")
     for name in names:
         r = results[name]
         p = r.get("predict", {})
         failed = "" if r["train"]["returncode"] == 0 else " (failed)"
         lines.append(
             f"| {name}{failed} | {r['train']['wall_s']} | {r['train']['peak_rss_mb']} | "
-            f"{p.get('wall_s', '')} | {p.get('peak_rss_mb', '')} |"
+            f"{p.get('wall_s', '')} | {p.get('peak_rss_mb', '')} | "
+            f"{r['one_batch']['peak_rss_mb']} |"
         )
     table = "\n".join(lines)
     print(table)

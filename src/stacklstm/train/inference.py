@@ -39,8 +39,16 @@ log = logging.getLogger(__name__)
 
 PREDICTIONS_FILE = "predictions.csv"
 
-#: Batches forecast between two host syncs (bounds what waits on the device).
-SYNC_EVERY = 256
+#: Bytes of gathered batches that may wait on the device (dispatched, not yet run) before
+#: the host waits for them: JAX dispatches ahead, and each waiting batch holds its inputs.
+QUEUE_BYTES = 32 * 2**20
+
+
+def sync_every(windows: WindowSet, batch_size: int) -> int:
+    """Batches to dispatch between two host syncs: as many as :data:`QUEUE_BYTES` of inputs
+    hold (1 to 256), so waiting batches stay bounded whatever the window."""
+    batch_bytes = 4 * batch_size * windows.window * windows.n_columns  # float32 inputs
+    return max(1, min(256, QUEUE_BYTES // max(batch_bytes, 1)))
 
 
 def window_batches(
@@ -124,10 +132,11 @@ def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarr
         return np.zeros((0, windows.horizon, windows.n_targets))
     predict_step = predict_step or make_predict_step(run.model)
     outputs, counts, host = [], [], []
+    every = sync_every(windows, run.batch_size)
     for batch, n_real in window_batches(windows, run.batch_size, targets=False):
         outputs.append(predict_step(run.params, shard_batch(run.mesh, batch.x, whole=True)[0]))
         counts.append(n_real)
-        if len(outputs) == SYNC_EVERY:  # every process gets all rows
+        if len(outputs) == every:  # every process gets all rows
             host.extend(gather(outputs))
             outputs = []
     host.extend(gather(outputs))

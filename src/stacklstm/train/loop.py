@@ -59,7 +59,7 @@ from ..distributed import (
 from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
-from .inference import window_batches
+from .inference import sync_every, window_batches
 from .lock import RunLock
 from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
 from .report import Report, evaluate_run
@@ -152,21 +152,18 @@ def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, m
     """Mean loss over all ``windows`` (padding masked out), gathered a batch at a time.
 
     Every process passes all ``windows``; the result is the same on every process. The
-    host syncs once per :data:`SYNC_EVERY` batches (so the batches waiting on the device
-    stay bounded), and the sum is taken on the host at the end.
+    host syncs every few batches (:func:`~stacklstm.train.inference.sync_every`, so that
+    the batches waiting on the device stay bounded), and sums on the host at the end.
     """
     host, sums = [], []
+    every = sync_every(windows, batch_size)
     for batch, _ in window_batches(windows, batch_size):
         sums.append(eval_step(params, shard_batch(mesh, batch, whole=True)))
-        if len(sums) == SYNC_EVERY:
+        if len(sums) == every:
             host.extend(host_values(sums))
             sums = []
     host.extend(host_values(sums))
     return math.fsum(float(s) for s, _ in host) / math.fsum(float(w) for _, w in host)
-
-
-#: Batches evaluated or forecast between two host syncs.
-SYNC_EVERY = 256
 
 
 # --------------------------------------------------------------------------- 1. prepare
@@ -367,6 +364,8 @@ class _Trainer:
         self.best: tuple[int, TrainState, Progress] | None = None  # not yet on disk
         self.clocks = {kind: [time.perf_counter(), 0] for kind in ("train", "epoch")}
         self.epoch = self.progress.epoch
+        # steps dispatched ahead hold their batches: wait for the device every so many
+        self.wait_every, self.unwaited = sync_every(plan.train, tcfg.batch_size), 0
 
     def run(self) -> str:
         """Train until finished or ``stop_after_steps``; returns the stop reason."""
@@ -422,6 +421,10 @@ class _Trainer:
             self.state, shard_batch(self.plan.mesh, batch), self.dropout_key
         )
         self.pending.append(step_metrics)
+        self.unwaited += 1
+        if self.unwaited >= self.wait_every:  # no read, no change of numbers: a wait
+            jax.block_until_ready(step_metrics.loss)
+            self.unwaited = 0
         self.step += 1
         for clock in self.clocks.values():
             clock[1] += 1
