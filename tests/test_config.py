@@ -65,8 +65,15 @@ def test_new_fields_say_what_older_runs_meant():
         for f in dataclasses.fields(cls)
         if f.name not in LAYOUT_2_KEYS[section]
     }
-    # what each newer field meant before it existed: older reports scored the naive baselines
-    assert added == {("train", "baselines"): "naive"}
+    # what each newer field meant before it existed: older reports scored the naive baselines;
+    # older runs read one series, split by fractions, and refused nothing for being short
+    assert added == {
+        ("train", "baselines"): "naive",
+        ("data", "id_column"): None,
+        ("data", "val_size"): None,
+        ("data", "test_size"): None,
+        ("data", "strict"): False,
+    }
 
 
 def test_older_spellings_are_aliases():
