@@ -366,6 +366,11 @@ def _bad_value(kind):
         return text
     if typing.get_origin(kind) is Literal:
         return text.filter(lambda s: s not in typing.get_args(kind))
+    if kind == (int | None):  # "none" (or nothing) is a valid value
+        return st.one_of(
+            st.integers(max_value=-1).map(str),
+            text.filter(lambda s: not _is(int, s) and s.strip().lower() not in ("", "none")),
+        )
     if kind == tuple[int, ...]:
         return st.one_of(
             st.lists(st.integers(max_value=0), min_size=1, max_size=3).map(
@@ -396,6 +401,10 @@ _COLUMN_FLAGS = {
     ),
     "--time-column": st.text(min_size=1, max_size=6).filter(
         lambda s: s.strip().lower() not in ("", "none", "date")
+    ),
+    # id: any name ('none' is the default, one series); the bundled table has no id column
+    "--id-column": st.text(min_size=1, max_size=6).filter(
+        lambda s: s.strip().lower() not in ("", "none")
     ),
 }
 
@@ -559,15 +568,30 @@ def test_values_too_large_for_float32_are_refused_before_the_run_folder(tmp_path
     assert code == 0, err
 
 
-def test_windows_that_cannot_fit_in_memory_are_refused_before_allocating(tmp_path):
-    from stacklstm.train.memory import available_memory, windows_bytes
+def test_series_that_cannot_fit_in_memory_are_refused_before_allocating(
+    tmp_path, monkeypatch, cli_run
+):
+    from stacklstm.train import memory
 
     rows = 200_000
     pd.DataFrame({"co2": np.arange(rows, dtype=np.float64)}).to_csv(tmp_path / "t.csv")
-    assert windows_bytes(rows, 100_000, 1) > available_memory()  # 4e11 bytes
+    # windows are gathered per batch: a window of 100000 costs one batch, not rows x window
+    held, batch = memory.series_bytes(rows, 1, 1, 100_000, 32)
+    assert (held, batch) == (rows * (24 + 16 + 2 * 32), 32 * 100_000 * 20)
+    memory.check_series_fit(rows, 1, 1, 100_000, 32, available=held + batch)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10 * 2**20)  # 10 MiB left
     err = _one_line_error(*_main(
-        "train", "--data", tmp_path / "t.csv", "--time-column", "none", "--window", "100000",
-        "--out", tmp_path / "run",
+        "train", "--data", tmp_path / "t.csv", "--time-column", "none", "--out", tmp_path / "run",
     ))  # fmt: skip
-    assert "the windows of 200000 rows x --window 100000 x 1 columns need about 372.5 GiB" in err
-    assert "lower --window or use fewer rows" in err and not (tmp_path / "run").exists()
+    assert (
+        "the series of 200000 rows x 1 columns need about 0.02 GiB held in memory, and one "
+        "batch of 32 windows of 10 steps 0.00 GiB more, but 0.01 GiB of memory is available; "
+        "use fewer rows or columns, or lower --window or --batch-size"
+    ) in err
+    assert not (tmp_path / "run").exists()
+    run, _ = cli_run  # predict and evaluate check the same before reading the series
+    monkeypatch.setattr(memory, "available_memory", lambda: 10_000)  # < 2284 rows' 0.2 MiB
+    before = sorted(run.rglob("*"))
+    for argv in (["predict", run, "--output", tmp_path / "p.csv"], ["evaluate", run]):
+        assert "held in memory" in _one_line_error(*_main(*argv))
+    assert sorted(run.rglob("*")) == before and not (tmp_path / "p.csv").exists()

@@ -65,10 +65,15 @@ def test_new_fields_say_what_older_runs_meant():
         for f in dataclasses.fields(cls)
         if f.name not in LAYOUT_2_KEYS[section]
     }
-    # what each newer field meant before it existed: older reports scored the naive baselines,
+    # what each newer field meant before it existed: older reports scored the naive baselines;
+    # older runs read one series, split by fractions, and refused nothing for being short;
     # older models read past-only features and no calendar
     assert added == {
         ("train", "baselines"): "naive",
+        ("data", "id_column"): None,
+        ("data", "val_size"): None,
+        ("data", "test_size"): None,
+        ("data", "strict"): False,
         ("data", "future_features"): (),
         ("data", "static_features"): (),
         ("data", "calendar"): "none",

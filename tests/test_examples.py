@@ -10,6 +10,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECTED = {
     "quickstart.py": "prediction shape: (32, 1)",
     "forecast_co2.py": "last_value",
+    "forecast_panel.py": "per-series MASE",
     "train_on_csv.py": "last_value",
     "nnx_regressor.py": "prediction shape: (32, 1)",
 }

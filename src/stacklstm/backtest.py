@@ -44,7 +44,7 @@ import numpy as np
 
 from . import baselines
 from .checks import DataError, SettingError, check_positive_int, is_int
-from .config import RunConfig
+from .config import DataConfig, RunConfig
 from .data import bundled_dataset_path, make_inference_windows, prepare_series, read_table
 from .data.windows import split_rows
 from .metrics import forecast_metrics, seasonal_scale
@@ -96,19 +96,26 @@ def model_folds(folds: int, refit: str | int) -> list[int]:
     return [k - k % every for k in range(folds)]
 
 
+def fold_val_rows(data: Any, n_fit: int) -> int:
+    """Validation rows of a fold whose model sees ``n_fit`` rows: ``val_size``, else the
+    ``val_fraction`` of them."""
+    return data.val_size if data.val_size is not None else round(data.val_fraction * n_fit)
+
+
 def fold_config(cfg: RunConfig, n_rows: int, cutoff: int) -> RunConfig:
     """The run settings of a fold: rows ``0 .. cutoff`` for training and validation (the
-    last ``val_fraction`` of them), the rest as the run's test, naive baselines in its own
-    report (the backtest scores the statistical ones itself)."""
+    last ``val_fraction`` of them, or ``val_size``), the rest as the run's test, naive
+    baselines in its own report (the backtest scores the statistical ones itself)."""
     n_fit = cutoff + 1
-    n_val = round(cfg.data.val_fraction * n_fit)
+    n_val = fold_val_rows(cfg.data, n_fit)
     n_test = n_rows - n_fit
-    fold = cfg.replace(
-        {
-            "data": {"val_fraction": n_val / n_rows, "test_fraction": n_test / n_rows},
-            "train": {"baselines": "naive"},
-        }
-    )
+    if cfg.data.val_size is None and cfg.data.test_size is None:
+        rows = {"val_fraction": n_val / n_rows, "test_fraction": n_test / n_rows}
+    else:  # sizes: the fold's rows exactly (the fractions left at their defaults, unused)
+        default = DataConfig()
+        rows = {"val_size": n_val, "test_size": n_test, "val_fraction": default.val_fraction,
+                "test_fraction": default.test_fraction}  # fmt: skip
+    fold = cfg.replace({"data": rows, "train": {"baselines": "naive"}})
     if split_rows(n_rows, fold.data) != (n_fit - n_val, n_val, n_test):  # pragma: no cover
         raise RuntimeError(f"the fractions of the fold at {cutoff} do not give its rows back")
     return fold
@@ -166,6 +173,12 @@ def _prepare(
     if not isinstance(cfg, RunConfig):
         raise TypeError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
     cfg.validate()
+    if cfg.data.id_column is not None:
+        raise SettingError(
+            "backtest runs on one series; a panel (`id_column`) is not supported yet: "
+            "train it with stacklstm train, whose report scores every series",
+            "id_column",
+        )
     baselines.require(cfg.train.baselines)
     saved = read_plan(out_dir) if resume else {}
     if resume and data_path is None and saved["data_path"] is not None:
@@ -182,7 +195,7 @@ def _prepare(
     needed = data.window + data.horizon + int(data.difference)
     for fold in sorted(set(uses)):  # the folds that train a model
         n_fit = cutoffs[fold] + 1
-        n_val = round(data.val_fraction * n_fit)
+        n_val = fold_val_rows(data, n_fit)
         if n_fit - n_val < needed:
             raise DataError(
                 f"fold {fold}'s cut-off leaves {n_fit} rows, {n_fit - n_val} for training "

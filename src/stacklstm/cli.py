@@ -44,6 +44,8 @@ examples:
   stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
   stacklstm predict runs/sales --data sales.csv --output forecasts.csv
+  stacklstm train --data stores.csv --id-column store --target sales --time-column day \\
+      --test-size 28 --val-size 28 --out runs/stores    # one model for every store's series
   stacklstm export runs/sales --output sales.stacklstm   # one file: jax + numpy to serve
   stacklstm tune --data sales.csv --target units --trials 20 --out runs/tune   # Optuna search
 
@@ -70,6 +72,7 @@ _ARGUMENT_FLAGS = {
     "folds": "--folds",
     "step": "--step",
     "refit": "--refit",
+    "ids": "--ids",
 }
 
 
@@ -169,6 +172,10 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
+def _int_or_none(text: str) -> int | None:
+    return None if text.strip().lower() in ("", "none") else _int(text)
+
+
 def _float(text: str) -> float:
     try:
         return float(text)
@@ -224,6 +231,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                 kwargs.update(type=_ints, metavar="N,M")
             elif kind == (str | None):
                 kwargs.update(type=_column_or_none, metavar="NAME")
+            elif kind == (int | None):
+                kwargs.update(type=_int_or_none, metavar="N")
             else:  # a new field type: teach this function about it
                 raise TypeError(f"no flag type for {cls.__name__}.{field.name}: {kind}")
             group.add_argument(*flags[field.name], **kwargs)
@@ -318,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="forecast from every origin of a table; writes a CSV",
         description=(
             "Forecast from every time step with a full input window. The CSV has the origin's "
-            "time stamp and one column <target>_h<k> per target and horizon step."
+            "time stamp and one column <target>_h<k> per target and horizon step; for a run "
+            "on a panel, first an id column naming the series."
         ),
         epilog="example:\n  stacklstm predict runs/co2 --data co2.csv --output forecasts.csv",
         formatter_class=formatter,
@@ -330,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="CSV to write (default: RUN_DIR/predictions.csv); - for standard output",
     )
+    predict.add_argument(
+        "--ids", type=_names, metavar="A,B",
+        help="for a run on a panel: forecast only these series (default: every series)",
+    )  # fmt: skip
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)
 
@@ -408,6 +422,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         section, _, name = dest.partition(".")
         if name and section in out:
             out[section][name] = value
+    for split in ("val", "test"):
+        if {f"{split}_size", f"{split}_fraction"} <= out["data"].keys():
+            raise UsageError(
+                f"--{split}-size and --{split}-fraction are two forms of one setting; give one"
+            )
     return out
 
 
@@ -506,7 +525,7 @@ def _predict(args: argparse.Namespace) -> int:
     from .train.inference import PREDICTIONS_FILE, predict
 
     output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
-    frame = predict(args.run_dir, args.data, output)
+    frame = predict(args.run_dir, args.data, output, ids=args.ids)
     # with `--output -` the CSV is standard output: the note goes to stderr
     note = sys.stderr if str(output) == "-" else sys.stdout
     print(f"wrote {len(frame)} forecasts to {output}", file=note)

@@ -196,6 +196,25 @@ class DataConfig(_Section):
     season: int = setting(
         52, help="period of the series in time steps (52: yearly for weekly data)"
     )
+    id_column: str | None = setting(
+        None,
+        help="column naming the series of a panel (one row per series and time stamp; one "
+        "model for all); 'none': the table is one series",
+        legacy=None,
+    )
+    val_size: int | None = setting(
+        None,
+        help="validation steps per series (the latest before test), instead of val_fraction",
+        legacy=None,
+    )
+    test_size: int | None = setting(
+        None, help="test steps per series (the latest), instead of test_fraction", legacy=None
+    )
+    strict: bool = setting(
+        False,
+        help="refuse a series too short for one window instead of naming and skipping it",
+        legacy=False,
+    )
     future_features: tuple[str, ...] = setting(
         (),
         help="input column(s) known in advance (a promotion plan, prices): the model sees their "
@@ -282,6 +301,30 @@ class DataConfig(_Section):
             check_positive_int(name, getattr(self, name))
         check_fraction("val_fraction", self.val_fraction)
         check_fraction("test_fraction", self.test_fraction)
+        if self.id_column is not None:
+            if not isinstance(self.id_column, str) or not self.id_column:
+                raise SettingTypeError(
+                    f"id_column must be a column name or None, got {self.id_column!r}",
+                    "id_column",
+                )
+            listed = [name for names in self.roles.values() for name in names]
+            if self.id_column in (*listed, self.time_column):
+                raise SettingError(
+                    f"id_column {self.id_column!r} is also the time column or a target or feature",
+                    "id_column",
+                )
+        for size, fraction in (("val_size", "val_fraction"), ("test_size", "test_fraction")):
+            if getattr(self, size) is None:
+                continue
+            check_int(size, getattr(self, size), 0, 2**31 - 1)
+            default = next(f.default for f in dataclasses.fields(self) if f.name == fraction)
+            if getattr(self, fraction) != default:  # both forms given (the default is unset)
+                raise SettingError(
+                    f"give {size} or {fraction}, not both (got {size}={getattr(self, size)} "
+                    f"and {fraction}={getattr(self, fraction)})",
+                    size,
+                )
+        check_bool("strict", self.strict)
         if self.val_fraction + self.test_fraction >= 1.0:
             raise SettingError(
                 "val_fraction + test_fraction must be below 1 so that rows remain for training, "

@@ -292,9 +292,10 @@ def tune(
 
     optuna = _import_optuna()
     check_positive_int("trials", trials)
-    if base.data.val_fraction <= 0:
+    if base.data.val_size == 0 or (base.data.val_size is None and base.data.val_fraction <= 0):
         raise SettingError(
-            "the search minimises the validation loss: `val_fraction` must be above 0"
+            "the search minimises the validation loss: `val_fraction` must be above 0 (or "
+            "`val_size`)"
         )
     dims = SearchSpace.from_dict(default_space(base) if space is None else space, base)
     out_dir = Path(out_dir)
@@ -402,8 +403,11 @@ def _plot(the_study: Any, out_dir: Path) -> None:
 def to_toml(config: Mapping[str, Mapping[str, Any]]) -> str:
     """A nested ``{"section": {key: value}}`` config as TOML (what ``--config`` reads).
 
+    A None value whose field defaults to None (``id_column``, say) is left out: read back,
+    it takes that default.
+
     Raises:
-        SettingError: A None value (``time_column=None``), which TOML cannot spell.
+        SettingError: Any other None value (``time_column=None``), which TOML cannot spell.
 
     Example:
         >>> print(to_toml({"model": {"lstm_hidden_size": 8, "linear_layer_sizes": [8]}}))
@@ -415,7 +419,12 @@ def to_toml(config: Mapping[str, Mapping[str, Any]]) -> str:
     lines = []
     for section, values in config.items():
         lines.append(f"[{section}]")
+        fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if (
+            section in SECTIONS
+        ) else {}  # fmt: skip
         for key, value in values.items():
+            if value is None and key in fields and fields[key].default is None:
+                continue  # the default: leaving it out reads back the same
             if value is None:
                 raise SettingError(
                     f"[{section}] {key} is None, which TOML cannot write; use a YAML config for it"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +33,18 @@ class Series:
         freq: The regular step as a pandas offset alias (e.g. ``"7D"``, ``"MS"``), the
             step of whole-number stamps (``"1"``), or None when the time stamps are absent or
             irregular.
+        ids: The names of the series of a panel (``DataConfig.id_column``), sorted; None
+            for a table that is one series.
+        offsets: ``(n_series + 1,)`` int64: series ``i`` is rows ``offsets[i]:offsets[i+1]``
+            of ``values`` (and ``times``); None for one series.
+
+    Example:
+        >>> frame = pd.DataFrame({"id": ["b", "a", "b", "a"], "t": [1, 1, 2, 2],
+        ...                       "y": [10.0, 1.0, 20.0, 2.0]})
+        >>> s = prepare_series(frame, DataConfig(target=("y",), time_column="t",
+        ...                    id_column="id", window=1, horizon=1))
+        >>> s.ids, s.bounds.tolist(), s.values[:, 0].tolist()
+        (('a', 'b'), [0, 2, 4], [1.0, 2.0, 10.0, 20.0])
     """
 
     values: np.ndarray
@@ -40,9 +53,41 @@ class Series:
     n_targets: int
     n_filled: int = 0
     freq: str | None = None
+    ids: tuple[str, ...] | None = None
+    offsets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
+
+    @property
+    def n_series(self) -> int:
+        return 1 if self.ids is None else len(self.ids)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """``(n_series + 1,)`` int64 row bounds of the series (``[0, len]`` for one series)."""
+        if self.offsets is None:
+            return np.array([0, len(self)], dtype=np.int64)
+        return self.offsets
+
+    def select(self, keep: Sequence[int] | np.ndarray) -> Series:
+        """The panel's series at positions ``keep`` (ascending), rows copied; ``self`` when
+        ``keep`` is every series."""
+        keep = np.asarray(keep, dtype=np.int64)
+        if self.ids is None or np.array_equal(keep, np.arange(self.n_series)):
+            return self
+        bounds = self.bounds
+        rows = np.concatenate(
+            [np.arange(bounds[i], bounds[i + 1]) for i in keep] or [np.zeros(0, np.int64)]
+        )
+        lengths = bounds[keep + 1] - bounds[keep]
+        return dataclasses.replace(
+            self,
+            values=self.values[rows],
+            times=None if self.times is None else self.times[rows],
+            ids=tuple(self.ids[i] for i in keep),
+            offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        )
 
 
 def _rows_text(rows: Sequence[int] | np.ndarray) -> str:
@@ -221,6 +266,12 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
     Regular time stamps: every step a whole multiple of the median step, business days, or
     calendar months/quarters/years. Irregular stamps are kept as they are.
 
+    A panel (``cfg.id_column`` set) holds many series, one row per series and time stamp:
+    the rows are ordered by series name, then time; each series is cleaned on its own (gaps
+    are filled within it, never across two); every series needs the same regular time step.
+    Its series may differ in length and start; which are too short for a window is decided
+    when the windows are cut (:func:`~stacklstm.data.make_splits`).
+
     Args:
         frame: The table, e.g. from :func:`read_table`; row 1 is its first row.
         cfg: Which columns to use and how to treat gaps.
@@ -234,7 +285,9 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         DataError: Unknown column (the message lists those available), non-numeric value
             (names the row), all-empty column, Inf (names rows), unparseable or repeated
             time stamp, gaps with ``gaps="reject"`` (names rows), or fewer rows than
-            ``window + horizon`` (+1 with ``difference``).
+            ``window + horizon`` (+1 with ``difference``). For a panel also: an empty id, a
+            series that repeats a time stamp, has irregular stamps, another time step than
+            the others, or a column without any value.
 
     Example:
         >>> frame = pd.DataFrame({"date": ["2000-01-03", "2000-01-01", "2000-01-02"],
@@ -249,7 +302,7 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
     if len(frame) == 0:
         raise DataError("the table has no data rows; expected a header row and data rows")
     columns = cfg.target + cfg.features
-    wanted = columns + ((cfg.time_column,) if cfg.time_column is not None else ())
+    wanted = columns + tuple(c for c in (cfg.time_column, cfg.id_column) if c is not None)
     header = [str(c) for c in frame.columns]
     for name in wanted:
         if header.count(name) == 0:
@@ -281,6 +334,9 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
                 f"gaps='reject' but rows {_rows_text(empty + 1)} hold empty values; "
                 "fill them or use gaps='interpolate'"
             )
+
+    if cfg.id_column is not None:
+        return _prepare_panel(frame, values, columns, cfg)
 
     times: np.ndarray | None = None
     freq: str | None = None
@@ -348,4 +404,122 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         n_targets=len(cfg.target),
         n_filled=n_filled,
         freq=freq,
+    )
+
+
+def _step_text(step: np.timedelta64 | np.integer) -> str:
+    """``1 day``, ``7 days``, ``6:00:00``; a whole number as it is."""
+    if isinstance(step, np.integer | int):
+        return str(int(step))
+    step = pd.Timedelta(step)
+    if step % pd.Timedelta(days=1) == pd.Timedelta(0):
+        return f"{step.days} day" + ("s" if step.days != 1 else "")
+    return str(step)
+
+
+def _series_ids(raw: pd.Series, name: str) -> np.ndarray:
+    """``(rows,)`` object array of each row's series name (as text)."""
+    missing = np.flatnonzero(raw.isna().to_numpy())
+    if missing.size:
+        raise DataError(f"id column {name!r} has no series name in row {missing[0] + 1}")
+    return raw.astype(str).to_numpy(dtype=object)
+
+
+def _prepare_panel(
+    frame: pd.DataFrame, values: np.ndarray, columns: tuple[str, ...], cfg: DataConfig
+) -> Series:
+    """The panel branch of :func:`prepare_series`: ``values`` ``(rows, n_columns)`` float64
+    are the checked columns in file order (NaN where empty)."""
+    name = cfg.id_column
+    codes, uniques = pd.factorize(_series_ids(frame[name], name), sort=True)
+    ids = tuple(str(u) for u in uniques)
+    times: np.ndarray | None = None
+    if cfg.time_column is not None:
+        times = _parse_times(frame[cfg.time_column], cfg.time_column)
+        order = np.lexsort((times.view(np.int64), codes))  # by series, then time
+    else:
+        order = np.argsort(codes, kind="stable")  # by series, then file order
+    codes, values = codes[order], values[order]
+    if times is not None:
+        times = times[order]
+        repeated = np.flatnonzero((codes[1:] == codes[:-1]) & (times[1:] == times[:-1]))
+        if repeated.size:
+            i = int(repeated[0])
+            raise DataError(
+                f"series {ids[codes[i]]!r} (id column {name!r}) repeats "
+                f"{_stamp_text(times[i])} in rows {order[i] + 1} and {order[i + 1] + 1}; "
+                "expected one row per series and time stamp"
+            )
+    bounds = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1, [codes.size]])
+    pieces: list[tuple[np.ndarray, np.ndarray | None]] = []
+    freq: str | None = None
+    freq_of: str | None = None  # the series that set `freq`
+    n_inserted = n_filled = 0
+    for i, series_id in enumerate(ids):
+        part = values[bounds[i] : bounds[i + 1]]
+        stamps = None if times is None else times[bounds[i] : bounds[i + 1]]
+        if stamps is not None and stamps.size >= 3:
+            regular = _regular_grid(stamps)
+            if regular is None:
+                steps = np.unique(np.diff(stamps))
+                raise DataError(
+                    f"series {series_id!r} (id column {name!r}) has irregular time stamps "
+                    f"(steps of {_step_text(steps[0])} and {_step_text(steps[-1])}); every "
+                    "series of a panel needs one regular time step"
+                )
+            grid, step = regular
+            if freq is None:
+                freq, freq_of = step, series_id
+            elif step != freq:
+                raise DataError(
+                    f"series {series_id!r} (id column {name!r}) has a time step of {step} but "
+                    f"series {freq_of!r} has {freq}; every series of a panel needs the same step"
+                )
+            if grid.size > stamps.size:
+                missing = grid.size - stamps.size
+                first_gap = _stamp_text(grid[~np.isin(grid, stamps)][0])
+                if missing > stamps.size:
+                    raise DataError(
+                        f"series {series_id!r} has {stamps.size} stamps but {missing} missing "
+                        f"steps of {step} between them; check its dates"
+                    )
+                if cfg.gaps == "reject":
+                    raise DataError(
+                        f"gaps='reject' but series {series_id!r} misses {missing} time stamps "
+                        f"of step {step}, the first {first_gap}; add them or use "
+                        "gaps='interpolate'"
+                    )
+                full = np.full((grid.size, part.shape[1]), np.nan)
+                full[np.searchsorted(grid, stamps)] = part
+                part, stamps = full, grid
+                n_inserted += missing
+        empty_rows = np.isnan(part).any(axis=1)
+        if empty_rows.any():
+            empty = np.flatnonzero(np.isnan(part).all(axis=0))
+            if empty.size:
+                raise DataError(
+                    f"series {series_id!r} (id column {name!r}) has no values in column "
+                    f"{columns[empty[0]]!r}; fill it or drop the series"
+                )
+            n_filled += int(empty_rows.sum())
+            part = _fill_gaps(part, stamps)
+        pieces.append((part, stamps))
+    if n_inserted:
+        log.info("inserted %d missing time stamps", n_inserted)
+    if n_filled:
+        log.info("filled %d rows with missing values by linear interpolation", n_filled)
+    if n_inserted or n_filled:
+        values = np.concatenate([part for part, _ in pieces])
+        if times is not None:
+            times = np.concatenate([stamps for _, stamps in pieces])  # type: ignore[misc]
+    lengths = np.array([part.shape[0] for part, _ in pieces], dtype=np.int64)
+    return Series(
+        values=values,
+        times=times,
+        columns=columns,
+        n_targets=len(cfg.target),
+        n_filled=n_filled,
+        freq=freq,
+        ids=ids,
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
     )

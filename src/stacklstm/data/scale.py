@@ -125,3 +125,146 @@ class Scaler:
         if not (np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()):
             raise DataError("scaler centers must be finite and scales finite and positive")
         return cls(data["kind"], columns, int(data["n_targets"]), center, scale)
+
+
+@dataclass(frozen=True, eq=False)
+class PanelScaler:
+    """One :class:`Scaler` per series of a panel, each fitted on that series' training rows.
+
+    Attributes:
+        kind: Which statistic pair (as :class:`Scaler`).
+        columns: Column names; the first ``n_targets`` are the targets.
+        n_targets: Number of target columns.
+        ids: The series' names, in the order of the rows of ``center`` and ``scale``.
+        center: ``(n_series, n_columns)`` float64.
+        scale: ``(n_series, n_columns)`` float64, all > 0.
+
+    Example:
+        >>> values = np.array([[0.0], [2.0], [10.0], [30.0]])  # series a: rows 0-1, b: 2-3
+        >>> s = PanelScaler.fit(values, np.array([0, 2, 4]), [2, 2], "minmax", ("y",), 1,
+        ...                     ("a", "b"))
+        >>> s.center.tolist(), s.scale.tolist()
+        ([[0.0], [10.0]], [[2.0], [20.0]])
+        >>> s.transform(values, np.array([0, 2, 4]))[:, 0].tolist()
+        [0.0, 1.0, 0.0, 1.0]
+    """
+
+    kind: ScalerKind
+    columns: tuple[str, ...]
+    n_targets: int
+    ids: tuple[str, ...]
+    center: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def fit(
+        cls,
+        values: np.ndarray,
+        bounds: np.ndarray,
+        n_train: Sequence[int] | np.ndarray,
+        kind: ScalerKind,
+        columns: Sequence[str],
+        n_targets: int,
+        ids: Sequence[str],
+        first: int = 0,
+    ) -> PanelScaler:
+        """Fit series ``i``'s scaler on its rows ``bounds[i] + first .. bounds[i] +
+        n_train[i]`` of ``values`` ``(rows, n_columns)`` (``first=1`` skips the undefined
+        first difference)."""
+        fitted = [
+            Scaler.fit(values[start + first : start + int(n)], kind, columns, n_targets)
+            for start, n in zip(np.asarray(bounds)[:-1], n_train, strict=True)
+        ]
+        return cls(
+            kind,
+            tuple(columns),
+            int(n_targets),
+            tuple(ids),
+            np.stack([f.center for f in fitted]),
+            np.stack([f.scale for f in fitted]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def series_scaler(self, i: int) -> Scaler:
+        """The :class:`Scaler` of series ``i``."""
+        return Scaler(self.kind, self.columns, self.n_targets, self.center[i], self.scale[i])
+
+    def transform(self, values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """Scale ``(rows, n_columns)`` values, series ``i`` being rows ``bounds[i]:bounds[i+1]``
+        (``len(self) + 1`` bounds); float64, each series exactly as its :class:`Scaler` does."""
+        values = np.asarray(values, dtype=np.float64)
+        if bounds.shape != (len(self) + 1,) or bounds[-1] != values.shape[0]:
+            raise ValueError(
+                f"expected {len(self) + 1} row bounds ending at {values.shape[0]}, got {bounds}"
+            )
+        out = np.empty_like(values)
+        for i in range(len(self)):
+            rows = slice(bounds[i], bounds[i + 1])
+            out[rows] = (values[rows] - self.center[i]) / self.scale[i]
+        return out
+
+    def select(self, ids: Sequence[str]) -> PanelScaler:
+        """The scalers of the series ``ids`` (in that order); DataError names one it lacks."""
+        position = {name: i for i, name in enumerate(self.ids)}
+        unknown = [name for name in ids if name not in position]
+        if unknown:
+            raise DataError(f"no scaler for series {unknown[0]!r}: the run was not trained on it")
+        rows = np.array([position[name] for name in ids], dtype=np.int64)
+        return PanelScaler(
+            self.kind, self.columns, self.n_targets, tuple(ids), self.center[rows], self.scale[rows]
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (floats round-trip exactly): :meth:`Scaler.to_dict`'s keys, with
+        one list per series for ``center`` and ``scale``, and ``ids``."""
+        return {
+            "kind": self.kind,
+            "columns": list(self.columns),
+            "n_targets": self.n_targets,
+            "ids": list(self.ids),
+            "center": [[float(v) for v in row] for row in self.center],
+            "scale": [[float(v) for v in row] for row in self.scale],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PanelScaler:
+        """Inverse of :meth:`to_dict`; raises DataError on missing keys or bad values."""
+        if not isinstance(data, Mapping) or "ids" not in data:
+            raise DataError("expected a per-series scaler with the key 'ids'")
+        ids = data["ids"]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise DataError(f"scaler ids must be a non-empty list of series names, got {ids!r}")
+        if len(set(ids)) != len(ids):
+            raise DataError("scaler ids must be distinct")
+        center, scale = data.get("center"), data.get("scale")
+        if not isinstance(center, list) or not isinstance(scale, list):
+            raise DataError("scaler centers and scales must be lists, one per series")
+        if len(center) != len(ids) or len(scale) != len(ids):
+            raise DataError(
+                f"a scaler of {len(ids)} series needs {len(ids)} centers and scales, got "
+                f"{len(center)} and {len(scale)}"
+            )
+        rest = {key: value for key, value in data.items() if key != "ids"}
+        fitted = [
+            Scaler.from_dict({**rest, "center": c, "scale": s})
+            for c, s in zip(center, scale, strict=True)
+        ]
+        first = fitted[0]
+        return cls(
+            first.kind,
+            first.columns,
+            first.n_targets,
+            tuple(ids),
+            np.stack([f.center for f in fitted]),
+            np.stack([f.scale for f in fitted]),
+        )
+
+
+def scaler_from_dict(data: Mapping[str, Any]) -> Scaler | PanelScaler:
+    """A run folder's saved scaler: a :class:`PanelScaler` when it names series (``ids``),
+    else a :class:`Scaler` (the only kind older run folders hold)."""
+    if isinstance(data, Mapping) and "ids" in data:
+        return PanelScaler.from_dict(data)
+    return Scaler.from_dict(data)

@@ -1,4 +1,4 @@
-"""Reading tables: CSV/TSV (optionally compressed) and Parquet, and the bundled CO2 series."""
+"""Reading tables: CSV/TSV (optionally compressed) and Parquet, and the bundled tables."""
 
 from __future__ import annotations
 
@@ -23,6 +23,18 @@ def bundled_dataset_path() -> Path:
         ['date', 'co2']
     """
     return Path(str(resources.files("stacklstm.datasets").joinpath("co2_weekly.csv")))
+
+
+def bundled_panel_path() -> Path:
+    """Path of the bundled panel: five quarterly US macroeconomic series, 1959-2009 (columns
+    ``series,date,value``; 1015 rows, 203 per series; see ``datasets/SOURCE.md``).
+
+    Example:
+        >>> frame = read_table(bundled_panel_path())
+        >>> frame.columns.tolist(), frame["series"].nunique(), len(frame)
+        (['series', 'date', 'value'], 5, 1015)
+    """
+    return Path(str(resources.files("stacklstm.datasets").joinpath("us_macro_quarterly.csv")))
 
 
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:

@@ -1,8 +1,18 @@
-"""Windows and splits: split by time, scale, cut windows, window-relative normalisation."""
+"""Windows and splits: split by time, scale, index windows, gather them per batch.
+
+The series (one, or all of a panel's, one after another) are held once, scaled, in model
+space: a :class:`HeldSeries`. A :class:`WindowSet` is an index over it, one origin per
+window plus a few numbers per window (anchor, level); :meth:`WindowSet.gather` builds the
+model inputs and targets of the windows asked for, so memory grows with the series and one
+batch, never with ``windows x window``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,70 +20,192 @@ import numpy as np
 from ..checks import DataError, is_int
 from ..config import DataConfig
 from .clean import Series
-from .scale import Scaler
+from .scale import PanelScaler, Scaler
+
+log = logging.getLogger(__name__)
+
+_MAX_NAMED = 5
+
+
+@dataclass(frozen=True, eq=False)
+class HeldSeries:
+    """The series as the windows read them, held once and shared by every split's windows.
+
+    Attributes:
+        model: ``(rows, n_columns)`` float64 scaled model-space values (first differences
+            with ``difference``, whose first row in each series is NaN); targets first.
+        original: ``(rows, n_targets)`` float64 targets in original units.
+        times: ``(rows,)`` time stamps, or None.
+        offsets: ``(n_series + 1,)`` int64: series ``i`` is rows ``offsets[i]:offsets[i+1]``.
+        ids: The series' names, or None for a table that is one series.
+        center: ``(n_series, n_targets)`` float64 scaler centers of the targets.
+        scale: ``(n_series, n_targets)`` float64 scaler scales of the targets.
+    """
+
+    model: np.ndarray
+    original: np.ndarray
+    times: np.ndarray | None
+    offsets: np.ndarray
+    ids: tuple[str, ...] | None
+    center: np.ndarray
+    scale: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.model.nbytes + self.original.nbytes)
 
 
 @dataclass(frozen=True, eq=False)
 class WindowSet:
-    """Windows cut from one series: model inputs and targets, plus what undoes the transforms.
+    """Windows over held series: an origin per window, inputs and targets gathered on demand.
+
+    Window ``i`` reads rows ``origin[i] - window + 1 .. origin[i]`` (inputs) and
+    ``origin[i] + 1 .. origin[i] + horizon`` (targets) of ``held``, all within one series;
+    targets past the end of its series are NaN.
 
     Attributes:
-        x: ``(n, window, n_columns)`` float32 model inputs (targets first, then features).
-        y: ``(n, horizon, n_targets)`` float32 model-space targets (NaN beyond the data).
-        y_true: ``(n, horizon, n_targets)`` float64 targets in original units (NaN beyond).
-        origin: ``(n,)`` int64 index of each window's last input row in the series.
-        origin_time: ``(n,)`` datetime64 time stamp of that row, or None.
+        held: The series (shared, not copied).
+        origin: ``(n,)`` int64 row of each window's last input in ``held`` (for one series,
+            the row in the series).
+        series: ``(n,)`` int64 position of each window's series in ``held``.
         anchor: ``(n, n_targets)`` float64 model-space value subtracted by window
             normalisation (zeros with ``normalize="none"``).
         level: ``(n, n_targets)`` float64 original-unit target value at the origin.
-        target_center: ``(n_targets,)`` scaler centers of the targets.
-        target_scale: ``(n_targets,)`` scaler scales of the targets.
+        window: Input steps per window.
+        horizon: Target steps per window.
         difference: Whether the model works on first differences.
-        history: ``(time, n_targets)`` float64 original-unit targets of the whole series
-            (shared, not copied), used by :meth:`seasonal_naive`.
     """
 
-    x: np.ndarray
-    y: np.ndarray
-    y_true: np.ndarray
+    held: HeldSeries
     origin: np.ndarray
-    origin_time: np.ndarray | None
+    series: np.ndarray
     anchor: np.ndarray
     level: np.ndarray
-    target_center: np.ndarray
-    target_scale: np.ndarray
+    window: int
+    horizon: int
     difference: bool
-    history: np.ndarray
 
     def __len__(self) -> int:
-        return int(self.x.shape[0])
-
-    @property
-    def horizon(self) -> int:
-        return int(self.y.shape[1])
+        return int(self.origin.shape[0])
 
     @property
     def n_targets(self) -> int:
-        return int(self.y.shape[2])
+        return int(self.anchor.shape[1])
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.held.model.shape[1])
+
+    @property
+    def ids(self) -> tuple[str, ...] | None:
+        return self.held.ids
+
+    @property
+    def local_origin(self) -> np.ndarray:
+        """``(n,)`` int64 row of each origin within its own series."""
+        return self.origin - self.held.offsets[self.series]
+
+    @property
+    def origin_time(self) -> np.ndarray | None:
+        """``(n,)`` time stamp of each origin, or None without a time column."""
+        return None if self.held.times is None else self.held.times[self.origin]
+
+    @property
+    def target_center(self) -> np.ndarray:
+        """``(n, n_targets)`` scaler centers of each window's series."""
+        return self.held.center[self.series]
+
+    @property
+    def target_scale(self) -> np.ndarray:
+        """``(n, n_targets)`` scaler scales of each window's series."""
+        return self.held.scale[self.series]
+
+    @property
+    def history(self) -> np.ndarray:
+        """``(rows, n_targets)`` original-unit targets of every held series (shared)."""
+        return self.held.original
 
     @property
     def target_index(self) -> np.ndarray:
-        """``(n, horizon)`` int64 series row of each target (may be past the data's end)."""
+        """``(n, horizon)`` int64 held row of each target (may be past its series' end)."""
         return self.origin[:, None] + np.arange(1, self.horizon + 1)
+
+    @property
+    def _stop(self) -> np.ndarray:
+        """``(n,)`` the row after the last row of each window's series."""
+        return self.held.offsets[self.series + 1]
+
+    @property
+    def y_true(self) -> np.ndarray:
+        """``(n, horizon, n_targets)`` float64 targets in original units (NaN past the end
+        of the series)."""
+        targets = self.target_index
+        past = targets >= self._stop[:, None]
+        out = self.held.original[np.minimum(targets, len(self.held.original) - 1)]
+        out[past] = np.nan
+        return out
 
     @property
     def last_value(self) -> np.ndarray:
         """``(n, horizon, n_targets)`` naive forecast: the target value at the origin, repeated."""
         return np.repeat(self.level[:, None, :], self.horizon, axis=1)
 
+    def gather(
+        self, rows: np.ndarray | slice | None = None, *, targets: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Model inputs and targets of the windows at ``rows`` (all windows if None).
+
+        The one place a window is built from the held series: rows ``origin - window + 1 ..
+        origin`` of the model-space series, the anchor subtracted from the target columns,
+        then rounded to float32.
+
+        Args:
+            rows: Index array, boolean mask or slice over the ``n`` windows.
+            targets: Also build ``y`` (else None is returned in its place).
+
+        Returns:
+            ``x``: ``(b, window, n_columns)`` float32 inputs (targets first, then features);
+            ``y``: ``(b, horizon, n_targets)`` float32 model-space targets (NaN past the end
+            of the series), or None.
+        """
+        rows = slice(None) if rows is None else rows
+        origin = self.origin[rows]
+        anchor = self.anchor[rows]  # (b, n_targets)
+        nt, model = self.n_targets, self.held.model
+        inputs = origin[:, None] + np.arange(1 - self.window, 1)  # (b, window)
+        x = model[inputs]  # (b, window, n_columns) float64
+        x[:, :, :nt] -= anchor[:, None, :]
+        if not targets:
+            return x.astype(np.float32), None
+        target_rows = origin[:, None] + np.arange(1, self.horizon + 1)  # (b, horizon)
+        past = target_rows >= self._stop[rows][:, None]
+        y = model[np.minimum(target_rows, len(model) - 1), :nt]  # (b, horizon, n_targets)
+        y[past] = np.nan
+        y -= anchor[:, None, :]
+        return x.astype(np.float32), y.astype(np.float32)
+
+    def chunks(self, size: int) -> Iterator[np.ndarray]:
+        """Index arrays of consecutive windows, ``size`` at a time (the last may be shorter)."""
+        for start in range(0, len(self), size):
+            yield np.arange(start, min(start + size, len(self)))
+
+    @property
+    def x(self) -> np.ndarray:
+        """``(n, window, n_columns)`` float32: every window's inputs, gathered at once.
+
+        A convenience for small data; training, evaluation and prediction gather per batch.
+        """
+        return self.gather(targets=False)[0]
+
+    @property
+    def y(self) -> np.ndarray:
+        """``(n, horizon, n_targets)`` float32: every window's model-space targets at once."""
+        return self.gather()[1]  # type: ignore[return-value]
+
     def take(self, rows: np.ndarray) -> WindowSet:
         """The windows at ``rows`` (an index array or boolean mask over ``n``), same series."""
-        per_window = {
-            name: getattr(self, name)[rows]
-            for name in ("x", "y", "y_true", "origin", "anchor", "level")
-        }
-        origin_time = None if self.origin_time is None else self.origin_time[rows]
-        return dataclasses.replace(self, **per_window, origin_time=origin_time)
+        per_window = {name: getattr(self, name)[rows] for name in _PER_WINDOW}
+        return dataclasses.replace(self, **per_window)
 
     def seasonal_naive(self, season: int) -> np.ndarray:
         """``(n, horizon, n_targets)`` seasonal naive forecast in original units.
@@ -82,22 +214,23 @@ class WindowSet:
         ``o + k - season * ceil(k / season)``: ``season`` steps before the target for
         ``k <= season``, and the last observed value of the same phase beyond, so no value
         after the origin is used. Entries whose row would fall before the start of the
-        series take the last value (the value at the origin) instead.
+        window's series take the last value (the value at the origin) instead.
         """
         if not is_int(season) or season < 1:
             raise ValueError(f"season must be an integer >= 1, got {season!r}")
         k = np.arange(1, self.horizon + 1)
         source = self.origin[:, None] + k - season * ((k + season - 1) // season)  # (n, horizon)
-        out = self.history[np.maximum(source, 0)]  # (n, horizon, n_targets)
-        return np.where((source < 0)[:, :, None], self.last_value, out)
+        start = self.held.offsets[self.series][:, None]  # (n, 1)
+        out = self.held.original[np.maximum(source, start)]  # (n, horizon, n_targets)
+        return np.where((source < start)[:, :, None], self.last_value, out)
 
     def to_original(self, y_model: np.ndarray) -> np.ndarray:
         """Map model-space forecasts ``(n, horizon, n_targets)`` to original units (float64).
 
         Uses only what is known at each origin: adds back the window anchor, undoes the
-        scaling and, with differencing, adds the cumulative sum over the horizon to the level
-        at the origin. ``to_original(self.y)`` reproduces ``self.y_true`` up to float32
-        rounding of ``y``.
+        scaling of the window's series and, with differencing, adds the cumulative sum over
+        the horizon to the level at the origin. ``to_original(self.y)`` reproduces
+        ``self.y_true`` up to float32 rounding of ``y``.
         """
         y_model = np.asarray(y_model, dtype=np.float64)
         expected = (len(self), self.horizon, self.n_targets)
@@ -106,17 +239,26 @@ class WindowSet:
                 f"expected forecasts of shape (n, horizon, n_targets) = {expected}, got "
                 f"{y_model.shape}"
             )
-        steps = (y_model + self.anchor[:, None, :]) * self.target_scale + self.target_center
+        scale, center = self.target_scale[:, None, :], self.target_center[:, None, :]
+        steps = (y_model + self.anchor[:, None, :]) * scale + center
         if self.difference:
             return self.level[:, None, :] + np.cumsum(steps, axis=1)
         return steps
+
+    def of_series(self, i: int) -> WindowSet:
+        """The windows of held series ``i``."""
+        return self.take(self.series == i)
+
+
+_PER_WINDOW = ("origin", "series", "anchor", "level")
 
 
 @dataclass(frozen=True, eq=False)
 class Splits:
     """Train, validation and test windows, and the row counts of each split.
 
-    ``n_train + n_val + n_test`` is the length of the series; see :func:`split_rows`.
+    ``n_train + n_val + n_test`` is the number of rows of the series kept (for a panel, the
+    sums over its series; ``rows`` has them per series); see :func:`split_rows`.
     """
 
     train: WindowSet
@@ -125,17 +267,26 @@ class Splits:
     n_train: int
     n_val: int
     n_test: int
+    #: ``(n_series, 3)`` int64: ``(n_train, n_val, n_test)`` of each series kept.
+    rows: np.ndarray | None = None
+    #: The series the windows index (a panel's without the series left out).
+    series: Series | None = None
 
 
 def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
     """Rows ``(n_train, n_val, n_test)`` of a series of ``n_rows`` rows, in time order.
 
+    ``test_size``/``val_size`` give the rows themselves; otherwise ``round(fraction *
+    n_rows)`` (Python's ``round``, half to even).
+
     Example:
         >>> split_rows(20, DataConfig(val_fraction=0.2, test_fraction=0.2))
         (12, 4, 4)
+        >>> split_rows(20, DataConfig(val_size=3, test_size=5))
+        (12, 3, 5)
     """
-    n_test = round(cfg.test_fraction * n_rows)
-    n_val = round(cfg.val_fraction * n_rows)
+    n_test = cfg.test_size if cfg.test_size is not None else round(cfg.test_fraction * n_rows)
+    n_val = cfg.val_size if cfg.val_size is not None else round(cfg.val_fraction * n_rows)
     return n_rows - n_val - n_test, n_val, n_test
 
 
@@ -147,45 +298,77 @@ def _check_series(series: Series, cfg: DataConfig) -> None:
             f"the series has columns {list(series.columns)} ({series.n_targets} targets) but the "
             f"config expects {list(expected)}; prepare it with the same DataConfig"
         )
+    if (series.ids is None) != (cfg.id_column is None):
+        raise DataError(
+            "the series and the config disagree on id_column; prepare it with the same DataConfig"
+        )
+
+
+def _check_scaler(scaler: Scaler | PanelScaler, series: Series, cfg: DataConfig) -> None:
+    if scaler.columns != series.columns or scaler.n_targets != series.n_targets:
+        raise DataError(
+            f"the scaler was fitted on columns {list(scaler.columns)} but the series has "
+            f"{list(series.columns)}"
+        )
+    if scaler.kind != cfg.scaler:
+        raise DataError(f"the config asks for scaler {cfg.scaler!r} but got a {scaler.kind!r} one")
+    if isinstance(scaler, PanelScaler) != (series.ids is not None):
+        what = "per series" if isinstance(scaler, PanelScaler) else "for one series"
+        raise DataError(f"the scaler was fitted {what} but the table is not laid out alike")
 
 
 def _model_space(series: Series, cfg: DataConfig) -> np.ndarray:
-    """``(time, n_columns)`` float64 differenced (row 0 NaN) or level values, before scaling."""
+    """``(time, n_columns)`` float64 differenced (first row of each series NaN) or level
+    values, before scaling."""
     if not cfg.difference:
         return series.values
     steps = np.full_like(series.values, np.nan)
     steps[1:] = np.diff(series.values, axis=0)
+    steps[series.bounds[:-1]] = np.nan  # no difference across two series
     return steps
 
 
-def _cut(
-    model: np.ndarray, series: Series, origins: np.ndarray, cfg: DataConfig, scaler: Scaler
-) -> WindowSet:
-    """Windows ending at ``origins``; ``model`` is the scaled model-space series."""
-    w, h, nt = cfg.window, cfg.horizon, series.n_targets
-    origins = np.asarray(origins, dtype=np.int64)
-    pad = np.full((h, model.shape[1]), np.nan)  # targets past the end of the data
-    model_padded = np.concatenate([model, pad])
-    original_padded = np.concatenate([series.values[:, :nt], pad[:, :nt]])
-    inputs = origins[:, None] + np.arange(1 - w, 1)  # (n, window)
-    targets = origins[:, None] + np.arange(1, h + 1)  # (n, horizon)
-    x = model_padded[inputs]  # (n, window, n_columns)
+def _hold(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> HeldSeries:
+    """Scale the model-space series once: what every window reads."""
+    nt = series.n_targets
+    steps = _model_space(series, cfg)
+    if isinstance(scaler, PanelScaler):
+        model = scaler.transform(steps, series.bounds)
+        center, scale = scaler.center[:, :nt], scaler.scale[:, :nt]
+    else:
+        model = scaler.transform(steps)
+        center, scale = scaler.center[None, :nt], scaler.scale[None, :nt]
+    return HeldSeries(
+        model=model,
+        original=series.values[:, :nt],
+        times=series.times,
+        offsets=series.bounds,
+        ids=series.ids,
+        center=center.copy(),
+        scale=scale.copy(),
+    )
+
+
+def _windows(held: HeldSeries, origins: Sequence[np.ndarray], cfg: DataConfig) -> WindowSet:
+    """Windows ending at ``origins[i]`` (held rows) in series ``i``, in that order."""
+    nt = held.original.shape[1]
+    series = np.concatenate(
+        [np.full(len(o), i, dtype=np.int64) for i, o in enumerate(origins)]
+        or [np.zeros(0, np.int64)]
+    )
+    origin = np.concatenate([np.asarray(o, np.int64) for o in origins] or [np.zeros(0, np.int64)])
     # (n, n_targets): the model-space target value at the origin, or nothing to subtract
-    anchor = model[origins, :nt] if cfg.normalize == "window" else np.zeros((origins.size, nt))
-    x[:, :, :nt] -= anchor[:, None, :]
-    y = model_padded[targets, :nt] - anchor[:, None, :]  # (n, horizon, n_targets)
+    window_relative = cfg.normalize == "window"
+    anchor = held.model[origin, :nt] if window_relative else np.zeros((origin.size, nt))
     return WindowSet(
-        x=x.astype(np.float32),
-        y=y.astype(np.float32),
-        y_true=original_padded[targets],
-        origin=origins,
-        origin_time=None if series.times is None else series.times[origins],
+        held=held,
+        origin=origin,
+        series=series,
         anchor=anchor,
-        level=series.values[origins, :nt],
-        target_center=scaler.center[:nt].copy(),
-        target_scale=scaler.scale[:nt].copy(),
+        level=held.original[origin],
+        window=cfg.window,
+        horizon=cfg.horizon,
         difference=bool(cfg.difference),
-        history=series.values[:, :nt],
     )
 
 
@@ -196,8 +379,63 @@ def _aligned_origins(last: int, lowest: int, step: int) -> np.ndarray:
     return np.arange(last, lowest - 1, -step, dtype=np.int64)[::-1].copy()
 
 
-def make_splits(series: Series, cfg: DataConfig) -> tuple[Splits, Scaler]:
-    """Split by time, fit the scaler on the training rows, and cut the windows of each split.
+def _split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> str | None:
+    """Why a series of ``n_rows`` rows split as ``rows`` gives no training window, or None."""
+    n_train, n_val, n_test = rows
+    w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
+    needed = w + h + first
+    if n_train < needed:
+        extra = " + 1 (difference)" if first else ""
+        given = ", ".join(
+            f"{split}_size={getattr(cfg, split + '_size')}"
+            if getattr(cfg, split + "_size") is not None
+            else f"{split}_fraction={getattr(cfg, split + '_fraction')}"
+            for split in ("val", "test")
+        )
+        return (
+            f"the training split has {n_train} of {n_rows} rows ({given}) but window ({w}) + "
+            f"horizon ({h}){extra} = {needed} rows are needed"
+        )
+    for name, count, split in (("validation", n_val, "val"), ("test", n_test, "test")):
+        if 0 < count < h:
+            what = "its fraction" if getattr(cfg, split + "_size") is None else f"`{split}_size`"
+            return (
+                f"the {name} split has {count} rows, fewer than horizon ({h}); raise {what} "
+                "or set it to 0"
+            )
+    return None
+
+
+def _skip_series(series: Series, problems: dict[int, str], cfg: DataConfig, what: str) -> Series:
+    """The panel without the series in ``problems`` (position -> why it cannot be used for
+    ``what``), each named in a warning; with ``cfg.strict``, a DataError instead. DataError
+    when no series is left."""
+    if not problems:
+        return series
+    assert series.ids is not None
+    named = [f"{series.ids[i]!r} ({reason})" for i, reason in list(problems.items())[:_MAX_NAMED]]
+    listed = "; ".join(named) + (
+        f" and {len(problems) - _MAX_NAMED} more" if len(problems) > _MAX_NAMED else ""
+    )
+    if cfg.strict:
+        raise DataError(
+            f"{len(problems)} series cannot be used for {what}: {listed}; drop them or turn "
+            "off `strict` to skip them"
+        )
+    if len(problems) == series.n_series:
+        raise DataError(
+            f"no series can be used for {what}: {listed}; lower `window` or `horizon`, or use "
+            "longer series"
+        )
+    log.warning("skipped %d series for %s: %s", len(problems), what, listed)
+    keep = [i for i in range(series.n_series) if i not in problems]
+    return series.select(keep)
+
+
+def make_splits(
+    series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler | None = None
+) -> tuple[Splits, Scaler | PanelScaler]:
+    """Split by time, fit the scaler on the training rows, and index the windows of each split.
 
     Rows ``[0, n_train)`` train, ``[n_train, n_train + n_val)`` validation, the rest test
     (:func:`split_rows`). A window belongs to the split holding all its targets (windows
@@ -211,61 +449,123 @@ def make_splits(series: Series, cfg: DataConfig) -> tuple[Splits, Scaler]:
     scored, as step 1 of the forecast made just before it and at every later step up to
     ``horizon`` where the data allows.
 
+    A panel is split the same way series by series (sizes and fractions apply to each), each
+    series gets its own scaler (a :class:`~stacklstm.data.PanelScaler`), and no window
+    crosses two series. A series too short for a training window (or with validation or test
+    rows fewer than ``horizon``) is named in a warning and left out, or refused with
+    ``cfg.strict``.
+
     Args:
         series: From :func:`prepare_series` with the same ``cfg``.
         cfg: Window, split and scaling settings.
+        scaler: A fitted scaler to use instead of fitting one (a run's saved one, to score
+            it); for a panel, the series it lacks are left out.
 
     Returns:
         ``(splits, scaler)``; the scaler is fitted on the (differenced) training rows.
 
     Raises:
-        DataError: Too few training rows for one window, or a validation/test fraction above
-            0 that leaves fewer rows than ``horizon``.
+        DataError: Too few training rows for one window, or a validation/test split above
+            0 that leaves fewer rows than ``horizon`` (for a panel: every series so, or one
+            with ``strict``).
     """
     _check_series(series, cfg)
-    n_rows = len(series)
+    if scaler is not None:
+        _check_scaler(scaler, series, cfg)
     w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
-    n_train, n_val, n_test = split_rows(n_rows, cfg)
-    needed = w + h + first
-    if n_train < needed:
-        extra = " + 1 (difference)" if first else ""
-        raise DataError(
-            f"the training split has {n_train} of {n_rows} rows (val_fraction="
-            f"{cfg.val_fraction}, test_fraction={cfg.test_fraction}) but window ({w}) + "
-            f"horizon ({h}){extra} = {needed} rows are needed"
-        )
-    for name, count in (("validation", n_val), ("test", n_test)):
-        if 0 < count < h:
-            raise DataError(
-                f"the {name} split has {count} rows, fewer than horizon ({h}); raise its "
-                "fraction or set it to 0"
-            )
-    steps = _model_space(series, cfg)
-    scaler = Scaler.fit(steps[first:n_train], cfg.scaler, series.columns, series.n_targets)
-    model = scaler.transform(steps)
+    lengths = np.diff(series.bounds)
+    rows = [split_rows(int(n), cfg) for n in lengths]
+    if series.ids is None:
+        problem = _split_problem(int(lengths[0]), rows[0], cfg)
+        if problem is not None:
+            raise DataError(problem)
+    else:
+        problems = {
+            i: f"{n} rows: {problem}"
+            for i, n in enumerate(lengths)
+            if (problem := _split_problem(int(n), rows[i], cfg)) is not None
+        }
+        if isinstance(scaler, PanelScaler):
+            known = set(scaler.ids)
+            for i, name in enumerate(series.ids):
+                if name not in known and i not in problems:
+                    problems[i] = "no scaler: the run was not trained on it"
+        kept = [i for i in range(series.n_series) if i not in problems]
+        series = _skip_series(series, problems, cfg, "training")
+        rows = [rows[i] for i in kept]
+    bounds = series.bounds
+    if scaler is None:
+        steps = _model_space(series, cfg)
+        if series.ids is None:
+            scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler, series.columns,
+                                series.n_targets)  # fmt: skip
+        else:
+            scaler = PanelScaler.fit(
+                steps, bounds, [r[0] for r in rows], cfg.scaler, series.columns,
+                series.n_targets, series.ids, first,
+            )  # fmt: skip
+    elif isinstance(scaler, PanelScaler):
+        scaler = scaler.select(series.ids)  # type: ignore[arg-type]
+    held = _hold(series, cfg, scaler)
     lowest = w - 1 + first  # earliest origin with a full input window
-    n_seen = n_train + n_val
-    # origins, stepping back from the one whose last target is the split's last row
-    train = _aligned_origins(n_train - 1 - h, lowest, cfg.stride)
-    val = _aligned_origins(n_seen - 1 - h, max(lowest, n_train - 1), cfg.stride)
-    test = _aligned_origins(n_rows - 1 - h, max(lowest, n_seen - 1), 1)
+    origins: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
+    for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows,
+                                                 strict=True):  # fmt: skip
+        n_seen = n_train + n_val
+        # origins, stepping back from the one whose last target is the split's last row
+        origins["train"].append(start + _aligned_origins(n_train - 1 - h, lowest, cfg.stride))
+        origins["val"].append(
+            start + _aligned_origins(n_seen - 1 - h, max(lowest, n_train - 1), cfg.stride)
+        )
+        origins["test"].append(start + _aligned_origins(n_rows - 1 - h, max(lowest, n_seen - 1), 1))
+    totals = np.array(rows, dtype=np.int64).reshape(-1, 3)
     splits = Splits(
-        train=_cut(model, series, train, cfg, scaler),
-        val=_cut(model, series, val, cfg, scaler),
-        test=_cut(model, series, test, cfg, scaler),
-        n_train=n_train,
-        n_val=n_val,
-        n_test=n_test,
+        train=_windows(held, origins["train"], cfg),
+        val=_windows(held, origins["val"], cfg),
+        test=_windows(held, origins["test"], cfg),
+        n_train=int(totals[:, 0].sum()),
+        n_val=int(totals[:, 1].sum()),
+        n_test=int(totals[:, 2].sum()),
+        rows=totals,
+        series=series,
     )
     return splits, scaler
 
 
-def make_inference_windows(series: Series, cfg: DataConfig, scaler: Scaler) -> WindowSet:
+def _lengths(bounds: np.ndarray) -> list[int]:
+    """Rows of each series from its ``(n_series + 1,)`` bounds."""
+    return [int(n) for n in np.diff(bounds)]
+
+
+def select_series(series: Series, ids: Sequence[str]) -> Series:
+    """The panel's series named ``ids`` (kept in the panel's order).
+
+    Raises:
+        DataError: A table without an id column, or a name the table lacks.
+    """
+    if series.ids is None:
+        raise DataError("the table is one series (no id column); there are no ids to choose")
+    position = {name: i for i, name in enumerate(series.ids)}
+    unknown = [name for name in ids if name not in position]
+    if unknown:
+        shown = ", ".join(map(repr, series.ids[:_MAX_NAMED]))
+        more = f" and {len(series.ids) - _MAX_NAMED} more" if len(series.ids) > _MAX_NAMED else ""
+        raise DataError(f"no series {unknown[0]!r} in the table; it has {shown}{more}")
+    return series.select(sorted({position[name] for name in ids}))
+
+
+def make_inference_windows(
+    series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler
+) -> WindowSet:
     """Windows at every origin with a full input window, stride 1, up to the last row.
 
-    For an origin shared with :func:`make_splits` (same series, config and scaler), ``x``
-    and :meth:`WindowSet.to_original` are identical to the evaluation windows'. ``y`` and
-    ``y_true`` are NaN where targets lie past the end of the data.
+    For an origin shared with :func:`make_splits` (same series, config and scaler), the
+    gathered ``x`` and :meth:`WindowSet.to_original` are identical to the evaluation
+    windows'. ``y`` and ``y_true`` are NaN where targets lie past the end of the data.
+
+    For a panel: every series the scaler knows, each from its own first full window; a
+    series the scaler lacks or too short for one input window is named in a warning and
+    left out (refused with ``cfg.strict``).
 
     Args:
         series: From :func:`prepare_series` with the same ``cfg``.
@@ -273,20 +573,28 @@ def make_inference_windows(series: Series, cfg: DataConfig, scaler: Scaler) -> W
         scaler: The training run's scaler (from :func:`make_splits` or a checkpoint).
 
     Returns:
-        WindowSet with origins ``window - 1 (+1 with difference) .. len(series) - 1``.
+        WindowSet with origins ``window - 1 (+1 with difference) .. rows - 1`` of each series.
     """
     _check_series(series, cfg)
-    if scaler.columns != series.columns or scaler.n_targets != series.n_targets:
-        raise DataError(
-            f"the scaler was fitted on columns {list(scaler.columns)} but the series has "
-            f"{list(series.columns)}"
-        )
-    if scaler.kind != cfg.scaler:
-        raise DataError(f"the config asks for scaler {cfg.scaler!r} but got a {scaler.kind!r} one")
+    _check_scaler(scaler, series, cfg)
     lowest = cfg.window - 1 + int(cfg.difference)
-    if len(series) <= lowest:
-        raise DataError(
-            f"the series has {len(series)} rows but one input window needs {lowest + 1}"
-        )
-    model = scaler.transform(_model_space(series, cfg))
-    return _cut(model, series, np.arange(lowest, len(series)), cfg, scaler)
+    if series.ids is None:
+        if len(series) <= lowest:
+            raise DataError(
+                f"the series has {len(series)} rows but one input window needs {lowest + 1}"
+            )
+    else:
+        assert isinstance(scaler, PanelScaler)
+        known = set(scaler.ids)
+        problems = {}
+        for i, (name, n) in enumerate(zip(series.ids, _lengths(series.bounds), strict=True)):
+            if name not in known:
+                problems[i] = "no scaler: the run was not trained on it"
+            elif n <= lowest:
+                problems[i] = f"{n} rows, one input window needs {lowest + 1}"
+        series = _skip_series(series, problems, cfg, "forecasts")
+        scaler = scaler.select(series.ids)  # type: ignore[arg-type]
+    held = _hold(series, cfg, scaler)
+    bounds = series.bounds
+    origins = [np.arange(start + lowest, stop) for start, stop in itertools.pairwise(bounds)]
+    return _windows(held, origins, cfg)

@@ -157,7 +157,12 @@ def export_run(
         OSError: ``output`` cannot be written.
     """
     output = Path(output)
-    read_run_info(run_dir)  # a bad run folder is reported before anything is traced
+    info = read_run_info(run_dir)  # a bad run folder is reported before anything is traced
+    if info.config.data.id_column is not None:
+        raise ValueError(
+            f"{run_dir} was trained on a panel (id_column={info.config.data.id_column!r}), "
+            "whose scaling differs per series; export writes one-series forecasters only"
+        )
     if output.is_dir():
         raise ValueError(f"cannot write {output}: it is a folder; name a file in `output`")
     if not output.parent.is_dir():

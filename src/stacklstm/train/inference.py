@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,17 +26,46 @@ from ..data import (
     make_inference_windows,
     prepare_series,
     read_table,
+    select_series,
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from .checkpoint import RunCheckpoints, abstract_target
-from .memory import check_windows_fit, memory_errors_as_data_errors
+from .memory import check_series_fit, memory_errors_as_data_errors
 from .outputs import check_output, write_output
 from .rundir import RunInfo, check_config_unchanged, read_run_info
-from .step import abstract_state, make_optimizer, make_predict_step, padded_batches
+from .step import Batch, abstract_state, make_optimizer, make_predict_step, padded_batches
 
 log = logging.getLogger(__name__)
 
 PREDICTIONS_FILE = "predictions.csv"
+
+#: Bytes of gathered batches that may wait on the device (dispatched, not yet run) before
+#: the host waits for them: JAX dispatches ahead, and each waiting batch holds its inputs.
+QUEUE_BYTES = 32 * 2**20
+
+
+def sync_every(windows: WindowSet, batch_size: int) -> int:
+    """Batches to dispatch between two host syncs: as many as :data:`QUEUE_BYTES` of inputs
+    hold (1 to 256), so waiting batches stay bounded whatever the window."""
+    batch_bytes = 4 * batch_size * windows.window * windows.n_columns  # float32 inputs
+    return max(1, min(256, QUEUE_BYTES // max(batch_bytes, 1)))
+
+
+def window_batches(
+    windows: WindowSet, batch_size: int, *, targets: bool = True
+) -> Iterator[tuple[Batch, int]]:
+    """In-order batches of exactly ``batch_size`` windows, each gathered when it is reached
+    (:meth:`~stacklstm.data.WindowSet.gather`), the last padded with zero weight.
+
+    The same batches as :func:`~stacklstm.train.step.padded_batches` over ``windows.x`` and
+    ``windows.y``, without ever holding every window. ``targets=False``: ``y`` is zeros.
+
+    Yields:
+        ``(batch, n_real)``: the batch and how many of its rows are real windows.
+    """
+    for rows in windows.chunks(batch_size):
+        x, y = windows.gather(rows, targets=targets)
+        yield from padded_batches(x, y, batch_size)
 
 
 @dataclass(frozen=True)
@@ -101,11 +131,15 @@ def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarr
     if len(windows) == 0:
         return np.zeros((0, windows.horizon, windows.n_targets))
     predict_step = predict_step or make_predict_step(run.model)
-    outputs, counts = [], []
-    for batch, n_real in padded_batches(windows.x, None, run.batch_size):
+    outputs, counts, host = [], [], []
+    every = sync_every(windows, run.batch_size)
+    for batch, n_real in window_batches(windows, run.batch_size, targets=False):
         outputs.append(predict_step(run.params, shard_batch(run.mesh, batch.x, whole=True)[0]))
         counts.append(n_real)
-    host = gather(outputs)  # one host sync for all batches (every process gets all rows)
+        if len(outputs) == every:  # every process gets all rows
+            host.extend(gather(outputs))
+            outputs = []
+    host.extend(gather(outputs))
     y_model = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
     y_model = y_model.reshape(len(windows), windows.horizon, windows.n_targets)  # horizon-major
     return windows.to_original(y_model)
@@ -115,39 +149,62 @@ def load_series(
     info: RunInfo, data_path: str | Path | None, *, forecast_only: bool = False
 ) -> tuple[Path, Series]:
     """The run's table (or ``data_path``) prepared with the run's data settings;
-    ``forecast_only``: one input window of rows is enough (see ``prepare_series``)."""
+    ``forecast_only``: one input window of rows is enough (see ``prepare_series``).
+
+    Raises:
+        DataError: Besides the table's own problems, series too large for the memory
+            available (checked before they are allocated).
+    """
     source = Path(data_path) if data_path is not None else info.data_path
     source = bundled_dataset_path() if source is None else source
-    return source, prepare_series(read_table(source), info.config.data, forecast_only=forecast_only)
+    frame = read_table(source)
+    cfg = info.config
+    n_columns = len(info.scaler.columns)
+    check_series_fit(len(frame), n_columns, len(cfg.data.target),
+                     cfg.data.window, cfg.train.batch_size)  # fmt: skip
+    with memory_errors_as_data_errors(len(frame), n_columns):
+        return source, prepare_series(frame, cfg.data, forecast_only=forecast_only)
 
 
 def predict(
-    run_dir: str | Path, data_path: str | Path | None = None, output: str | Path | None = None
+    run_dir: str | Path,
+    data_path: str | Path | None = None,
+    output: str | Path | None = None,
+    ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
 
     The table needs only ``window`` rows (+1 with ``difference``): the newest window alone
-    gives the forecast from its last row.
+    gives the forecast from its last row. A panel run forecasts every series of the table
+    it was trained on (or those named in ``ids``); a series it was not trained on, or too
+    short for one input window, is named in a warning and left out.
 
-    Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler, so the
+    Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler(s), so the
     forecast from an origin that is also a test origin equals the report's.
 
     Args:
         run_dir: The run folder.
         data_path: The table (the run's own table by default); it needs the run's target,
-            feature and time columns.
+            feature, time (and id) columns.
         output: CSV to write (None: write nothing): a file, replaced atomically; a symlink,
             whose target is written; a FIFO or device, written as a stream; ``-``, standard
             output. See :mod:`stacklstm.train.outputs`.
+        ids: For a panel run: forecast only these series (None: all).
 
     Returns:
-        One row per origin: ``origin`` (its time stamp, or its row number without a time
-        column), then ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``.
+        One row per origin: for a panel run first ``id`` (the series), then ``origin`` (its
+        time stamp, or its row number in its series without a time column), then
+        ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``.
+
+    Raises:
+        DataError: ``ids`` for a run on one series, or naming a series the table lacks.
     """
     if output is not None:
         check_output(output)
     run = load_run(run_dir)
     cfg = run.info.config.data
+    if ids is not None and cfg.id_column is None:
+        raise DataError("the run was trained on one series (no `id_column`); `ids` needs a panel")
     source, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows do
     if run.freq is not None and series.freq is not None and series.freq != run.freq:
         raise DataError(
@@ -155,13 +212,15 @@ def predict(
             f"a step of {run.freq}; its forecasts would be for steps of {run.freq}: give it a "
             "table of the same frequency"
         )
-    shape = (len(series), cfg.window, len(series.columns))
-    check_windows_fit(*shape)  # before allocating them
-    with memory_errors_as_data_errors(*shape):
-        windows = make_inference_windows(series, cfg, run.info.scaler)
+    if ids is not None:
+        series = select_series(series, ids)
+    windows = make_inference_windows(series, cfg, run.info.scaler)
     values = forecast(run, windows)  # (n, horizon, n_targets)
-    origin = windows.origin if windows.origin_time is None else windows.origin_time
-    columns: dict[str, Any] = {"origin": origin}
+    origin = windows.local_origin if windows.origin_time is None else windows.origin_time
+    columns: dict[str, Any] = {}
+    if windows.ids is not None:
+        columns["id"] = np.asarray(windows.ids, dtype=object)[windows.series]
+    columns["origin"] = origin
     for j, name in enumerate(cfg.target):
         for k in range(cfg.horizon):
             columns[f"{name}_h{k + 1}"] = values[:, k, j]

@@ -60,8 +60,9 @@ from ..distributed import (
 from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
+from .inference import sync_every, window_batches
 from .lock import RunLock
-from .memory import check_fits_float32, check_windows_fit, memory_errors_as_data_errors
+from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
@@ -87,7 +88,6 @@ from .step import (
     make_optimizer,
     make_schedule,
     make_train_step,
-    padded_batches,
 )
 
 log = logging.getLogger(__name__)
@@ -150,15 +150,20 @@ class FitResult:
 
 
 def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, mesh) -> float:
-    """Mean loss over all ``windows`` (padding masked out); one host sync at the end.
+    """Mean loss over all ``windows`` (padding masked out), gathered a batch at a time.
 
-    Every process passes all ``windows``; the result is the same on every process.
+    Every process passes all ``windows``; the result is the same on every process. The
+    host syncs every few batches (:func:`~stacklstm.train.inference.sync_every`, so that
+    the batches waiting on the device stay bounded), and sums on the host at the end.
     """
-    sums = [
-        eval_step(params, shard_batch(mesh, batch, whole=True))
-        for batch, _ in padded_batches(windows.x, windows.y, batch_size)
-    ]
-    host = host_values(sums)  # the only host sync of the evaluation
+    host, sums = [], []
+    every = sync_every(windows, batch_size)
+    for batch, _ in window_batches(windows, batch_size):
+        sums.append(eval_step(params, shard_batch(mesh, batch, whole=True)))
+        if len(sums) == every:
+            host.extend(host_values(sums))
+            sums = []
+    host.extend(host_values(sums))
     return math.fsum(float(s) for s, _ in host) / math.fsum(float(w) for _, w in host)
 
 
@@ -215,10 +220,14 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     else:
         check_new_run_dir(out_dir)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
-    series = prepare_series(read_table(source), cfg.data)
-    shape = (len(series), cfg.data.window, len(series.columns))
-    check_windows_fit(*shape)  # before allocating them
-    with memory_errors_as_data_errors(*shape):
+    frame = read_table(source)
+    n_columns = len(cfg.data.target) + len(cfg.data.features)
+    # before the series are allocated (rows may double where missing stamps are inserted)
+    check_series_fit(len(frame), n_columns, len(cfg.data.target), cfg.data.window,
+                     tcfg.batch_size)  # fmt: skip
+    with memory_errors_as_data_errors(len(frame), n_columns):
+        series = prepare_series(frame, cfg.data)
+        del frame
         splits, scaler = make_splits(series, cfg.data)
     per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
     if per_epoch == 0:
@@ -243,7 +252,7 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     train = splits.train
     model = cfg.model.build(output_size=train.horizon * train.n_targets)
     optimizer = make_optimizer(tcfg, total_steps)
-    abstract = abstract_state(model, optimizer, train.x.shape[-1])
+    abstract = abstract_state(model, optimizer, train.n_columns)
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
     data_ref = None if data_path is None else Path(data_path).absolute()
@@ -278,16 +287,19 @@ def _open_new(plan: _Plan) -> _Opened:
         sync("stacklstm: run folder created")
         # all processes: Orbax saves collectively; each checkpoint keeps config.json's content
         ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
-        example_x = plan.train.x[:1, :1]  # parameter shapes depend on the features only
+        # parameter shapes depend on the features only
+        example_x = plan.train.gather(np.arange(1), targets=False)[0][:, :1]
         state = init_state(plan.model, plan.optimizer, init_key, example_x)
         opened = _Opened(
             ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), Progress()
         )
         ckpts.save("latest", 0, opened.state, opened.dropout_key, opened.progress)
     opened.lock = lock
+    ids = plan.train.ids
     log.info(
-        "run folder %s: %d training windows, %d steps per epoch, %d validation windows",
-        plan.out_dir, len(plan.train), plan.per_epoch, len(plan.val),
+        "run folder %s: %d training windows%s, %d steps per epoch, %d validation windows",
+        plan.out_dir, len(plan.train), "" if ids is None else f" of {len(ids)} series",
+        plan.per_epoch, len(plan.val),
     )  # fmt: skip
     return opened
 
@@ -359,6 +371,8 @@ class _Trainer:
         self.best: tuple[int, TrainState, Progress] | None = None  # not yet on disk
         self.clocks = {kind: [time.perf_counter(), 0] for kind in ("train", "epoch")}
         self.epoch = self.progress.epoch
+        # steps dispatched ahead hold their batches: wait for the device every so many
+        self.wait_every, self.unwaited = sync_every(plan.train, tcfg.batch_size), 0
 
     def run(self) -> str:
         """Train until finished or ``stop_after_steps``; returns the stop reason."""
@@ -408,11 +422,16 @@ class _Trainer:
     def _train_step(self, indices: np.ndarray) -> None:
         train = self.plan.train
         rows = process_slice(indices, jax.process_index(), jax.process_count())
-        batch = Batch(train.x[rows], train.y[rows], self.ones[: len(rows)])
+        x, y = train.gather(rows)  # this batch's windows, built from the held series
+        batch = Batch(x, y, self.ones[: len(rows)])
         self.state, step_metrics = self.train_step(
             self.state, shard_batch(self.plan.mesh, batch), self.dropout_key
         )
         self.pending.append(step_metrics)
+        self.unwaited += 1
+        if self.unwaited >= self.wait_every:  # no read, no change of numbers: a wait
+            jax.block_until_ready(step_metrics.loss)
+            self.unwaited = 0
         self.step += 1
         for clock in self.clocks.values():
             clock[1] += 1

@@ -1,17 +1,20 @@
-"""Refuse data that cannot fit before anything is allocated or trained: windows too large
+"""Refuse data that cannot fit before anything is allocated or trained: series too large
 for the memory available, values too large for float32 training.
 
-All windows of a table are cut up front (:func:`stacklstm.data.make_splits`,
-:func:`stacklstm.data.make_inference_windows`): for ``rows`` rows, an int64 index of
-``rows x window``, a float64 copy of ``rows x window x columns`` and the float32 copy that is
-kept. :func:`check_windows_fit` compares that estimate with the memory available now, so a
-table that cannot fit ends in one line instead of an ``_ArrayMemoryError`` traceback or the
+The series are held once (:class:`stacklstm.data.HeldSeries`): for ``rows`` rows of
+``columns`` columns, the float64 values, the float64 scaled model-space copy and a working
+copy while it is made, the time stamps, and a few numbers per window (one window per row at
+most, per split). Each batch is gathered when it is needed (:meth:`stacklstm.data.WindowSet.
+gather`): ``batch x window x columns`` values, as int64 indices, float64 and float32.
+:func:`check_series_fit` compares that estimate with the memory available now, so a table
+that cannot fit ends in one line instead of an ``_ArrayMemoryError`` traceback or the
 kernel's out-of-memory killer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,54 +23,86 @@ import numpy as np
 
 from ..checks import DataError
 
-#: Bytes per (row, window step): the int64 index, plus per column float64 and float32.
-_INDEX_BYTES, _COLUMN_BYTES = 8, 8 + 4
+#: Bytes per held value: float64 values, float64 model-space copy, float64 working copy.
+_VALUE_BYTES = 3 * 8
+#: Bytes per row besides its values: the time stamp and the sort order (int64 each).
+_ROW_BYTES = 2 * 8
+#: Bytes per window per split: origin and series (int64), then per target anchor and level.
+_WINDOW_BYTES, _WINDOW_TARGET_BYTES = 2 * 8, 2 * 8
+#: Bytes per gathered value of a batch: the int64 index, the float64 gather, the float32 copy.
+_BATCH_BYTES = 8 + 8 + 4
+#: Bytes of gathered windows per chunk when a whole split is scanned (the float32 check).
+CHUNK_BYTES = 16 * 2**20
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available now (``MemAvailable`` of ``/proc/meminfo``), or None where
-    that cannot be read (not Linux)."""
+    """Bytes of memory available now: ``MemAvailable`` of ``/proc/meminfo`` (Linux), else
+    the free physical pages (``os.sysconf``), or None where neither can be read."""
     with contextlib.suppress(OSError, ValueError), open("/proc/meminfo", encoding="ascii") as f:
         for line in f:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
-    return None
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    return None  # pragma: no cover - neither Linux nor a POSIX sysconf
 
 
-def windows_bytes(rows: int, window: int, n_columns: int) -> int:
-    """Estimated peak bytes of cutting every window of ``rows`` rows."""
-    return rows * window * (_INDEX_BYTES + _COLUMN_BYTES * n_columns)
-
-
-def check_windows_fit(rows: int, window: int, n_columns: int, available: int | None = None) -> None:
-    """Raise DataError if the windows of ``rows`` rows need more memory than is available.
+def series_bytes(
+    rows: int, n_columns: int, n_targets: int, window: int, batch_size: int
+) -> tuple[int, int]:
+    """Estimated peak bytes ``(held, batch)``: of holding ``rows`` rows (values, model-space
+    copy, time stamps, the per-window numbers of three splits), and of one gathered batch.
 
     Example:
-        >>> check_windows_fit(1000, 32, 1, available=10**9)
-        >>> check_windows_fit(10**6, 16384, 1, available=10**9)  # doctest: +ELLIPSIS
+        >>> series_bytes(1000, 1, 1, 32, 64)
+        (104000, 40960)
+    """
+    per_row = (
+        n_columns * _VALUE_BYTES
+        + _ROW_BYTES
+        + 2 * (_WINDOW_BYTES + _WINDOW_TARGET_BYTES * n_targets)
+    )
+    return rows * per_row, batch_size * window * n_columns * _BATCH_BYTES
+
+
+def check_series_fit(
+    rows: int,
+    n_columns: int,
+    n_targets: int,
+    window: int,
+    batch_size: int,
+    available: int | None = None,
+) -> None:
+    """Raise DataError if the series of ``rows`` rows and one batch need more memory than
+    is available (see :func:`series_bytes`); passes where the available memory is unknown.
+
+    Example:
+        >>> check_series_fit(1000, 1, 1, 32, 64, available=10**9)
+        >>> check_series_fit(10**9, 4, 1, 32, 64, available=10**9)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        stacklstm.checks.DataError: the windows of 1000000 rows x `window` 16384 x 1 columns ...
+        stacklstm.checks.DataError: the series of 1000000000 rows x 4 columns need about ...
     """
     available = available_memory() if available is None else available
-    need = windows_bytes(rows, window, n_columns)
-    if available is not None and need > available:
+    held, batch = series_bytes(rows, n_columns, n_targets, window, batch_size)
+    if available is not None and held + batch > available:
         raise DataError(
-            f"the windows of {rows} rows x `window` {window} x {n_columns} columns need about "
-            f"{need / 2**30:.1f} GiB but {available / 2**30:.1f} GiB of memory is available; "
-            "lower `window` or use fewer rows"
+            f"the series of {rows} rows x {n_columns} columns need about "
+            f"{held / 2**30:.2f} GiB held in memory, and one batch of {batch_size} windows of "
+            f"{window} steps {batch / 2**30:.2f} GiB more, but {available / 2**30:.2f} GiB of "
+            "memory is available; use fewer rows or columns, or lower `window` or `batch_size`"
         )
 
 
 @contextlib.contextmanager
-def memory_errors_as_data_errors(rows: int, window: int, n_columns: int) -> Iterator[None]:
+def memory_errors_as_data_errors(rows: int, n_columns: int) -> Iterator[None]:
     """Within the block, a ``MemoryError`` (the estimate was too low) becomes a DataError."""
     try:
         yield
     except MemoryError as err:
         raise DataError(
-            f"not enough memory for the windows of {rows} rows x `window` {window} x "
-            f"{n_columns} columns; lower `window` or use fewer rows"
+            f"not enough memory for the series of {rows} rows x {n_columns} columns; use fewer "
+            "rows or columns"
         ) from err
 
 
@@ -92,16 +127,21 @@ def check_fits_float32(splits: Any, scaler: Any, source: Path, series: Any) -> N
             f"{_LARGEST_RAW:.0e} keep the report's squared errors finite: rescale the column "
             "(e.g. divide it by a power of ten)"
         )
-    stats = ~np.isfinite(scaler.center) | ~np.isfinite(scaler.scale)  # (n_columns,)
+    center, scale = np.atleast_2d(scaler.center), np.atleast_2d(scaler.scale)  # per series
+    stats = (~np.isfinite(center) | ~np.isfinite(scale)).any(axis=0)  # (n_columns,)
     largest = np.zeros(len(scaler.columns))
     for split in (splits.train, splits.val):
-        if len(split):
+        if not len(split):
+            continue
+        nt = split.n_targets
+        per_chunk = max(1, CHUNK_BYTES // (8 * split.window * split.n_columns))
+        for rows in split.chunks(per_chunk):  # every window, a bounded chunk at a time
+            x, y = split.gather(rows)
             with np.errstate(invalid="ignore"):
-                largest = np.fmax(largest, np.abs(split.x).max(axis=(0, 1)))
-                ys = np.abs(split.y).max(axis=(0, 1))
-            largest[: split.n_targets] = np.fmax(largest[: split.n_targets], ys)
-            stats |= ~np.isfinite(split.x).all(axis=(0, 1))
-            stats[: split.n_targets] |= ~np.isfinite(split.y).all(axis=(0, 1))
+                largest = np.fmax(largest, np.abs(x).max(axis=(0, 1)))
+                largest[:nt] = np.fmax(largest[:nt], np.abs(y).max(axis=(0, 1)))
+            stats |= ~np.isfinite(x).all(axis=(0, 1))
+            stats[:nt] |= ~np.isfinite(y).all(axis=(0, 1))
     bad = stats | (largest > _LARGEST_SCALED)
     if bad.any():
         j = int(np.flatnonzero(bad)[0])

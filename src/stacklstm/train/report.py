@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import baselines
-from ..data import DataError, WindowSet, make_inference_windows, make_splits
+from ..data import WindowSet, make_splits
 from ..distributed import is_primary
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
@@ -63,18 +63,74 @@ def baseline_forecasts(
     windows: WindowSet, season: int, kind: str, refit_at=()
 ) -> dict[str, np.ndarray | None]:
     """``{name: (n, horizon, n_targets)}`` of the baselines of ``kind`` from the origins of
-    ``windows`` (the statistical ones fitted at the first origin, and at ``refit_at``)."""
+    ``windows`` (the statistical ones fitted at the first origin, and at ``refit_at``; for
+    a panel, on each series at its own first origin)."""
     out: dict[str, np.ndarray | None] = {
         "last_value": windows.last_value,
         "seasonal_naive": windows.seasonal_naive(season),
     }
     if kind == "all" and len(windows):
-        out.update(
-            baselines.statistical_forecasts(
-                windows.history, windows.origin, windows.horizon, season, refit_at
+        if windows.ids is None:
+            out.update(
+                baselines.statistical_forecasts(
+                    windows.history, windows.origin, windows.horizon, season, refit_at
+                )
             )
-        )
+        else:
+            out.update(_panel_statistical(windows, season))
     return out
+
+
+def _series_slices(windows: WindowSet) -> list[tuple[int, slice]]:
+    """``(series, slice of its windows)`` of every held series with windows (the windows of
+    a split come in series order)."""
+    n_series = len(windows.held.offsets) - 1
+    edges = np.searchsorted(windows.series, np.arange(n_series + 1))
+    return [(i, slice(edges[i], edges[i + 1])) for i in range(n_series) if edges[i + 1] > edges[i]]
+
+
+def _panel_statistical(windows: WindowSet, season: int) -> dict[str, np.ndarray | None]:
+    """The statistical baselines of a panel, series by series (NaN where a model failed on a
+    series, so that the forecaster is reported without metrics)."""
+    out = {name: np.full((len(windows), windows.horizon, windows.n_targets), np.nan)
+           for name in baselines.STATISTICAL}  # fmt: skip
+    offsets, local = windows.held.offsets, windows.local_origin
+    for i, rows in _series_slices(windows):
+        history = windows.history[offsets[i] : offsets[i + 1]]
+        forecasts = baselines.statistical_forecasts(history, local[rows], windows.horizon, season)
+        for name, values in forecasts.items():
+            if values is not None:
+                out[name][rows] = values
+    return dict(out)
+
+
+def _panel_scores(
+    windows: WindowSet,
+    forecasts: dict[str, np.ndarray | None],
+    seen: np.ndarray,
+    season: int,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Scores of a panel's split: over all series together (MASE: the mean over series of
+    each series' MASE, scaled by its own in-sample seasonal naive MAE) and per series.
+
+    ``seen``: ``(n_series,)`` rows of each series before the split (its in-sample rows).
+    """
+    y_true, ids, offsets = windows.y_true, windows.ids, windows.held.offsets
+    assert ids is not None
+    per_series: dict[str, dict[str, Any]] = {}
+    for i, rows in _series_slices(windows):
+        history = windows.history[offsets[i] : offsets[i] + seen[i]]
+        scale = seasonal_scale(history, season)
+        parts = {name: None if f is None else f[rows] for name, f in forecasts.items()}
+        per_series[ids[i]] = score_forecasts(y_true[rows], parts, scale)
+    overall = score_forecasts(y_true, forecasts, None)
+    for name, metrics in overall.items():
+        if metrics is None:
+            continue
+        values = [s[name]["mase"] for s in per_series.values() if s[name] is not None]
+        finite = [v for v in values if v is not None and np.isfinite(v)]
+        metrics["mase"] = float(np.mean(finite)) if finite else None
+    return overall, per_series
 
 
 def _best(scores: dict[str, Any], key: str) -> str | None:
@@ -114,6 +170,11 @@ def format_table(data: dict[str, Any]) -> str:
         f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
         f"horizon {data['horizon']}); season={data['season']}"
     )
+    if "n_series" in data:
+        lines.append(
+            f"{data['n_series']} series scored together; MASE is the mean of each series' "
+            "MASE; per_series in report.json"
+        )
     return "\n".join(lines)
 
 
@@ -143,13 +204,18 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
 
     The test forecasts start at every test origin (step 1); ``n_test`` counts the scored
     (origin, horizon step) targets. MASE is scaled by the in-sample seasonal naive MAE of
-    the rows before the split. The statistical baselines (``baselines="all"``) are scored on
-    the test only; the validation split has the model and the naive baselines.
+    the rows before the split. A panel's splits are scored over all its series together,
+    with MASE the mean over series of each series' MASE (scaled by that series' own
+    in-sample seasonal naive MAE; series whose scale is 0 are left out of the mean), and
+    ``per_series`` holds the same metrics for each series. The statistical baselines
+    (``baselines="all"``) are scored on the test only; the validation split has the model and
+    the naive baselines.
 
     Returns:
         Report; ``report.data`` has ``{"test": {"model": {"mae", "rmse", "mape", "smape",
         "mase"}, "last_value": ..., "seasonal_naive": ..., "auto_ets": ..., "auto_arima":
-        ..., "auto_theta": ...}, "val": ..., "n_test", "n_val", "baselines", ...}``.
+        ..., "auto_theta": ...}, "val": ..., "n_test", "n_val", "baselines", ...}``; for
+        a panel also ``"n_series"`` and ``"per_series": {id: {"test": ..., "val": ...}}``.
 
     Raises:
         SettingError: ``baselines="all"`` without statsforecast installed.
@@ -160,18 +226,17 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     kind = cfg.train.baselines
     baselines.require(kind)
     source, series = load_series(run.info, data_path)
-    splits, _ = make_splits(series, cfg.data)  # which origins are val and test
-    windows = make_inference_windows(series, cfg.data, run.info.scaler)  # the saved scaler
+    # the windows of each split, with the run's saved scaler(s)
+    splits, _ = make_splits(series, cfg.data, scaler=run.info.scaler)
     predict_step = make_predict_step(run.model)
     season, nt = cfg.data.season, len(cfg.data.target)
+    rows = splits.rows  # (n_series, 3): each series' training, validation and test rows
     # in-sample rows of each split: what was seen before its first target
-    seen_rows = {"val": splits.n_train, "test": splits.n_train + splits.n_val}
+    seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
     scored, data = {}, {}
+    per_series: dict[str, dict[str, Any]] = {}
     for split in ("val", "test"):
-        origins = getattr(splits, split).origin
-        part = windows.take(np.isin(windows.origin, origins))
-        if not np.array_equal(part.origin, origins):
-            raise DataError(f"could not cut the {split} windows of {source} again")
+        part = getattr(splits, split)
         model_forecast = forecast(run, part, predict_step)
         scored[split] = (part, model_forecast)
         if not len(part):
@@ -182,8 +247,13 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
             "model": model_forecast,
             **baseline_forecasts(part, season, kind if split == "test" else "naive"),
         }
-        scale = seasonal_scale(series.values[: seen_rows[split], :nt], season)
-        data[split] = score_forecasts(part.y_true, forecasts, scale)
+        if part.ids is None:
+            scale = seasonal_scale(part.history[: seen_rows[split][0], :nt], season)
+            data[split] = score_forecasts(part.y_true, forecasts, scale)
+        else:
+            data[split], by_series = _panel_scores(part, forecasts, seen_rows[split], season)
+            for name, scores in by_series.items():
+                per_series.setdefault(name, {})[split] = scores
         if split == "test":
             test_forecasts = forecasts
     data.update(
@@ -197,6 +267,12 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         data_path=str(source),
     )
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
+    if splits.test.ids is not None:  # a panel: the same metrics series by series
+        data["n_series"] = len(splits.test.ids)
+        data["per_series"] = {
+            name: {split: per_series.get(name, {}).get(split, {}) for split in ("test", "val")}
+            for name in splits.test.ids
+        }
     report = Report(data, format_table(data), scored["test"][0].origin, scored["test"][1])
     if not is_primary():  # every process forecast together; process 0 writes
         return report
@@ -205,6 +281,12 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     atomic_write(run_dir / REPORT_FILE, lambda handle: handle.write(text.encode()))
     test = scored["test"][0]
     if len(test):
-        plot_forecast(run_dir / FORECAST_PLOT, series, test, test_forecasts, cfg.data.target)
+        if test.ids is not None:  # a panel: the plot shows its first series with test windows
+            first = int(test.series[0])
+            mine = test.series == first
+            test = test.take(mine)
+            test_forecasts = {k: None if v is None else v[mine] for k, v in test_forecasts.items()}
+        plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, test_forecasts,
+                      cfg.data.target)  # fmt: skip
     plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
     return report

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config import LAYOUT_VERSION, READABLE_LAYOUTS, RunConfig
-from ..data import Scaler
+from ..data import PanelScaler, Scaler, scaler_from_dict
 from .lock import LOCK_FILE, RunLock
 
 CONFIG_FILE = "config.json"
@@ -87,12 +87,12 @@ class RunInfo:
     Attributes:
         config: The full run configuration.
         data_path: The table the run was trained on, or None for the bundled CO2 data.
-        scaler: The scaler fitted on the training rows.
+        scaler: The scaler fitted on the training rows (for a panel, one per series).
     """
 
     config: RunConfig
     data_path: Path | None
-    scaler: Scaler
+    scaler: Scaler | PanelScaler
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,7 +138,7 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
     return RunInfo(
         config=_saved_config(raw["config"], path),
         data_path=None if data_path is None else Path(data_path),
-        scaler=Scaler.from_dict(raw["scaler"]),
+        scaler=scaler_from_dict(raw["scaler"]),
     )
 
 
