@@ -37,36 +37,20 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from .checks import check_int
+from .inputs import ForecastInputs as ForecastInputs
 from .kernels.lstm import LSTMState
 from .layers import StackedLSTM, zero_state
 from .model import MLPHead, aggregate, check_model_args, check_model_input
 
 Array = jax.Array
 Dtype = Any
-
-
-class ForecastInputs(NamedTuple):
-    """A batch of model inputs with covariates, as one pytree (what the training step feeds).
-
-    ``Forecaster(inputs)`` is ``Forecaster(inputs.past, inputs.future, inputs.static)``.
-
-    Attributes:
-        past: ``(batch, window, features)`` the past window.
-        future: ``(batch, horizon, n_future)`` the future covariates over the horizon
-            (``n_future`` may be 0).
-        static: ``(batch, n_static)`` the static covariates (``n_static`` may be 0).
-    """
-
-    past: Any
-    future: Any
-    static: Any
 
 
 class Forecaster(nn.Module):

@@ -33,7 +33,7 @@ import numpy as np
 import optax
 
 from ..config import TrainConfig
-from ..forecaster import ForecastInputs
+from ..inputs import ForecastInputs
 
 Array = jax.Array
 PyTree = Any
