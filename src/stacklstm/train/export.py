@@ -163,6 +163,11 @@ def export_run(
             f"{run_dir} was trained on a panel (id_column={info.config.data.id_column!r}), "
             "whose scaling differs per series; export writes one-series forecasters only"
         )
+    if info.config.data.has_covariates:
+        raise ValueError(
+            f"{run_dir} was trained with covariates (future_features, static_features or "
+            "calendar='auto'); export writes forecasters of the past window only"
+        )
     if output.is_dir():
         raise ValueError(f"cannot write {output}: it is a folder; name a file in `output`")
     if not output.parent.is_dir():
