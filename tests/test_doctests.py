@@ -15,6 +15,7 @@ MODULES = [
     "stacklstm.forecaster",
     "stacklstm.data",
     "stacklstm.data.calendar",
+    "stacklstm.data.covariates",
     "stacklstm.data.clean",
     "stacklstm.data.scale",
     "stacklstm.data.table",
