@@ -164,7 +164,7 @@ def test_one_exception_type_and_message_per_kind_of_mistake():
             {"quantiles": (0.1, 0.1, 0.9), "loss": "quantile"},
             "quantiles must be ascending without repeats",
         ),
-        (TrainConfig, {"quantiles": (0.1, 0.9)}, "quantiles apply to loss='quantile'"),
+        (TrainConfig, {"quantiles": (0.1, 0.9)}, "quantiles apply to `loss=quantile`"),
         (TrainConfig, {"interval_levels": (0.0,)}, "interval_levels must lie strictly between"),
         (TrainConfig, {"interval_levels": ("0.8",)}, "interval_levels must hold numbers"),
         (TrainConfig, {"conformal": "yes"}, "conformal must be true or false"),

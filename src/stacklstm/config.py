@@ -346,14 +346,14 @@ class TrainConfig(_Section):
         check_bool("conformal", self.conformal)
         if self.quantiles and self.loss != "quantile":
             raise SettingError(
-                f"quantiles apply to loss='quantile', got loss={self.loss!r}; the intervals of "
-                "the other losses are set by interval_levels",
+                f"quantiles apply to `loss=quantile`, got loss={self.loss!r}; the intervals of "
+                "the other losses are set by `interval_levels`",
                 "quantiles",
             )
         if self.conformal and self.loss in POINT_LOSSES and not self.interval_levels:
             raise SettingError(
-                f"conformal with loss={self.loss!r} makes intervals at interval_levels, which "
-                "is empty; give interval_levels (e.g. 0.8,0.95)",
+                f"`conformal` with loss={self.loss!r} makes intervals at `interval_levels`, "
+                "which is empty; give `interval_levels` (e.g. 0.8,0.95)",
                 "interval_levels",
             )
         check_int("patience", self.patience, 0)
@@ -420,8 +420,8 @@ class RunConfig:
         """The checks that involve two sections."""
         if self.train.conformal and self.data.val_fraction == 0:
             raise SettingError(
-                "conformal calibrates the intervals on the validation windows but val_fraction "
-                "is 0; give val_fraction > 0 or drop conformal",
+                "conformal calibrates the intervals on the validation windows but "
+                "`val_fraction` is 0; give `val_fraction` > 0 or `conformal=False`",
                 "conformal",
             )
 
