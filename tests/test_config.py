@@ -204,7 +204,8 @@ def test_config_diff_names_fields():
         ({"train": {"lr": 0}}, "lr must be a number in (0.0, inf), got 0.0"),
         (
             {"train": {"loss": "l2"}},
-            "loss must be one of 'mse', 'mae', 'huber', 'quantile', 'normal', 'student_t', got 'l2'",
+            "loss must be one of 'mse', 'mae', 'huber', 'quantile', 'normal', 'student_t', "
+            "got 'l2'",
         ),
         ({"train": {"batch_size": True}}, "batch_size must be an integer >= 1, got True"),
         ({"data": {"window": 0}}, "window must be an integer >= 1, got 0"),

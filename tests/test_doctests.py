@@ -20,6 +20,8 @@ MODULES = [
     "stacklstm.data.batches",
     "stacklstm.metrics",
     "stacklstm.baselines",
+    "stacklstm.intervals",
+    "stacklstm.train.calibration",
     "stacklstm.backtest",
     "stacklstm.distributed",
     "stacklstm.train",

@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from helpers import _main
+from stacklstm import serving
 from stacklstm.baselines import residual_intervals
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
 from stacklstm.intervals import (
@@ -36,6 +37,7 @@ from stacklstm.intervals import (
 )
 from stacklstm.train import evaluate_run, fit, predict
 from stacklstm.train.calibration import CALIBRATION_FILE
+from stacklstm.train.export import export_run
 from stacklstm.train.step import forecast_loss
 
 
@@ -267,13 +269,19 @@ def test_conformal_intervals_cover_their_level_and_the_report_shows_miscalibrati
     intervals = result.report.test_intervals
     origins = result.report.test_origin
     for kept in (True, False):
-        frame = predict(run_dir).set_index("origin").loc[origins]
-        np.testing.assert_allclose(frame["y_h1"], intervals.point[:, 0, 0], rtol=1e-12)
+        frame = predict(run_dir).set_index("origin")
+        test_rows = frame.loc[origins]
+        np.testing.assert_allclose(test_rows["y_h1"], intervals.point[:, 0, 0], rtol=1e-12)
         for i, level in enumerate(("0.1", "0.5", "0.9")):
-            got = frame[f"y_h1_q{level}"].to_numpy()
+            got = test_rows[f"y_h1_q{level}"].to_numpy()
             np.testing.assert_allclose(got, intervals.quantiles[:, 0, 0, i], rtol=1e-12)
         if kept:
             (run_dir / CALIBRATION_FILE).unlink()
+    # an exported quantile model forecasts its point forecast, the 0.5 quantile
+    export_run(run_dir, tmp_path / "m.stacklstm", platforms=("cpu",))
+    last = pd.read_csv(tmp_path / "y.csv")["y"].to_numpy()[-8:].reshape(1, 8, 1)
+    exported = serving.load(tmp_path / "m.stacklstm").predict(last)
+    np.testing.assert_allclose(exported.ravel(), [frame["y_h1"].iloc[-1]], rtol=0, atol=1e-5)
 
     # a model calibrated on noise N(0, 1) but tested on N(0, 4): the report shows it
     doubled = _noisy_series(tmp_path / "y2.csv", noise_scale_in_test=2.0)

@@ -45,7 +45,7 @@ Example:
     >>> head.output_size(horizon=2, n_targets=1)
     6
     >>> raw = np.array([[0.0, 1.0, 0.0, 0.0, 2.0, 0.0]])  # (batch, horizon * n_targets * P)
-    >>> np.round(head.quantiles(raw, 2, 1), 3).tolist()  # (batch, horizon, n_targets, Q)
+    >>> np.round(head.quantiles_at(raw, 2, 1, head.quantiles), 3).tolist()  # (batch, h, nt, Q)
     [[[[0.307, 1.0, 1.693]], [[1.307, 2.0, 2.693]]]]
 """
 
@@ -146,7 +146,7 @@ def pinball_loss(pred: Array, y: Array, levels: Sequence[float]) -> Array:
     averaged over the quantiles: ``rho_q(u) = max(q * u, (q - 1) * u)`` with ``u = y - pred``.
 
     Example:
-        >>> float(pinball_loss(jnp.array([0.0, 1.0]), jnp.array(2.0), (0.1, 0.9)))
+        >>> round(float(pinball_loss(jnp.array([0.0, 1.0]), jnp.array(2.0), (0.1, 0.9))), 6)
         0.55
     """
     q = jnp.asarray(levels, jnp.float32)

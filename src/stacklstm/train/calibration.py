@@ -7,6 +7,8 @@ belong to; ``predict`` reads that file, or computes the offsets again from the r
 table when the file is missing or belongs to another checkpoint.
 
 Example:
+    >>> CALIBRATION_FILE
+    'calibration.json'
     >>> run = load_run("runs/co2")  # doctest: +SKIP
     >>> forecast = interval_forecast(run, windows, run_calibration(run))  # doctest: +SKIP
     >>> forecast.levels  # doctest: +SKIP
