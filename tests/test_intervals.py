@@ -143,7 +143,7 @@ def test_conformal_quantile_uses_the_finite_sample_rank(caplog):
     scores = np.array([5.0, 1.0, 4.0, 2.0, 3.0])
     assert conformal_quantile(scores, 0.5).item() == 3.0  # ceil(6 * 0.5) = 3rd smallest
     assert conformal_quantile(scores, 0.6).item() == 4.0  # ceil(6 * 0.6) = 4th
-    with caplog.at_level(logging.WARNING, logger="stacklstm.intervals"):
+    with caplog.at_level(logging.WARNING, logger="stacklstm.intervals.conformal"):
         assert conformal_quantile(scores, 0.95).item() == 5.0  # rank 6 > 5: the largest
     assert "too few" in caplog.text
 

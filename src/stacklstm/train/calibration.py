@@ -45,7 +45,11 @@ def fit_calibration(cfg: TrainConfig, y_val: np.ndarray, val: Forecast) -> Calib
     """
     if not cfg.conformal or len(y_val) == 0:
         return None
-    return conformal_offsets(y_val, val.with_levels(report_quantiles(cfg)))
+    val = val.with_levels(report_quantiles(cfg))
+    if not np.isfinite(val.quantiles).all():  # a diverged model: nothing to calibrate
+        log.warning("the validation forecasts hold NaN/Inf; the intervals are not calibrated")
+        return None
+    return conformal_offsets(y_val, val)
 
 
 def write_calibration(run_dir: Path, calibration: Calibration, checkpoint: dict[str, Any]) -> None:

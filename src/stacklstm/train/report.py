@@ -138,7 +138,12 @@ def _interval_table(data: dict[str, Any]) -> list[str]:
     titles = [f"cover {k}" for k in levels] + [f"width {k}" for k in levels] + ["wQL"]
     lines = [f"{'test intervals':<22}" + "".join(f"{t:>12}" for t in titles)]
     best = _best(scores, "wql")
-    how = "calibrated on the validation windows" if data.get("conformal") else "uncalibrated"
+    if data.get("conformal"):
+        how = "the model's intervals are calibrated on the validation windows"
+    elif (scores.get("model") or {}).get("coverage") is None:
+        how = "the model gives point forecasts (an interval loss or conformal gives intervals)"
+    else:
+        how = "the model's intervals are its own (uncalibrated)"
     for name in FORECASTERS:
         m = scores.get(name)
         if name not in scores or m is None:
@@ -151,10 +156,7 @@ def _interval_table(data: dict[str, Any]) -> list[str]:
         wql = "n/a" if m["wql"] is None else f"{m['wql']:.4g}"
         cells.append(wql + ("*" if best == name else " "))
         lines.append(f"{'':<6}{name:<16}" + "".join(f"{c:>12}" for c in cells).rstrip())
-    lines.append(
-        f"model intervals {how}; baselines' from their validation residuals; coverage is the "
-        "share of test targets inside"
-    )
+    lines.append(f"{how}; the baselines' come from their validation residuals")
     return lines
 
 

@@ -1,58 +1,14 @@
-"""Prediction intervals: quantile and distribution heads, conformal calibration, scores.
-
-The forecaster's network is the plain ``LSTMModel``; only its ``output_size`` grows. For each
-(horizon step, target) it outputs ``P`` raw numbers, laid out horizon-major, then target, then
-parameter: ``raw (batch, horizon * n_targets * P)`` reshapes to ``(batch, horizon, n_targets,
-P)``. :class:`OutputHead` maps them, outside the module, to what each loss means:
-
-- ``mse``, ``mae``, ``huber``: ``P = 1``, the point forecast itself (the layout of older runs).
-- ``quantile``: ``P = Q`` quantiles at ``levels`` (0.5 always among them). They cannot cross:
-  the 0.5 quantile is its raw output, each higher one adds ``softplus`` of its raw output to
-  the one below, each lower one subtracts ``softplus`` from the one above. Trained with the
-  pinball loss; the point forecast is the 0.5 quantile.
-- ``normal``: ``P = 2``, mean ``mu`` and scale ``sigma = softplus(raw) + MIN_SCALE``; trained
-  with the Gaussian negative log-likelihood; the point forecast is ``mu``.
-- ``student_t``: ``P = 3``, location, scale as above and degrees of freedom ``df = MIN_DF +
-  softplus(raw)``, learnt per output (``df > 2``: the variance always exists). The point
-  forecast is the location, the median of the distribution; since ``df > 1`` it is also the
-  mean (with few degrees of freedom the median is the robust choice, and here both agree).
-
-Quantile levels come from interval levels symmetrically: a level ``l`` is the interval from
-the ``(1 - l) / 2`` to the ``(1 + l) / 2`` quantile (0.8 -> 0.1 and 0.9). Distribution
-quantiles are read off the distribution (``scipy.special``) in model space, then mapped to
-original units by the windows' own inverse transform (monotone: scaling by a positive factor
-and adding the window anchor). With ``difference=True`` the per-step quantiles are summed
-along the horizon like the point forecast, which treats the steps as perfectly dependent (the
-intervals of later steps are then too wide or too narrow): calibrate them with ``conformal``.
-
-Conformal calibration (:func:`conformal_offsets`), split conformal on the validation windows,
-per horizon step and target: for each interval ``[lo, hi]`` the conformity score of a target
-``y`` is ``max(lo - y, y - hi)`` (conformalised quantile regression, CQR; for a point forecast
-``lo = hi`` and the score is ``|y - point|``). With ``n`` scores, the offset is the
-``ceil((n + 1) * l)``-th smallest (the finite-sample correction), and the calibrated interval
-is ``[lo - offset, hi + offset]`` (an offset may be negative: the interval shrinks). After
-adjusting, the quantiles are sorted again so that the intervals stay nested. Quantiles
-without a symmetric partner are left as they are.
-
-Ensembles combine members by averaging their quantiles level by level
-(:func:`average_quantiles`, "Vincentisation"), which keeps them non-crossing.
+"""Output heads: what the network's raw outputs mean for each loss, the losses themselves
+(pinball, Gaussian and Student-t NLL) and the forecasts they give (see :mod:`stacklstm.intervals`).
 
 Example:
-    >>> import numpy as np
-    >>> levels_to_quantiles((0.8,))
+    >>> OutputHead("quantile", (0.1, 0.9)).quantiles
     (0.1, 0.5, 0.9)
-    >>> head = OutputHead("quantile", (0.1, 0.5, 0.9))
-    >>> head.output_size(horizon=2, n_targets=1)
-    6
-    >>> raw = np.array([[0.0, 1.0, 0.0, 0.0, 2.0, 0.0]])  # (batch, horizon * n_targets * P)
-    >>> np.round(head.quantiles_at(raw, 2, 1, head.quantiles), 3).tolist()  # (batch, h, nt, Q)
-    [[[[0.307, 1.0, 1.693]], [[1.307, 2.0, 2.693]]]]
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,9 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import POINT_LOSSES, TrainConfig
+from ..config import POINT_LOSSES, TrainConfig
 
-log = logging.getLogger(__name__)
 
 Array = jax.Array
 #: The losses whose model gives intervals by itself.
@@ -386,183 +341,11 @@ def average_quantiles(members: Sequence[Forecast]) -> Forecast:
     return Forecast(point, np.mean([m.quantiles for m in members], axis=0), levels)
 
 
-# --------------------------------------------------------------------------- conformal
-
-
-def conformal_quantile(scores: np.ndarray, level: float) -> np.ndarray:
-    """The split-conformal offset of ``scores (n, ...)`` along axis 0: the
-    ``ceil((n + 1) * level)``-th smallest score. With too few scores for that rank (``n <
-    level / (1 - level)``, roughly), the largest score is used and a warning says so.
-
-    Example:
-        >>> conformal_quantile(np.arange(1.0, 11.0), 0.8).item()  # ceil(11 * 0.8) = 9th
-        9.0
-    """
-    scores = np.sort(np.asarray(scores, np.float64), axis=0)
-    n = scores.shape[0]
-    if n == 0:
-        raise ValueError("conformal calibration needs at least one validation window")
-    rank = math.ceil((n + 1) * level - 1e-9)
-    if rank > n:
-        log.warning(
-            "conformal: %d validation windows are too few for a %s interval's guarantee (it "
-            "needs %d); using the largest score", n, level_key(level),
-            math.ceil(level / (1 - level)),
-        )  # fmt: skip
-        rank = n
-    return scores[rank - 1]
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Conformal offsets: ``offsets[i, k, j]`` widens the interval at ``levels[i]`` of horizon
-    step ``k`` and target ``j`` on both sides (negative: narrows it).
-
-    Attributes:
-        levels: ``(L,)`` interval levels.
-        quantiles: The quantile levels of the forecasts it calibrates.
-        offsets: ``(L, horizon, n_targets)``.
-        n_windows: Validation windows it was computed from.
-    """
-
-    levels: tuple[float, ...]
-    quantiles: tuple[float, ...]
-    offsets: np.ndarray
-    n_windows: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able."""
-        return {
-            "levels": list(self.levels),
-            "quantiles": list(self.quantiles),
-            "offsets": self.offsets.tolist(),
-            "n_windows": self.n_windows,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibration:
-        """The inverse of :meth:`to_dict`."""
-        offsets = np.asarray(data["offsets"], np.float64)
-        return cls(tuple(data["levels"]), tuple(data["quantiles"]), offsets, int(data["n_windows"]))
-
-
-def _check_y(y: np.ndarray, q: np.ndarray) -> np.ndarray:
+def check_quantiles(y: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``y`` as float64, checked against ``q (*y.shape, Q)``; NaN/Inf are refused."""
     y = np.asarray(y, np.float64)
     if q.shape[:-1] != y.shape:
         raise ValueError(f"quantiles must be the targets' shape {y.shape} + (Q,), got {q.shape}")
     if not np.isfinite(y).all() or not np.isfinite(q).all():
         raise ValueError("targets and quantiles must be finite (NaN/Inf found)")
     return y
-
-
-def conformal_offsets(y: np.ndarray, forecast: Forecast) -> Calibration:
-    """CQR offsets from validation targets ``y (n, horizon, n_targets)`` and their forecasts
-    (quantiles at ``forecast.levels``), per interval level, horizon step and target.
-
-    Example:
-        >>> y = np.arange(10.0).reshape(10, 1, 1)
-        >>> f = Forecast(np.full((10, 1, 1), 4.5)).with_levels((0.1, 0.5, 0.9))
-        >>> cal = conformal_offsets(y, f)  # scores |y - 4.5|: 0.5 0.5 1.5 1.5 ... 4.5 4.5
-        >>> cal.levels, cal.offsets.ravel().tolist()  # ceil(11 * 0.8) = 9th smallest
-        ((0.8,), [4.5])
-    """
-    q = forecast.quantiles
-    if q is None:
-        raise ValueError("conformal_offsets needs quantiles; use Forecast.with_levels")
-    y = _check_y(y, q)
-    pairs = interval_pairs(forecast.levels)
-    offsets = np.zeros((len(pairs), *y.shape[1:]))
-    for i, (level, lo, hi) in enumerate(pairs):
-        scores = np.maximum(q[..., lo] - y, y - q[..., hi])  # (n, horizon, n_targets)
-        offsets[i] = conformal_quantile(scores, level)
-    levels = tuple(level for level, _, _ in pairs)
-    return Calibration(levels, tuple(forecast.levels), offsets, int(y.shape[0]))
-
-
-def calibrate(forecast: Forecast, calibration: Calibration) -> Forecast:
-    """``forecast``'s intervals widened (or narrowed) by ``calibration``, then sorted per
-    entry so that they stay nested; the point forecast is unchanged."""
-    forecast = forecast.with_levels(calibration.quantiles)
-    q = forecast.quantiles.copy()
-    pairs = interval_pairs(forecast.levels)
-    if tuple(level for level, _, _ in pairs) != calibration.levels:
-        raise ValueError(f"the calibration is for levels {calibration.levels}")
-    for i, (_, lo, hi) in enumerate(pairs):
-        q[..., lo] -= calibration.offsets[i]
-        q[..., hi] += calibration.offsets[i]
-    return Forecast(forecast.point, np.sort(q, axis=-1), forecast.levels)
-
-
-# --------------------------------------------------------------------------- scores
-
-
-def pinball(y: np.ndarray, pred: np.ndarray, level: float) -> np.ndarray:
-    """Elementwise pinball loss of the ``level`` quantile ``pred`` against ``y`` (numpy).
-
-    Example:
-        >>> pinball(np.array([1.0, 3.0]), np.array([2.0, 2.0]), 0.9).tolist()
-        [0.09999999999999998, 0.9]
-    """
-    u = np.asarray(y, np.float64) - np.asarray(pred, np.float64)
-    return np.maximum(level * u, (level - 1) * u)
-
-
-def interval_scores(y: np.ndarray, forecast: Forecast) -> dict[str, Any]:
-    """The interval scores of ``forecast`` (quantiles at its levels) against ``y (n, horizon,
-    n_targets)``, over all entries.
-
-    Returns:
-        ``{"coverage": {level: share of targets inside [lo, hi]}, "width": {level: mean hi -
-        lo}, "wql": mean over the quantile levels of 2 * sum(pinball) / sum(|y|)}`` (the
-        weighted quantile loss, an estimate of the CRPS relative to the targets' size; None
-        when every target is 0). Levels are :func:`level_key` strings.
-
-    Example:
-        >>> y = np.array([1.0, 2.0, 5.0]).reshape(3, 1, 1)
-        >>> q = np.array([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]).reshape(3, 1, 1, 3)
-        >>> s = interval_scores(y, Forecast(q[..., 1], q, (0.1, 0.5, 0.9)))
-        >>> s["coverage"], s["width"]
-        ({'0.8': 0.6666666666666666}, {'0.8': 2.0})
-    """
-    q = forecast.quantiles
-    if q is None:
-        raise ValueError("interval_scores needs a forecast with quantiles")
-    y = _check_y(y, q)
-    coverage, width = {}, {}
-    for level, lo, hi in interval_pairs(forecast.levels):
-        inside = (q[..., lo] <= y) & (y <= q[..., hi])
-        coverage[level_key(level)] = float(np.mean(inside))
-        width[level_key(level)] = float(np.mean(q[..., hi] - q[..., lo]))
-    total = float(np.sum(np.abs(y)))
-    wql = None
-    if total > 0:
-        per_level = [
-            2 * float(np.sum(pinball(y, q[..., i], level))) / total
-            for i, level in enumerate(forecast.levels)
-        ]
-        wql = float(np.mean(per_level))
-    return {"coverage": coverage, "width": width, "wql": wql}
-
-
-__all__ = [
-    "INTERVAL_LOSSES",
-    "Calibration",
-    "Forecast",
-    "OutputHead",
-    "average_quantiles",
-    "calibrate",
-    "conformal_offsets",
-    "conformal_quantile",
-    "interval_pairs",
-    "interval_scores",
-    "level_key",
-    "levels_to_quantiles",
-    "model_has_intervals",
-    "non_crossing",
-    "normal_nll",
-    "pinball",
-    "pinball_loss",
-    "report_quantiles",
-    "student_t_nll",
-    "to_forecast",
-]
