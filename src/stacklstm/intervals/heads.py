@@ -20,7 +20,6 @@ import numpy as np
 
 from ..config import POINT_LOSSES, TrainConfig
 
-
 Array = jax.Array
 #: The losses whose model gives intervals by itself.
 INTERVAL_LOSSES = ("quantile", "normal", "student_t")
