@@ -171,7 +171,7 @@ def predict(
     check_windows_fit(*shape)  # before allocating them
     with memory_errors_as_data_errors(*shape):
         windows = make_inference_windows(series, cfg, run.info.scaler)
-    from .calibration import interval_forecast, run_calibration
+    from .calibration import interval_forecast, run_calibration  # (it imports this module)
 
     out = interval_forecast(run, windows, run_calibration(run))
     values = out.point  # (n, horizon, n_targets)
