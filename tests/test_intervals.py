@@ -213,6 +213,7 @@ def test_ensembles_average_their_members_quantiles():
         (["--loss", "quantile", "--quantiles", "0.1,0.1,0.9"], "without repeats"),
         (["--quantiles", "0.1,0.9"], "--quantiles apply to --loss quantile"),
         (["--conformal", "--val-fraction", "0"], "--val-fraction is 0"),
+        (["--conformal", "--val-fraction", "0.0001"], "validation windows but"),  # 0 rows
         (["--loss", "quantile", "--quantiles", "a,b"], "expected comma-separated numbers"),
     ],
 )
