@@ -56,6 +56,7 @@ from ..distributed import (
     shard_batch,
     sync,
 )
+from ..intervals import OutputHead
 from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
@@ -242,8 +243,15 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
             f"`epochs` ({tcfg.epochs}) x {per_epoch} steps per epoch = {total_steps} updates, "
             f"more than the step counter holds ({np.iinfo(np.int32).max}); lower `epochs`"
         )
+    if tcfg.conformal and len(splits.val) == 0:
+        raise DataError(
+            f"conformal calibrates on the validation windows but {source} gives none; raise "
+            "`val_fraction` or use more data"
+        )
     train = splits.train
-    model = cfg.model.build(output_size=train.horizon * train.n_targets)
+    model = cfg.model.build(
+        output_size=OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
+    )
     optimizer = make_optimizer(tcfg, total_steps)
     abstract = abstract_state(model, optimizer, train.n_columns)
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
