@@ -157,3 +157,10 @@ def test_fit_one_scores_like_the_library_report(tmp_path):
     )
     again = acc.fit_one(task, recipe, seed=0, work=tmp_path)  # from the cache
     np.testing.assert_array_equal(again["forecast"], out["forecast"])
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(acc, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 7 and result.failed == 0
