@@ -207,6 +207,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe("steps1000", min_steps=1000),
         Recipe("log+deseason", log=True, deseason=True),
         Recipe("log+deseason+steps1000", log=True, deseason=True, min_steps=1000),
+        Recipe("deseason+steps1000", deseason=True, min_steps=1000),
+        Recipe("deseason+steps1000+ens5", deseason=True, min_steps=1000, ensemble=5),
         Recipe("ens5", ensemble=5),
         Recipe("log+deseason+ens5", log=True, deseason=True, ensemble=5),
         Recipe("log+deseason+steps1000+ens5", log=True, deseason=True, min_steps=1000, ensemble=5),
@@ -214,7 +216,7 @@ RECIPES: dict[str, Recipe] = {
 }
 DEFAULT_RECIPES = (
     "default", "log", "deseason", "steps1000", "log+deseason", "log+deseason+steps1000",
-    "ens5", "log+deseason+steps1000+ens5",
+    "deseason+steps1000", "deseason+steps1000+ens5",
 )  # fmt: skip
 QUICK_RECIPES = ("default", "log+deseason")
 
