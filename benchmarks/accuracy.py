@@ -645,21 +645,36 @@ def markdown(
                 ]
                 lines.append(f"| {r['series']} | {r['horizon']} | " + " | ".join(cells) + " |")
             if metric == "mase":
-                means = {n: _mean([r["methods"][n]["mase"] for r in rows]) for n in names}
-                good = [v for v in means.values() if v is not None]
-                lines.append(
-                    "| **mean** | | "
-                    + " | ".join(_cell(means[n], means[n] == min(good)) for n in names)
-                    + " |"
-                )
-                wins = []
-                for n in names:
-                    pairs = [
-                        (r["methods"][n]["mase"], r["methods"]["seasonal_naive"]["mase"])
-                        for r in rows
-                    ]
-                    wins.append(f"{sum(a is not None and a < b for a, b in pairs)}/{len(pairs)}")
-                lines.append("| beats seasonal naive | | " + " | ".join(wins) + " |")
+                public = {s.name for s in PANEL[:PUBLIC]}
+                for label, subset in (
+                    ("**mean**", rows),
+                    ("mean, public series", [r for r in rows if r["series"] in public]),
+                ):
+                    if not subset or (len(subset) == len(rows) and label != "**mean**"):
+                        continue
+                    means = {n: _mean([r["methods"][n]["mase"] for r in subset]) for n in names}
+                    good = [v for v in means.values() if v is not None]
+                    lines.append(
+                        f"| {label} | | "
+                        + " | ".join(_cell(means[n], means[n] == min(good)) for n in names)
+                        + " |"
+                    )
+                for label, subset in (
+                    ("beats seasonal naive", rows),
+                    ("beats seasonal naive, public", [r for r in rows if r["series"] in public]),
+                ):
+                    if not subset or (len(subset) == len(rows) and label != "beats seasonal naive"):
+                        continue
+                    wins = []
+                    for n in names:
+                        pairs = [
+                            (r["methods"][n]["mase"], r["methods"]["seasonal_naive"]["mase"])
+                            for r in subset
+                        ]
+                        wins.append(
+                            f"{sum(a is not None and a < b for a, b in pairs)}/{len(pairs)}"
+                        )
+                    lines.append(f"| {label} | | " + " | ".join(wins) + " |")
             else:
                 rel = {
                     n: _mean([
@@ -738,6 +753,17 @@ def _time_table(results: list[dict], recipes: Sequence[Recipe]) -> list[str]:
             digits=1,
         )
         for n in STATISTICAL
+    ]
+    steps = []
+    for recipe in recipes:  # every member of every seed, both horizons
+        done = [
+            n for r in results for p in r["methods"][recipe.name]["per_seed"] for n in p["steps"]
+        ]
+        steps.append(f"{recipe.name} {int(np.median(done))} ({min(done)}-{max(done)})")
+    lines += [
+        "",
+        "Optimiser steps trained (median, and range, over series, horizons and seeds; early "
+        "stopping ends most runs before their last epoch): " + "; ".join(steps) + ".",
     ]
     timing = ", ".join(f"{n} {f} s" for n, f in zip(STATISTICAL, fwd, strict=True))
     lines += [
