@@ -695,27 +695,48 @@ def markdown(
 
 
 def _seed_table(results: list[dict], recipes: Sequence[Recipe]) -> list[str]:
-    """Mean MASE of each recipe for each seed: how much of a difference is the seed's."""
+    """Mean MASE of each recipe for each seed (how much of a difference is the seed's), and
+    of each ensemble member: the ensemble against its best and worst member."""
     lines = [
-        "### Mean MASE per seed",
+        "### Mean MASE per seed, and per ensemble member",
         "",
-        "| recipe | H | " + "per seed | spread |",
-        "|---|---|---|---|",
+        "| recipe | H | per seed | spread | members (each member's mean MASE) |",
+        "|---|---|---|---|---|",
     ]
     for recipe in recipes:
         for kind in ("1", "season"):
             rows = [r for r in results if (r["horizon"] == 1) == (kind == "1")]
             if not rows:
                 continue
-            n_seeds = len(rows[0]["methods"][recipe.name]["per_seed"]) if rows else 0
+            n_seeds = len(rows[0]["methods"][recipe.name]["per_seed"])
             per = [
                 _mean([r["methods"][recipe.name]["per_seed"][i]["mase"] for r in rows])
                 for i in range(n_seeds)
             ]
             good = [p for p in per if p is not None]
             spread = f"{max(good) - min(good):.3f}" if len(good) > 1 else "-"
+            member_text = "-"
+            if recipe.ensemble > 1:
+                texts = []
+                for i in range(n_seeds):
+                    member = [
+                        _mean(
+                            [
+                                r["methods"][recipe.name]["per_seed"][i]["member_mase"][j]
+                                for r in rows
+                            ]
+                        )
+                        for j in range(recipe.ensemble)
+                    ]
+                    done = [m for m in member if m is not None]
+                    texts.append(
+                        ", ".join(_cell(m) for m in member)
+                        + (f" (best {min(done):.3f}, worst {max(done):.3f})" if done else "")
+                    )
+                member_text = "; ".join(texts)
             lines.append(
-                f"| {recipe.name} | {kind} | {', '.join(_cell(p) for p in per)} | {spread} |"
+                f"| {recipe.name} | {kind} | {', '.join(_cell(p) for p in per)} | {spread} "
+                f"| {member_text} |"
             )
     return [*lines, ""]
 
