@@ -218,7 +218,7 @@ DEFAULT_RECIPES = (
     "default", "log", "deseason", "steps1000", "log+deseason", "log+deseason+steps1000",
     "deseason+steps1000", "deseason+steps1000+ens5",
 )  # fmt: skip
-QUICK_RECIPES = ("default", "log+deseason")
+QUICK_RECIPES = ("default", "deseason+steps1000")
 
 
 def parse_recipe(text: str) -> Recipe:
