@@ -33,7 +33,7 @@ from helpers import (
     tiny_run,
 )
 from stacklstm import cli
-from stacklstm.cli import _ints, _names, build_parser, main
+from stacklstm.cli import _floats, _ints, _names, build_parser, main
 from stacklstm.data import DataConfig, bundled_dataset_path, read_table
 from stacklstm.train import ModelConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
@@ -66,7 +66,12 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     report = json.loads((run / "report.json").read_text())
     assert set(report["test"]) == {"model", "last_value", "seasonal_naive"}
     for scores in report["test"].values():
-        assert set(scores) == {"mae", "rmse", "mape", "smape", "mase"}
+        assert set(scores) == {"mae", "rmse", "mape", "smape", "mase", "coverage", "width", "wql"}
+    # the default levels: the model (mse, no --conformal) has none; the baselines' come from
+    # their validation residuals
+    assert report["interval_levels"] == ["0.8", "0.95"] and not report["conformal"]
+    assert report["test"]["model"]["coverage"] is None
+    assert set(report["test"]["last_value"]["coverage"]) == {"0.8", "0.95"}
     assert report["n_test"] == 343 and report["n_val"] == 343
     assert f"{report['test']['model']['rmse']:.4f}" in train_out
     assert "run folder:" in train_out and "48 steps" in train_out
@@ -378,6 +383,12 @@ def _bad_value(kind):
             ),
             text.filter(lambda s: not _is(_ints, s)),
         )  # fmt: skip
+    if kind == tuple[float, ...]:  # levels: each strictly between 0 and 1
+        outside = st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0))
+        return st.one_of(
+            st.lists(outside, min_size=1, max_size=3).map(lambda v: ",".join(map(repr, v))),
+            text.filter(lambda s: not _is(_floats, s)),
+        )
     raise AssertionError(kind)
 
 

@@ -66,14 +66,18 @@ def test_new_fields_say_what_older_runs_meant():
         if f.name not in LAYOUT_2_KEYS[section]
     }
     # what each newer field meant before it existed: older reports scored the naive baselines;
-    # older runs read one series, split by fractions, and refused nothing for being short;
-    # older models read past-only features and no calendar
+    # older runs read one series, split by fractions, refused nothing for being short, and
+    # gave point forecasts without intervals; older models read past-only features and no
+    # calendar
     assert added == {
         ("train", "baselines"): "naive",
         ("data", "id_column"): None,
         ("data", "val_size"): None,
         ("data", "test_size"): None,
         ("data", "strict"): False,
+        ("train", "quantiles"): (),
+        ("train", "interval_levels"): (),
+        ("train", "conformal"): False,
         ("data", "future_features"): (),
         ("data", "static_features"): (),
         ("data", "calendar"): "none",
@@ -152,7 +156,27 @@ def test_one_exception_type_and_message_per_kind_of_mistake():
         (DataConfig, {"window": 0}, "window must be an integer >= 1, got 0"),
         (ModelConfig, {"dropout_rate": 1.0}, r"dropout_rate must be a number in \[0.0, 1.0\)"),
         (TrainConfig, {"lr": 0.0}, r"lr must be a number in \(0.0, inf\), got 0.0"),
-        (TrainConfig, {"loss": "l3"}, "loss must be one of 'mse', 'mae', 'huber', got 'l3'"),
+        (
+            TrainConfig,
+            {"loss": "l3"},
+            "loss must be one of 'mse', 'mae', 'huber', 'quantile', 'normal', 'student_t', "
+            "got 'l3'",
+        ),
+        (TrainConfig, {"quantiles": (0.5, 1.0)}, r"quantiles must lie strictly between 0 and 1"),
+        (
+            TrainConfig,
+            {"quantiles": (0.9, 0.1), "loss": "quantile"},
+            r"quantiles must be ascending without repeats, got \(0.9, 0.1\)",
+        ),
+        (
+            TrainConfig,
+            {"quantiles": (0.1, 0.1, 0.9), "loss": "quantile"},
+            "quantiles must be ascending without repeats",
+        ),
+        (TrainConfig, {"quantiles": (0.1, 0.9)}, "quantiles apply to `loss=quantile`"),
+        (TrainConfig, {"interval_levels": (0.0,)}, "interval_levels must lie strictly between"),
+        (TrainConfig, {"interval_levels": ("0.8",)}, "interval_levels must hold numbers"),
+        (TrainConfig, {"conformal": "yes"}, "conformal must be true or false"),
     ],
 )
 def test_setting_errors_name_the_field(cls, kwargs, message):
@@ -187,7 +211,11 @@ def test_config_diff_names_fields():
         ({"model": {"linear_layer_sizes": [3, "x"]}}, "linear_layer_sizes must hold integers >= 1"),
         ({"model": {"dropout": 1.0}}, "dropout_rate must be a number in [0.0, 1.0), got 1.0"),
         ({"train": {"lr": 0}}, "lr must be a number in (0.0, inf), got 0.0"),
-        ({"train": {"loss": "l2"}}, "loss must be one of 'mse', 'mae', 'huber', got 'l2'"),
+        (
+            {"train": {"loss": "l2"}},
+            "loss must be one of 'mse', 'mae', 'huber', 'quantile', 'normal', 'student_t', "
+            "got 'l2'",
+        ),
         ({"train": {"batch_size": True}}, "batch_size must be an integer >= 1, got True"),
         ({"data": {"window": 0}}, "window must be an integer >= 1, got 0"),
     ],

@@ -94,6 +94,36 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(trained_run, tmp_path):
         assert report == whole.report.data
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "train", [{"loss": "quantile", "quantiles": [0.1, 0.9]},
+              {"loss": "student_t", "conformal": True}],
+)  # fmt: skip
+def test_resume_is_bit_identical_for_every_interval_loss(tmp_path, train):
+    """The quantile and distribution heads, and conformal calibration, keep resume exact
+    (a smaller run: one LSTM layer, 6 steps per epoch, stopped mid-epoch 2). The point losses
+    are the tests above; ``normal`` is ``student_t``'s head without its third parameter (the
+    loop never looks at the loss), so it is left out to save a minute."""
+    cfg = TINY_RUN.replace(
+        {
+            "model": {"num_lstm_layers": 1, "dropout_rate": 0.0},
+            "train": {"batch_size": 256, "checkpoint_every": 0, **train},
+        }
+    )
+    whole = fit(cfg, tmp_path / "whole", quiet=True)
+    stopped = fit(cfg, tmp_path / "split", quiet=True, stop_after_steps=8)
+    assert (stopped.step, stopped.report) == (8, None)
+    resumed = fit(cfg, tmp_path / "split", quiet=True, resume=True)
+    assert resumed.step == whole.step == 12
+    for a, b in zip(_leaves(load_run(whole.out_dir).params),
+                    _leaves(load_run(resumed.out_dir).params), strict=True):  # fmt: skip
+        np.testing.assert_array_equal(a, b)
+    assert _metric_lines(resumed.out_dir) == _metric_lines(whole.out_dir)
+    report = {**resumed.report.data, "data_path": whole.report.data["data_path"]}
+    assert report == whole.report.data
+    assert whole.report.data["test"]["model"]["coverage"] is not None
+
+
 def test_resume_refuses_another_config(trained_run):
     other = TINY_RUN.replace({"train": {"epochs": 3}, "model": {"lstm_hidden_size": 9}})
     with pytest.raises(ValueError, match=r"model\.lstm_hidden_size: 9 != 8; train\.epochs: 3 != 2"):

@@ -31,6 +31,7 @@ import numpy as np
 
 from .checks import SettingError, check_choice
 from .config import BaselineKind
+from .intervals import Forecast, calibrate, conformal_offsets
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,40 @@ def require(kind: BaselineKind) -> None:
             "(or pass `baselines=naive`)",
             "baselines",
         )
+
+
+def residual_intervals(
+    y_val: np.ndarray,
+    val_point: np.ndarray | None,
+    point: np.ndarray | None,
+    quantiles: tuple[float, ...],
+) -> Forecast | None:
+    """A baseline's intervals from its own validation residuals: symmetric split-conformal
+    intervals around ``point`` (see :func:`stacklstm.intervals.conformal_offsets`), per
+    horizon step and target.
+
+    Args:
+        y_val: ``(n_val, horizon, n_targets)`` validation targets.
+        val_point: The baseline's forecasts of them (None: it has none).
+        point: ``(n, horizon, n_targets)`` the forecasts to give intervals to (None: none).
+        quantiles: Ascending quantile levels, symmetric pairs around 0.5 (the point).
+
+    Returns:
+        The forecasts with quantiles at ``quantiles``, or None without validation forecasts.
+
+    Example:
+        >>> y_val = np.arange(10.0).reshape(10, 1, 1)
+        >>> out = residual_intervals(y_val, np.full((10, 1, 1), 4.5), np.zeros((1, 1, 1)),
+        ...                          (0.1, 0.5, 0.9))
+        >>> out.quantiles.ravel().tolist()  # |residuals| 0.5, 0.5, ..., 4.5: the 9th smallest
+        [-4.5, 0.0, 4.5]
+    """
+    if val_point is None or point is None or len(y_val) == 0 or not quantiles:
+        return None
+    if not (np.isfinite(val_point).all() and np.isfinite(point).all()):
+        return None
+    calibration = conformal_offsets(y_val, Forecast(val_point).with_levels(quantiles))
+    return calibrate(Forecast(point), calibration)
 
 
 def statistical_models(season: int, n_fit: int) -> dict[str, Any]:

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -132,6 +133,37 @@ def check_sizes(name: str, value: object, max_len: int | None = None) -> tuple[i
     if max_len is not None and len(value) > max_len:
         raise SettingError(f"{name} may list at most {max_len} sizes, got {len(value)}", name)
     return tuple(int(v) for v in value)
+
+
+def check_levels(name: str, value: object) -> tuple[float, ...]:
+    """``value`` as an ascending tuple of distinct floats in ``(0, 1)`` (quantile or
+    coverage levels; may be empty).
+
+    Example:
+        >>> check_levels("quantiles", [0.1, 0.9])
+        (0.1, 0.9)
+        >>> check_levels("quantiles", (0.9, 0.1))
+        Traceback (most recent call last):
+        ...
+        stacklstm.checks.SettingError: quantiles must be ascending without repeats, got (0.9, 0.1)
+    """
+    example = "e.g. (0.1, 0.5, 0.9) or ()"
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise SettingTypeError(
+            f"{name} must be a sequence of numbers ({example}), got {value!r}", name
+        )
+    value = tuple(value)
+    if not all(is_real(v) for v in value):
+        raise SettingTypeError(
+            f"{name} must hold numbers in (0, 1) ({example}), got {value!r}", name
+        )
+    levels = tuple(float(v) for v in value)
+    outside = [v for v in levels if not (0.0 < v < 1.0)]
+    if outside:
+        raise SettingError(f"{name} must lie strictly between 0 and 1, got {outside[0]!r}", name)
+    if any(b <= a for a, b in itertools.pairwise(levels)):
+        raise SettingError(f"{name} must be ascending without repeats, got {levels!r}", name)
+    return levels
 
 
 def check_names(name: str, value: object, *, allow_empty: bool) -> tuple[str, ...]:

@@ -161,6 +161,16 @@ def _ints(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def _floats(text: str) -> tuple[float, ...]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        return tuple(float(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers such as 0.1,0.5,0.9, got {text!r}"
+        ) from None
+
+
 def _column_or_none(text: str) -> str | None:
     return None if text.strip().lower() in ("", "none") else text
 
@@ -229,6 +239,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                 kwargs.update(type=_names, metavar="A,B")
             elif kind == tuple[int, ...]:
                 kwargs.update(type=_ints, metavar="N,M")
+            elif kind == tuple[float, ...]:
+                kwargs.update(type=_floats, metavar="X,Y")
             elif kind == (str | None):
                 kwargs.update(type=_column_or_none, metavar="NAME")
             elif kind == (int | None):

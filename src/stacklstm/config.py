@@ -46,6 +46,7 @@ from .checks import (
     check_choice,
     check_fraction,
     check_int,
+    check_levels,
     check_names,
     check_positive_int,
     check_real,
@@ -57,7 +58,9 @@ from .checks import (
 ScalerKind = Literal["standard", "minmax", "robust", "none"]
 NormalizeKind = Literal["none", "window"]
 GapPolicy = Literal["interpolate", "reject"]
-LossKind = Literal["mse", "mae", "huber"]
+LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
+#: The losses whose model gives a point forecast only (intervals need ``conformal``).
+POINT_LOSSES = ("mse", "mae", "huber")
 BaselineKind = Literal["naive", "all"]
 CalendarKind = Literal["auto", "none"]
 
@@ -402,7 +405,30 @@ class TrainConfig(_Section):
         0.05, help="share of all steps for the learning-rate warm-up, in [0, 1)"
     )
     clip_norm: float = setting(1.0, help="clip gradients to this global norm")
-    loss: LossKind = setting("mse", help="training loss (huber: delta 1, in scaled units)")
+    loss: LossKind = setting(
+        "mse",
+        help="training loss: mse, mae, huber (delta 1, in scaled units) give point forecasts; "
+        "quantile (pinball loss), normal and student_t (negative log-likelihood) also give "
+        "prediction intervals",
+    )
+    quantiles: tuple[float, ...] = setting(
+        (),
+        help="with loss=quantile: the quantile levels learnt, comma separated, ascending, in "
+        "(0, 1); 0.5 (the point forecast) is added if absent ('': those of interval_levels)",
+        legacy=(),
+    )
+    interval_levels: tuple[float, ...] = setting(
+        (0.8, 0.95),
+        help="nominal coverage of the prediction intervals, comma separated, ascending, in "
+        "(0, 1): 0.8 is the interval between the 0.1 and 0.9 quantiles ('' for none)",
+        legacy=(),
+    )
+    conformal: bool = setting(
+        False,
+        help="calibrate the intervals on the validation windows (split conformal, per horizon "
+        "step); with mse/mae/huber it makes symmetric intervals at interval_levels",
+        legacy=False,
+    )
     patience: int = setting(
         15, help="early stopping: epochs without a better validation loss (0: never stop)"
     )
@@ -431,6 +457,21 @@ class TrainConfig(_Section):
         check_fraction("warmup_fraction", self.warmup_fraction)
         check_real("clip_norm", self.clip_norm, 0.0, open_low=True)
         check_choice("loss", self.loss, get_args(LossKind))
+        for name in ("quantiles", "interval_levels"):
+            object.__setattr__(self, name, check_levels(name, getattr(self, name)))
+        check_bool("conformal", self.conformal)
+        if self.quantiles and self.loss != "quantile":
+            raise SettingError(
+                f"quantiles apply to `loss=quantile`, got loss={self.loss!r}; the intervals of "
+                "the other losses are set by `interval_levels`",
+                "quantiles",
+            )
+        if self.conformal and self.loss in POINT_LOSSES and not self.interval_levels:
+            raise SettingError(
+                f"`conformal` with loss={self.loss!r} makes intervals at `interval_levels`, "
+                "which is empty; give `interval_levels` (e.g. 0.8,0.95)",
+                "interval_levels",
+            )
         check_int("patience", self.patience, 0)
         check_int("seed", self.seed, 0, 2**63 - 1)  # jax.random.key takes an int64
         check_positive_int("log_every", self.log_every)
@@ -489,12 +530,26 @@ class RunConfig:
                     f"{type(getattr(self, name)).__name__}",
                     name,
                 )
+        self._check_across()
+
+    def _check_across(self) -> None:
+        """The checks that involve two sections."""
+        data = self.data
+        no_val = data.val_size == 0 if data.val_size is not None else data.val_fraction == 0
+        if self.train.conformal and no_val:
+            given = "`val_size` is 0" if data.val_size is not None else "`val_fraction` is 0"
+            raise SettingError(
+                f"conformal calibrates the intervals on the validation windows but {given}; "
+                "give a validation split or `conformal=False`",
+                "conformal",
+            )
 
     def validate(self) -> None:
         """Raise SettingError on the first bad setting."""
         self.data.validate()
         self.model.validate()
         self.train.validate()
+        self._check_across()
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """JSON-able nested dict ``{"data": ..., "model": ..., "train": ...}``."""

@@ -31,6 +31,7 @@ import numpy as np
 from .. import __version__, kernels, serving
 from ..config import DataConfig
 from ..data import Scaler
+from ..intervals import OutputHead
 from ..kernels.lstm import LSTMState
 from .inference import TrainedRun, load_run
 from .rundir import atomic_write, read_run_info
@@ -45,7 +46,7 @@ Array = jax.Array
 
 
 def forecast_function(
-    model: Any, params: Any, cfg: DataConfig, scaler: Scaler
+    model: Any, params: Any, cfg: DataConfig, scaler: Scaler, head: OutputHead | None = None
 ) -> Callable[[Array], Array]:
     """The function the artifact holds: raw windows -> forecasts, both in original units.
 
@@ -54,12 +55,15 @@ def forecast_function(
         params: Its parameters (the ``params`` collection), baked in as constants.
         cfg: The run's data settings (window, horizon, targets, normalize, difference).
         scaler: The run's fitted scaler.
+        head: The run's output head (None: a point loss); the artifact gives its point
+            forecast (the 0.5 quantile, the mean or the Student-t location), no quantiles.
 
     Returns:
         ``f(x)``: ``x`` ``(batch, window + difference, n_columns)`` float64 ->
         ``(batch, horizon, n_targets)`` float64. Trace it with x64 enabled.
     """
     nt, horizon = len(cfg.target), cfg.horizon
+    head = OutputHead("mse") if head is None else head
     center = np.asarray(scaler.center, np.float64)  # (n_columns,)
     scale = np.asarray(scaler.scale, np.float64)
     params = jax.tree.map(np.asarray, jax.device_get(params))
@@ -77,7 +81,7 @@ def forecast_function(
         zeros = jnp.zeros((batch, model.lstm_hidden_size), jnp.float32)
         carry = tuple(LSTMState(zeros, zeros) for _ in range(model.num_states))
         y = model.apply({"params": params}, inputs.astype(jnp.float32), carry)
-        y = y.reshape(batch, horizon, nt).astype(jnp.float64)  # horizon-major, as in training
+        y = head.point(y, horizon, nt).astype(jnp.float64)  # horizon-major, as in training
         out = (y + anchor[:, None, :]) * scale[:nt] + center[:nt]
         if cfg.difference:
             out = x[:, -1:, :nt] + jnp.cumsum(out, axis=1)  # from the level at the origin
@@ -92,6 +96,7 @@ def export_forecast(
     cfg: DataConfig,
     scaler: Scaler,
     platforms: Sequence[str] = PLATFORMS,
+    head: OutputHead | None = None,
 ) -> jax.export.Exported:
     """Trace and lower :func:`forecast_function` for any batch size.
 
@@ -99,7 +104,7 @@ def export_forecast(
     ``(batch, window + difference, n_columns)`` float64 with ``batch`` symbolic.
     """
     input_steps = cfg.window + int(cfg.difference)
-    fn = forecast_function(model, params, cfg, scaler)
+    fn = forecast_function(model, params, cfg, scaler, head)
     with jax.enable_x64(True), kernels.use("xla"):
         (batch,) = jax.export.symbolic_shape("batch")
         spec = jax.ShapeDtypeStruct((batch, input_steps, len(scaler.columns)), jnp.float64)
@@ -137,7 +142,8 @@ def export_forecaster(
 ) -> tuple[jax.export.Exported, dict[str, Any]]:
     """A loaded run's ``(exported, metadata)``; see :func:`export_forecast`."""
     cfg, scaler = run.info.config.data, run.info.scaler
-    exported = export_forecast(run.model, run.params, cfg, scaler, platforms)
+    head = OutputHead.of(run.info.config.train)
+    exported = export_forecast(run.model, run.params, cfg, scaler, platforms, head)
     return exported, artifact_metadata(exported, cfg, scaler, run.checkpoint)
 
 

@@ -30,6 +30,7 @@ from ..data import (
     select_series,
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
+from ..intervals import Forecast, OutputHead, level_key, to_forecast
 from .checkpoint import RunCheckpoints, abstract_target
 from .memory import check_series_fit, memory_errors_as_data_errors
 from .outputs import check_output, write_output
@@ -117,7 +118,8 @@ def load_run(run_dir: str | Path) -> TrainedRun:
     cfg = info.config
     h, n_columns = cfg.data.horizon, len(info.scaler.columns)
     n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
-    model = cfg.model.build(h * len(cfg.data.target), h, n_future, n_static)
+    output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))
+    model = cfg.model.build(output_size, h, n_future, n_static)
     optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
     inputs = example_inputs(n_columns, h, n_future, n_static) if n_future or n_static else None
     abstract = abstract_state(model, optimizer, n_columns if inputs is None else inputs)
@@ -138,9 +140,16 @@ def load_run(run_dir: str | Path) -> TrainedRun:
 
 
 def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarray:
-    """Forecasts ``(n, horizon, n_targets)`` of ``windows`` in original units (float64)."""
+    """Point forecasts ``(n, horizon, n_targets)`` of ``windows`` in original units (float64)."""
+    return forecast_quantiles(run, windows, predict_step).point
+
+
+def forecast_quantiles(run: TrainedRun, windows: WindowSet, predict_step=None) -> Forecast:
+    """Point forecasts and, for a quantile or distribution loss, uncalibrated quantiles of
+    ``windows`` in original units (see :func:`stacklstm.intervals.to_forecast`)."""
     if len(windows) == 0:
-        return np.zeros((0, windows.horizon, windows.n_targets))
+        raw = np.zeros((0, run.model.output_size), np.float32)
+        return to_forecast(run.info.config.train, raw, windows)
     predict_step = predict_step or make_predict_step(run.model)
     outputs, counts, host = [], [], []
     every = sync_every(windows, run.batch_size)
@@ -152,9 +161,8 @@ def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarr
             host.extend(gather(outputs))
             outputs = []
     host.extend(gather(outputs))
-    y_model = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
-    y_model = y_model.reshape(len(windows), windows.horizon, windows.n_targets)  # horizon-major
-    return windows.to_original(y_model)
+    raw = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
+    return to_forecast(run.info.config.train, raw, windows)  # (n, output_size) -> Forecast
 
 
 def load_series(
@@ -206,7 +214,10 @@ def predict(
     Returns:
         One row per origin: for a panel run first ``id`` (the series), then ``origin`` (its
         time stamp, or its row number in its series without a time column), then
-        ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``.
+        ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``; a run with
+        intervals adds ``<target>_h<k>_q<level>`` after each, one per quantile level
+        (``co2_h1_q0.1``), calibrated with ``conformal`` (see
+        :mod:`stacklstm.train.calibration`).
 
     Raises:
         DataError: ``ids`` for a run on one series, or naming a series the table lacks.
@@ -227,7 +238,10 @@ def predict(
     if ids is not None:
         series = select_series(series, ids)
     windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
-    values = forecast(run, windows)  # (n, horizon, n_targets)
+    from .calibration import interval_forecast, run_calibration  # (it imports this module)
+
+    out = interval_forecast(run, windows, run_calibration(run))
+    values = out.point  # (n, horizon, n_targets)
     origin = windows.local_origin if windows.origin_time is None else windows.origin_time
     columns: dict[str, Any] = {}
     if windows.ids is not None:
@@ -236,6 +250,8 @@ def predict(
     for j, name in enumerate(cfg.target):
         for k in range(cfg.horizon):
             columns[f"{name}_h{k + 1}"] = values[:, k, j]
+            for i, level in enumerate(out.levels):  # (n, horizon, n_targets, Q)
+                columns[f"{name}_h{k + 1}_q{level_key(level)}"] = out.quantiles[:, k, j, i]
     frame = pd.DataFrame(columns)
     if output is not None:
         write_output(output, frame.to_csv(index=False).encode())

@@ -57,6 +57,7 @@ from ..distributed import (
     shard_batch,
     sync,
 )
+from ..intervals import OutputHead
 from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import Progress, RunCheckpoints, abstract_target
@@ -250,10 +251,16 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
             f"`epochs` ({tcfg.epochs}) x {per_epoch} steps per epoch = {total_steps} updates, "
             f"more than the step counter holds ({np.iinfo(np.int32).max}); lower `epochs`"
         )
+    if tcfg.conformal and len(splits.val) == 0:
+        raise DataError(
+            f"conformal calibrates on the validation windows but {source} gives none; raise "
+            "`val_fraction` or use more data"
+        )
     train = splits.train
     # with known-future or static covariates a Forecaster, else LSTMModel as it always was
     n_future, n_static = covariate_sizes(cfg.data, scaler.columns)
-    model = cfg.model.build(train.horizon * train.n_targets, train.horizon, n_future, n_static)
+    output_size = OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
+    model = cfg.model.build(output_size, train.horizon, n_future, n_static)
     optimizer = make_optimizer(tcfg, total_steps)
     example = None
     if n_future or n_static:

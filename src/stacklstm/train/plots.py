@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..data import Series, WindowSet
+from ..intervals import Forecast, interval_pairs, level_key
 from .rundir import atomic_write
 
 log = logging.getLogger(__name__)
@@ -39,9 +40,12 @@ def plot_forecast(
     test: WindowSet,
     forecasts: dict[str, np.ndarray | None],
     targets: tuple[str, ...],
+    intervals: Forecast | None = None,
 ) -> None:
     """Test targets vs the one-step-ahead forecasts (``forecasts[name][:, 0]``, one per test
-    row) of the model (red) and the baselines (faint); one panel per target."""
+    row) of the model (red) and the baselines (faint); one panel per target. With the model's
+    ``intervals``, a fan around its forecast: one band per interval level, the widest
+    palest."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -51,6 +55,13 @@ def plot_forecast(
     x = rows if series.times is None else series.times[rows]
     fig, axes = plt.subplots(len(targets), 1, figsize=(10, 3.2 * len(targets)), squeeze=False)
     for j, (ax, name) in enumerate(zip(axes[:, 0], targets, strict=True)):
+        if intervals is not None and intervals.quantiles is not None:
+            pairs = interval_pairs(intervals.levels)
+            for n, (level, lo, hi) in enumerate(reversed(pairs)):  # widest first
+                band = intervals.quantiles[:, 0, j]  # (n, Q)
+                alpha = 0.12 + 0.18 * n / max(len(pairs) - 1, 1)
+                ax.fill_between(x, band[:, lo], band[:, hi], color="tab:red", alpha=alpha,
+                                lw=0, label=f"model {level_key(level)} interval")  # fmt: skip
         ax.plot(x, test.y_true[:, 0, j], color="black", lw=1.4, label="actual")
         for label, values in forecasts.items():
             if values is None or label == "model":

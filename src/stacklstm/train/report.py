@@ -25,11 +25,21 @@ from typing import Any
 import numpy as np
 
 from .. import baselines
+from ..config import RunConfig
 from ..data import WindowSet, make_splits
 from ..distributed import is_primary
+from ..intervals import (
+    Forecast,
+    calibrate,
+    interval_pairs,
+    interval_scores,
+    level_key,
+    report_quantiles,
+)
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
-from .inference import forecast, load_run, load_series
+from .calibration import fit_calibration, write_calibration
+from .inference import forecast_quantiles, load_run, load_series
 from .plots import plot_forecast, plot_loss
 from .rundir import METRICS_FILE, atomic_write
 from .step import make_predict_step
@@ -166,6 +176,7 @@ def format_table(data: dict[str, Any]) -> str:
                 text = "n/a" if value is None else f"{value:.4f}"
                 cells.append(f"{text + ('*' if best[key] == name else ' '):>12}")
             lines.append(f"{split:<6}{name:<16}{''.join(cells)}".rstrip())
+    lines += _interval_table(data)
     lines.append(
         f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
         f"horizon {data['horizon']}); season={data['season']}"
@@ -178,6 +189,38 @@ def format_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _interval_table(data: dict[str, Any]) -> list[str]:
+    """The test intervals' lines: coverage and mean width per nominal level, and the weighted
+    quantile loss (``*``: the lowest)."""
+    levels = data.get("interval_levels")
+    scores = data.get("test") or {}
+    if not levels or not scores:
+        return []
+    titles = [f"cover {k}" for k in levels] + [f"width {k}" for k in levels] + ["wQL"]
+    lines = [f"{'test intervals':<22}" + "".join(f"{t:>12}" for t in titles)]
+    best = _best(scores, "wql")
+    if data.get("conformal"):
+        how = "the model's intervals are calibrated on the validation windows"
+    elif (scores.get("model") or {}).get("coverage") is None:
+        how = "the model gives point forecasts (an interval loss or conformal gives intervals)"
+    else:
+        how = "the model's intervals are its own (uncalibrated)"
+    for name in FORECASTERS:
+        m = scores.get(name)
+        if name not in scores or m is None:
+            continue
+        if m.get("coverage") is None:
+            lines.append(f"{'':<6}{name:<16}{'n/a (point forecasts only)':>36}")
+            continue
+        cells = [f"{m['coverage'][k]:.3f}" for k in levels]
+        cells += [f"{m['width'][k]:.4g}" for k in levels]
+        wql = "n/a" if m["wql"] is None else f"{m['wql']:.4g}"
+        cells.append(wql + ("*" if best == name else " "))
+        lines.append(f"{'':<6}{name:<16}" + "".join(f"{c:>12}" for c in cells).rstrip())
+    lines.append(f"{how}; the baselines' come from their validation residuals")
+    return lines
+
+
 @dataclass(frozen=True)
 class Report:
     """The outcome of :func:`evaluate_run`.
@@ -187,12 +230,15 @@ class Report:
         table: :func:`format_table` of ``data``.
         test_origin: ``(n_test,)`` series rows of the test forecast origins.
         test_forecast: ``(n_test, horizon, n_targets)`` model forecasts in original units.
+        test_intervals: The model's test forecasts with their quantiles (calibrated with
+            ``conformal``), or None where the report has none.
     """
 
     data: dict[str, Any]
     table: str
     test_origin: np.ndarray
     test_forecast: np.ndarray
+    test_intervals: Forecast | None = None
 
 
 def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Report:
@@ -235,18 +281,22 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     rows = splits.rows  # (n_series, 3): each series' training, validation and test rows
     # in-sample rows of each split: what was seen before its first target
     seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
-    scored, data = {}, {}
+    scored, data, calibration, bands = {}, {}, None, None
     per_series: dict[str, dict[str, Any]] = {}
     for split in ("val", "test"):
         part = getattr(splits, split)
-        model_forecast = forecast(run, part, predict_step)
+        model_forecast = forecast_quantiles(run, part, predict_step)
+        if split == "val":  # the conformal offsets come from the validation windows
+            calibration = fit_calibration(cfg.train, part.y_true, model_forecast)
+        elif calibration is not None:
+            model_forecast = calibrate(model_forecast, calibration)
         scored[split] = (part, model_forecast)
         if not len(part):
             data[split] = {}
             continue
         # the statistical models are fitted on the rows before the test only
         forecasts = {
-            "model": model_forecast,
+            "model": model_forecast.point,
             **baseline_forecasts(part, season, kind if split == "test" else "naive"),
         }
         if part.ids is None:
@@ -258,6 +308,8 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
                 per_series.setdefault(name, {})[split] = scores
         if split == "test":
             test_forecasts = forecasts
+            bands = _interval_scores(data[split], cfg, part, forecasts, model_forecast, scored)
+    levels = report_quantiles(cfg.train)
     data.update(
         n_test=len(scored["test"][0]) * cfg.data.horizon,
         n_val=len(scored["val"][0]) * cfg.data.horizon,
@@ -268,6 +320,12 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         checkpoint=run.checkpoint,
         data_path=str(source),
     )
+    if levels:
+        data.update(
+            quantiles=list(levels),
+            interval_levels=[level_key(level) for level, _, _ in interval_pairs(levels)],
+            conformal=cfg.train.conformal,
+        )
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     if splits.test.ids is not None:  # a panel: the same metrics series by series
         data["n_series"] = len(splits.test.ids)
@@ -275,20 +333,63 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
             name: {split: per_series.get(name, {}).get(split, {}) for split in ("test", "val")}
             for name in splits.test.ids
         }
-    report = Report(data, format_table(data), scored["test"][0].origin, scored["test"][1])
+    test_part, test_model = scored["test"]
+    report = Report(data, format_table(data), test_part.origin, test_model.point, test_model)
     if not is_primary():  # every process forecast together; process 0 writes
         return report
     run_dir = Path(run_dir)
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     atomic_write(run_dir / REPORT_FILE, lambda handle: handle.write(text.encode()))
-    test = scored["test"][0]
+    if calibration is not None:
+        write_calibration(run_dir, calibration, run.checkpoint)
+    test = test_part
     if len(test):
         if test.ids is not None:  # a panel: the plot shows its first series with test windows
             first = int(test.series[0])
             mine = test.series == first
             test = test.take(mine)
             test_forecasts = {k: None if v is None else v[mine] for k, v in test_forecasts.items()}
+            bands = None if bands is None else bands.take(mine)
         plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, test_forecasts,
-                      cfg.data.target)  # fmt: skip
+                      cfg.data.target, bands)  # fmt: skip
     plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
     return report
+
+
+def _interval_scores(
+    scores: dict[str, Any],
+    cfg: RunConfig,
+    test: WindowSet,
+    forecasts: dict[str, np.ndarray | None],
+    model: Forecast,
+    scored: dict[str, tuple[WindowSet, Forecast]],
+) -> Forecast | None:
+    """Add ``coverage``, ``width`` and ``wql`` to each forecaster's test ``scores`` (None where
+    it has no intervals); returns the model's forecast if it has intervals (for the fan).
+
+    The model's intervals are its own (calibrated with ``conformal``); a baseline's come from
+    its residuals on the validation windows (:func:`stacklstm.baselines.residual_intervals`).
+    """
+    levels = report_quantiles(cfg.train)
+    if not levels:
+        return None
+    val, _ = scored["val"]
+    val_points: dict[str, np.ndarray | None] = {}
+    if len(val):
+        val_points = baseline_forecasts(val, cfg.data.season, cfg.train.baselines)
+    out: dict[str, Forecast | None] = {
+        name: baselines.residual_intervals(val.y_true, val_points.get(name), values, levels)
+        for name, values in forecasts.items()
+        if name != "model"
+    }
+    out["model"] = model if model.quantiles is not None else None
+    for name, intervals in out.items():
+        metrics = scores.get(name)
+        if metrics is None:
+            continue
+        empty = {"coverage": None, "width": None, "wql": None}
+        if intervals is not None and np.isfinite(intervals.quantiles).all():
+            metrics.update(interval_scores(test.y_true, intervals))
+        else:
+            metrics.update(empty)
+    return out["model"]

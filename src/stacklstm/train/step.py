@@ -32,8 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..config import TrainConfig
+from ..config import POINT_LOSSES, TrainConfig
 from ..inputs import ForecastInputs
+from ..intervals import OutputHead
 
 Array = jax.Array
 PyTree = Any
@@ -183,13 +184,27 @@ def check_state_fits(abstract: TrainState, device: jax.Device) -> None:
         )
 
 
-def forecast_loss(kind: str, pred: Array, y: Array) -> Array:
+def loss_of(cfg: TrainConfig) -> str | OutputHead:
+    """What :func:`forecast_loss` takes for ``cfg.loss``: the name of a point loss, or the
+    :class:`~stacklstm.intervals.OutputHead` of a quantile or distribution loss."""
+    return cfg.loss if cfg.loss in POINT_LOSSES else OutputHead.of(cfg)
+
+
+def forecast_loss(kind: str | OutputHead, pred: Array, y: Array) -> Array:
     """Per-window loss ``(batch,)`` of ``pred (batch, horizon*n_targets)`` vs ``y (batch, horizon,
     n_targets)``, averaged over the horizon and targets.
 
+    ``kind`` is a point loss (``"mse"``, ``"mae"``, ``"huber"``) or an ``OutputHead`` (pinball
+    loss or negative log-likelihood), whose ``pred`` is ``(batch, horizon * n_targets * P)``.
+
     Raises:
-        ValueError: ``pred`` is not exactly ``(batch, horizon * n_targets)``.
+        ValueError: ``pred`` is not exactly ``(batch, horizon * n_targets)`` (times ``P``).
     """
+    if isinstance(kind, OutputHead):
+        if y.ndim != 3:
+            raise ValueError(f"targets must be (batch, horizon, n_targets), got shape {y.shape}")
+        kind.split(pred, y.shape[1], y.shape[2])  # shape check at trace time
+        return kind.loss_per_window(pred, y)
     if y.ndim != 3:
         raise ValueError(f"targets must be (batch, horizon, n_targets), got shape {y.shape}")
     batch, horizon, n_targets = y.shape
@@ -221,7 +236,7 @@ def _weighted_mean(per_window: Array, weight: Array) -> Array:
 def train_step(
     model: nn.Module,
     optimizer: optax.GradientTransformation,
-    loss_kind: str,
+    loss_kind: str | OutputHead,
     skip_nonfinite: bool,
     state: TrainState,
     batch: Batch,
@@ -253,7 +268,7 @@ def train_step(
 
 
 def eval_step(
-    model: nn.Module, loss_kind: str, params: PyTree, batch: Batch
+    model: nn.Module, loss_kind: str | OutputHead, params: PyTree, batch: Batch
 ) -> tuple[Array, Array]:
     """``(sum of weight * loss, sum of weight)`` over the batch, deterministic (no dropout)."""
     pred = model.apply({"params": params}, batch.x)  # (batch, horizon * n_targets)
@@ -262,7 +277,9 @@ def eval_step(
 
 
 def predict_step(model: nn.Module, params: PyTree, x: Array) -> Array:
-    """``(batch, horizon * n_targets)`` model-space forecasts of ``x (batch, window, features)``."""
+    """``(batch, output_size)`` raw model-space outputs of ``x (batch, window, features)``:
+    ``horizon * n_targets`` point forecasts for a point loss (see
+    :class:`~stacklstm.intervals.OutputHead` for the others)."""
     return model.apply({"params": params}, x)
 
 
@@ -279,7 +296,7 @@ def make_train_step(
     state and the metrics are pinned to be replicated on it (batches come sharded along
     ``"data"``, so the gradients are all-reduced).
     """
-    fn = functools.partial(train_step, model, optimizer, cfg.loss, cfg.skip_nonfinite)
+    fn = functools.partial(train_step, model, optimizer, loss_of(cfg), cfg.skip_nonfinite)
     if mesh is None:
         return jax.jit(fn, donate_argnums=0)
     everywhere = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
@@ -288,11 +305,11 @@ def make_train_step(
 
 def make_eval_step(model: nn.Module, cfg: TrainConfig):
     """``eval_step(params, batch) -> (loss_sum, weight_sum)``, jitted once."""
-    return jax.jit(functools.partial(eval_step, model, cfg.loss))
+    return jax.jit(functools.partial(eval_step, model, loss_of(cfg)))
 
 
 def make_predict_step(model: nn.Module):
-    """``predict_step(params, x) -> (batch, horizon * n_targets)``, jitted once."""
+    """``predict_step(params, x) -> (batch, output_size)``, jitted once."""
     return jax.jit(functools.partial(predict_step, model))
 
 

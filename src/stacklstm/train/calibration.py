@@ -1,0 +1,92 @@
+"""A run's prediction intervals: uncalibrated from the network, or conformally calibrated.
+
+With ``conformal=True`` the intervals are calibrated on the validation windows of the run's
+own table (:func:`stacklstm.intervals.conformal_offsets`). ``evaluate_run`` computes the
+offsets while scoring and keeps them in ``calibration.json`` beside the checkpoint they
+belong to; ``predict`` reads that file, or computes the offsets again from the run's own
+table when the file is missing or belongs to another checkpoint.
+
+Example:
+    >>> CALIBRATION_FILE
+    'calibration.json'
+    >>> run = load_run("runs/co2")  # doctest: +SKIP
+    >>> forecast = interval_forecast(run, windows, run_calibration(run))  # doctest: +SKIP
+    >>> forecast.levels  # doctest: +SKIP
+    (0.025, 0.1, 0.5, 0.9, 0.975)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import TrainConfig
+from ..data import WindowSet, make_splits
+from ..intervals import Calibration, Forecast, calibrate, conformal_offsets, report_quantiles
+from .inference import TrainedRun, forecast_quantiles, load_series
+from .rundir import atomic_write
+
+log = logging.getLogger(__name__)
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def fit_calibration(cfg: TrainConfig, y_val: np.ndarray, val: Forecast) -> Calibration | None:
+    """The conformal offsets of a run (None without ``conformal`` or validation windows).
+
+    Args:
+        cfg: The run's training settings.
+        y_val: ``(n, horizon, n_targets)`` validation targets in original units.
+        val: The model's uncalibrated forecasts of those targets.
+    """
+    if not cfg.conformal or len(y_val) == 0:
+        return None
+    val = val.with_levels(report_quantiles(cfg))
+    if not np.isfinite(val.quantiles).all():  # a diverged model: nothing to calibrate
+        log.warning("the validation forecasts hold NaN/Inf; the intervals are not calibrated")
+        return None
+    return conformal_offsets(y_val, val)
+
+
+def write_calibration(run_dir: Path, calibration: Calibration, checkpoint: dict[str, Any]) -> None:
+    """Keep ``calibration`` in the run folder, with the checkpoint it was computed for."""
+    text = json.dumps({"checkpoint": checkpoint, **calibration.to_dict()}, indent=2) + "\n"
+    atomic_write(Path(run_dir) / CALIBRATION_FILE, lambda handle: handle.write(text.encode()))
+
+
+def validation_windows(run: TrainedRun) -> WindowSet:
+    """The validation windows of the run's own table, cut with its saved scaler."""
+    cfg = run.info.config.data
+    _, series = load_series(run.info, None)
+    splits, _ = make_splits(series, cfg, scaler=run.info.scaler)
+    return splits.val
+
+
+def run_calibration(run: TrainedRun, predict_step=None) -> Calibration | None:
+    """The run's conformal offsets: from ``calibration.json`` when it belongs to the restored
+    checkpoint, else computed from the validation windows of the run's own table."""
+    cfg = run.info.config.train
+    if not cfg.conformal:
+        return None
+    path = run.run_dir / CALIBRATION_FILE
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text())
+            if saved.get("checkpoint") == run.checkpoint:
+                return Calibration.from_dict(saved)
+        except (ValueError, KeyError, TypeError, OSError) as err:
+            log.warning("cannot read %s (%s); calibrating again", path, err)
+    val = validation_windows(run)
+    return fit_calibration(cfg, val.y_true, forecast_quantiles(run, val, predict_step))
+
+
+def interval_forecast(
+    run: TrainedRun, windows: WindowSet, calibration: Calibration | None, predict_step=None
+) -> Forecast:
+    """The run's forecasts of ``windows``, calibrated when ``calibration`` is given."""
+    out = forecast_quantiles(run, windows, predict_step)
+    return out if calibration is None else calibrate(out, calibration)
