@@ -33,7 +33,7 @@ def test_predict_from_the_newest_window_alone_labelled_by_whole_number_years(tmp
     cfg = RunConfig(
         DataConfig(target=("v",), time_column="year", window=4, horizon=2),
         ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
-        TrainConfig(epochs=1, batch_size=32),
+        TrainConfig(epochs=1, batch_size=32, baselines="naive"),
     )
     fit(cfg, tmp_path / "run", quiet=True, data_path=tmp_path / "years.csv")
     whole = predict(tmp_path / "run")

@@ -46,8 +46,8 @@ import jax.numpy as jnp
 from .checks import check_int
 from .inputs import ForecastInputs as ForecastInputs
 from .kernels.lstm import LSTMState
-from .layers import StackedLSTM, zero_state
-from .model import MLPHead, aggregate, check_model_args, check_model_input
+from .layers import zero_state
+from .model import check_model_args, check_model_input, encode, head
 
 Array = jax.Array
 Dtype = Any
@@ -145,30 +145,14 @@ class Forecaster(nn.Module):
             "future", future, (batch, self.future_steps, self.n_future), self.n_future
         )
         static = self._covariate("static", static, (batch, self.n_static), self.n_static)
-        outputs, new_carry = StackedLSTM(
-            hidden_size=self.lstm_hidden_size,
-            num_layers=self.num_lstm_layers,
-            bidirectional=self.bidirectional,
-            dropout_rate=self.dropout_rate,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            remat=self.remat,
-            name="lstm",
-        )(x, carry, seq_lengths=seq_lengths, deterministic=deterministic)
-        z = aggregate(outputs, seq_lengths, self.mean_aggregation)  # (batch, D*hidden)
+        z, new_carry = encode(self, x, carry, seq_lengths, deterministic)  # (batch, D*hidden)
         parts = [z]
         if future is not None:  # (batch, future_steps, n_future) -> horizon-major rows
             parts.append(future.reshape(batch, -1).astype(z.dtype))
         if static is not None:
             parts.append(static.astype(z.dtype))
         z = jnp.concatenate(parts, axis=1) if len(parts) > 1 else z  # (batch, D*hidden + cov)
-        y = MLPHead(
-            tuple(self.linear_layer_sizes),
-            self.output_size,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            name="head",
-        )(z)
+        y = head(self, z)
         return (y, new_carry) if return_carry else y
 
     @staticmethod

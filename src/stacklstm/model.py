@@ -146,25 +146,47 @@ class LSTMModel(nn.Module):
             ``return_carry=True``.
         """
         x, seq_lengths = check_model_input(x, seq_lengths)
-        outputs, new_carry = StackedLSTM(
-            hidden_size=self.lstm_hidden_size,
-            num_layers=self.num_lstm_layers,
-            bidirectional=self.bidirectional,
-            dropout_rate=self.dropout_rate,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            remat=self.remat,
-            name="lstm",
-        )(x, carry, seq_lengths=seq_lengths, deterministic=deterministic)
-        z = aggregate(outputs, seq_lengths, self.mean_aggregation)  # (batch, D*hidden)
-        y = MLPHead(
-            tuple(self.linear_layer_sizes),
-            self.output_size,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            name="head",
-        )(z)
+        z, new_carry = encode(self, x, carry, seq_lengths, deterministic)  # (batch, D*hidden)
+        y = head(self, z)
         return (y, new_carry) if return_carry else y
+
+
+def encode(
+    module: Any,
+    x: Array,
+    carry: Sequence[LSTMState] | None,
+    seq_lengths: Array | None,
+    deterministic: bool,
+) -> tuple[Array, tuple[LSTMState, ...]]:
+    """The encoder of ``LSTMModel`` and ``Forecaster``: the ``StackedLSTM`` named ``lstm``,
+    then the mean or last step. Call it inside ``module``'s compact ``__call__``.
+
+    Returns ``z`` ``(batch, D * hidden)`` and the new carry.
+    """
+    outputs, new_carry = StackedLSTM(
+        hidden_size=module.lstm_hidden_size,
+        num_layers=module.num_lstm_layers,
+        bidirectional=module.bidirectional,
+        dropout_rate=module.dropout_rate,
+        dtype=module.dtype,
+        param_dtype=module.param_dtype,
+        remat=module.remat,
+        name="lstm",
+    )(x, carry, seq_lengths=seq_lengths, deterministic=deterministic)
+    return aggregate(outputs, seq_lengths, module.mean_aggregation), new_carry
+
+
+def head(module: Any, z: Array) -> Array:
+    """The Dense+ELU head named ``head`` of ``LSTMModel`` and ``Forecaster``:
+    ``(batch, features) -> (batch, output_size)``. Call it inside ``module``'s compact
+    ``__call__``."""
+    return MLPHead(
+        tuple(module.linear_layer_sizes),
+        module.output_size,
+        dtype=module.dtype,
+        param_dtype=module.param_dtype,
+        name="head",
+    )(z)
 
 
 def check_model_args(
