@@ -68,8 +68,12 @@ def forecast_function(
     scale = np.asarray(scaler.scale, np.float64)
     params = jax.tree.map(np.asarray, jax.device_get(params))
 
+    log1p = cfg.target_transform == "log1p"
+
     def f(x: Array) -> Array:
         batch = x.shape[0]  # symbolic when exported
+        if log1p:  # target_transform: the model works on log1p of the targets
+            x = jnp.concatenate([jnp.log1p(x[:, :, :nt]), x[:, :, nt:]], axis=2)
         steps = x[:, 1:] - x[:, :-1] if cfg.difference else x  # (batch, window, n_columns)
         scaled = (steps - center) / scale
         if cfg.normalize == "window":
@@ -85,7 +89,7 @@ def forecast_function(
         out = (y + anchor[:, None, :]) * scale[:nt] + center[:nt]
         if cfg.difference:
             out = x[:, -1:, :nt] + jnp.cumsum(out, axis=1)  # from the level at the origin
-        return out
+        return jnp.maximum(jnp.expm1(out), 0.0) if log1p else out
 
     return f
 
@@ -168,6 +172,12 @@ def export_run(
         raise ValueError(
             f"{run_dir} was trained on a panel (id_column={info.config.data.id_column!r}), "
             "whose scaling differs per series; export writes one-series forecasters only"
+        )
+    if info.scaler.seasonal is not None:
+        raise ValueError(
+            f"{run_dir} was trained deseasonalised (deseasonalize=True, season "
+            f"{info.config.data.season}): its forecasts need each window's phase, which the "
+            "exported program does not take yet; export a run trained with deseasonalize=False"
         )
     if output.is_dir():
         raise ValueError(f"cannot write {output}: it is a folder; name a file in `output`")

@@ -214,7 +214,8 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     n_columns = len(cfg.data.target) + len(cfg.data.features)
     # before the series are allocated (rows may double where missing stamps are inserted);
     # an "auto" window or batch is at most MAX_AUTO_WINDOW or 32
-    window = MAX_AUTO_WINDOW if cfg.data.window == AUTO else cfg.data.window
+    known = cfg.data.season != AUTO or cfg.data.time_column is None  # no time step needed
+    window = resolve_data_config(cfg.data, None).window if known else MAX_AUTO_WINDOW
     batch = BASE_BATCH_SIZE if cfg.train.batch_size == AUTO else cfg.train.batch_size
     check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch)
     with memory_errors_as_data_errors(len(frame), n_columns):
@@ -224,9 +225,6 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
         splits, scaler = make_splits(series, cfg.data)
     mesh = make_mesh()
     given, cfg = cfg, _resolved(cfg, series.freq, (len(splits.train), int(mesh.devices.size)))
-    derived = [line.replace(" != 'auto'", "") for line in cfg.diff(given)]
-    if derived:
-        log.info("settings derived from the data: %s", "; ".join(derived))
     tcfg = cfg.train
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
         differences = cfg.diff(saved.config) + differences
@@ -268,6 +266,9 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
     data_ref = None if data_path is None else Path(data_path).absolute()
+    derived = [line.replace(" != 'auto'", "") for line in cfg.diff(given)]
+    if derived:  # once everything is checked
+        log.info("settings derived from the data: %s", "; ".join(derived))
     return _Plan(
         cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler),
         per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq,
