@@ -17,6 +17,8 @@ MODULES = [
     "stacklstm.data.scale",
     "stacklstm.data.table",
     "stacklstm.data.windows",
+    "stacklstm.data.season",
+    "stacklstm.train.budget",
     "stacklstm.data.batches",
     "stacklstm.metrics",
     "stacklstm.baselines",
