@@ -406,9 +406,16 @@ def _setting_flags():
 
 
 _COLUMN_FLAGS = {
-    # target: anything but exactly co2; features: anything naming a column; time: not 'date'
+    # target: anything but exactly co2; (future, static) features: anything naming a column
+    # (the bundled table has none besides co2); time: not 'date'
     "--target": st.text(max_size=6).filter(lambda s: not _is(_names, s) or _names(s) != ("co2",)),
     "--features": st.text(max_size=6).filter(lambda s: not _is(_names, s) or _names(s) != ()),
+    "--future-features": st.text(max_size=6).filter(
+        lambda s: not _is(_names, s) or _names(s) != ()
+    ),
+    "--static-features": st.text(max_size=6).filter(
+        lambda s: not _is(_names, s) or _names(s) != ()
+    ),
     "--time-column": st.text(min_size=1, max_size=6).filter(
         lambda s: s.strip().lower() not in ("", "none", "date")
     ),

@@ -67,8 +67,9 @@ def test_new_fields_say_what_older_runs_meant():
     }
     # what each newer field meant before it existed: older reports scored the naive baselines;
     # older runs read one series, split by fractions, refused nothing for being short, and
-    # gave point forecasts without intervals; they kept the seasonal pattern and the values
-    # themselves, and trained for the epochs given
+    # gave point forecasts without intervals; older models read past-only features and no
+    # calendar; they kept the seasonal pattern and the values themselves, and trained for the
+    # epochs given
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "target_transform"): "none",
@@ -81,6 +82,9 @@ def test_new_fields_say_what_older_runs_meant():
         ("train", "quantiles"): (),
         ("train", "interval_levels"): (),
         ("train", "conformal"): False,
+        ("data", "future_features"): (),
+        ("data", "static_features"): (),
+        ("data", "calendar"): "none",
     }
 
 
@@ -296,6 +300,24 @@ def test_run_config_from_dict_accepts_a_valid_config_or_says_why_not(raw):
         ({"normalize": "revin"}, "normalize must be one of 'none', 'window', got 'revin'"),
         ({"gaps": "drop"}, "gaps must be one of 'interpolate', 'reject', got 'drop'"),
         ({"difference": "yes"}, "difference must be true or false, got 'yes'"),
+        ({"future_features": ("co2",)}, "'co2' is in both target and future_features; give each"),
+        (
+            {"features": ("p",), "static_features": ("p",)},
+            "'p' is in both features and static_features",
+        ),
+        (
+            {"future_features": ("p",), "static_features": ("p",)},
+            "'p' is in both future_features and static_features",
+        ),
+        ({"future_features": ("p", "p")}, "future_features names column 'p' more than once"),
+        ({"static_features": "size"}, "static_features must be a tuple of column names"),
+        ({"future_features": ("date",)}, "time_column 'date' is also listed"),
+        ({"calendar": "yes"}, "calendar must be one of 'auto', 'none', got 'yes'"),
+        ({"calendar": "auto", "time_column": None}, "calendar='auto' needs a time column"),
+        (
+            {"calendar": "auto", "future_features": ("calendar_x",)},
+            "column 'calendar_x' starts with 'calendar_', the prefix of the calendar columns",
+        ),
     ],
 )
 def test_config_rejects_bad_values(overrides, match):

@@ -22,6 +22,7 @@ from .kernels.lstm import LSTMState as LSTMState
 from .kernels.lstm import lstm_layer as lstm_layer
 
 if TYPE_CHECKING:  # the names __getattr__ loads on first use
+    from .forecaster import Forecaster as Forecaster
     from .layers import LSTMLayer as LSTMLayer
     from .layers import StackedLSTM as StackedLSTM
     from .layers import lstm_bias_init as lstm_bias_init
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # the names __getattr__ loads on first use
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Forecaster": "forecaster",
     "LSTMLayer": "layers",
     "StackedLSTM": "layers",
     "lstm_bias_init": "layers",
@@ -51,5 +53,5 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = ["LSTMLayer", "LSTMLayerParams", "LSTMModel", "LSTMState", "MLPHead", "StackedLSTM",
-           "lstm_bias_init", "lstm_layer"]  # fmt: skip
+__all__ = ["Forecaster", "LSTMLayer", "LSTMLayerParams", "LSTMModel", "LSTMState", "MLPHead",
+           "StackedLSTM", "lstm_bias_init", "lstm_layer"]  # fmt: skip

@@ -180,6 +180,13 @@ def _prepare(
             "train it with stacklstm train, whose report scores every series",
             "id_column",
         )
+    if cfg.data.has_covariates:
+        raise SettingError(
+            "backtest does not take covariates yet (future_features, static_features, "
+            "calendar='auto'): train with them through stacklstm train, whose report scores "
+            "the test origins",
+            "future_features",
+        )
     baselines.require(cfg.train.baselines)
     saved = read_plan(out_dir) if resume else {}
     if resume and data_path is None and saved["data_path"] is not None:

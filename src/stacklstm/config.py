@@ -68,6 +68,10 @@ TargetTransform = Literal["none", "log1p"]
 #: folder's ``config.json`` holds the value it resolved to.
 Auto = Literal["auto"]
 AUTO = "auto"
+CalendarKind = Literal["auto", "none"]
+
+#: Prefix of the calendar columns (``calendar="auto"``); no column of the table may use it then.
+CALENDAR_PREFIX = "calendar_"
 
 
 def default_baselines() -> BaselineKind:
@@ -241,24 +245,84 @@ class DataConfig(_Section):
         help="refuse a series too short for one window instead of naming and skipping it",
         legacy=False,
     )
+    future_features: tuple[str, ...] = setting(
+        (),
+        help="input column(s) known in advance (a promotion plan, prices): the model sees their "
+        "past and their values over the horizon; comma separated ('' for none)",
+        legacy=(),
+    )
+    static_features: tuple[str, ...] = setting(
+        (),
+        help="input column(s) constant per series (a store's size); comma separated ('' for none)",
+        legacy=(),
+    )
+    calendar: CalendarKind = setting(
+        "none",
+        help="'auto': add sin/cos of the seasonal position of each time stamp (hour of day, day "
+        "of week, week, day or month of year, as the time step fits), known in advance",
+        legacy="none",
+    )
+
+    @property
+    def roles(self) -> dict[str, tuple[str, ...]]:
+        """``{role: columns}`` of every column the model reads, in the order of the roles."""
+        return {
+            "target": self.target,
+            "features": self.features,
+            "future_features": self.future_features,
+            "static_features": self.static_features,
+        }
+
+    @property
+    def has_covariates(self) -> bool:
+        """Whether the model needs known-future or static inputs (a ``Forecaster``)."""
+        return bool(self.future_features or self.static_features or self.calendar != "none")
 
     def validate(self) -> None:
         """Raise SettingError on the first bad setting."""
-        for name in ("target", "features"):
-            names = check_names(name, getattr(self, name), allow_empty=name == "features")
+        for name in self.roles:
+            names = check_names(name, getattr(self, name), allow_empty=name != "target")
             object.__setattr__(self, name, names)
         both = [name for name in self.features if name in self.target]
         if both:
             raise SettingError(
                 f"column {both[0]!r} is in both target and features; a target is already an input"
             )
+        roles = list(self.roles.items())
+        for i, (role, names) in enumerate(roles):
+            for other, other_names in roles[i + 1 :]:
+                shared = [name for name in names if name in other_names]
+                if shared:
+                    raise SettingError(
+                        f"column {shared[0]!r} is in both {role} and {other}; give each column "
+                        "one role",
+                        other,
+                    )
+        check_choice("calendar", self.calendar, get_args(CalendarKind))
+        if self.calendar == "auto":
+            taken = [
+                n for names in self.roles.values() for n in names if n.startswith(CALENDAR_PREFIX)
+            ]
+            if taken:
+                raise SettingError(
+                    f"column {taken[0]!r} starts with {CALENDAR_PREFIX!r}, the prefix of the "
+                    "calendar columns calendar='auto' adds; rename it",
+                    "calendar",
+                )
+            if self.time_column is None:
+                raise SettingError(
+                    "calendar='auto' needs a time column to read the calendar from; set "
+                    "time_column or use calendar='none'",
+                    "calendar",
+                )
         if self.time_column is not None:
             if not isinstance(self.time_column, str) or not self.time_column:
                 raise SettingTypeError(
                     f"time_column must be a column name or None, got {self.time_column!r}",
                     "time_column",
                 )
-            if self.time_column in self.target + self.features:
+            listed = [name for names in self.roles.values() for name in names]
+            if self.time_column in listed:
                 raise SettingError(
                     f"time_column {self.time_column!r} is also listed as a target or feature",
                     "time_column",
@@ -275,7 +339,8 @@ class DataConfig(_Section):
                     f"id_column must be a column name or None, got {self.id_column!r}",
                     "id_column",
                 )
-            if self.id_column in (*self.target, *self.features, self.time_column):
+            listed = [name for names in self.roles.values() for name in names]
+            if self.id_column in (*listed, self.time_column):
                 raise SettingError(
                     f"id_column {self.id_column!r} is also the time column or a target or feature",
                     "id_column",
@@ -339,8 +404,17 @@ class ModelConfig(_Section):
         check_bool("bidirectional", self.bidirectional)
         check_fraction("dropout_rate", self.dropout_rate)
 
-    def build(self, output_size: int):
-        """The ``LSTMModel`` with these settings and ``output_size`` outputs."""
+    def build(self, output_size: int, future_steps: int = 0, n_future: int = 0, n_static: int = 0):
+        """The model with these settings and ``output_size`` outputs: an ``LSTMModel``, or with
+        covariates (``n_future`` over ``future_steps`` horizon steps, ``n_static``) a
+        ``Forecaster`` built of the same pieces."""
+        if n_future or n_static:
+            from .forecaster import Forecaster
+
+            return Forecaster(
+                **dataclasses.asdict(self), output_size=output_size,
+                future_steps=future_steps if n_future else 0, n_future=n_future, n_static=n_static,
+            )  # fmt: skip
         from .model import LSTMModel
 
         return LSTMModel(**dataclasses.asdict(self), output_size=output_size)

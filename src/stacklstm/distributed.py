@@ -266,7 +266,8 @@ def shard_batch(mesh: Mesh, *arrays: Any, whole: bool = False) -> Any:
     Args:
         mesh: From :func:`make_mesh`.
         *arrays: numpy arrays with the same first (batch) dimension; a single NamedTuple
-            (e.g. a ``Batch``) is accepted too and returned as the same type.
+            (e.g. a ``Batch``, whose ``x`` may itself be a NamedTuple of arrays) is accepted
+            too and returned as the same type.
         whole: False (training): each process passes only its own contiguous rows of the
             global batch (one process: the whole batch). True (evaluation): every process
             passes the same whole global batch and keeps the rows of its own devices.
@@ -278,7 +279,13 @@ def shard_batch(mesh: Mesh, *arrays: Any, whole: bool = False) -> Any:
         ValueError: The batch does not divide evenly over the devices.
     """
     if len(arrays) == 1 and isinstance(arrays[0], tuple):
-        return type(arrays[0])(*shard_batch(mesh, *arrays[0], whole=whole))
+        fields = arrays[0]
+        if any(isinstance(a, tuple) for a in fields):  # nested NamedTuples (model inputs)
+            return type(fields)(
+                *[shard_batch(mesh, a, whole=whole) if isinstance(a, tuple)
+                  else shard_batch(mesh, a, whole=whole)[0] for a in fields]
+            )  # fmt: skip
+        return type(fields)(*shard_batch(mesh, *fields, whole=whole))
     sharding = batch_sharding(mesh)
     devices = int(mesh.devices.size)
     if not whole:

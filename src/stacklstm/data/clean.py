@@ -38,6 +38,13 @@ class Series:
             for a table that is one series.
         offsets: ``(n_series + 1,)`` int64: series ``i`` is rows ``offsets[i]:offsets[i+1]``
             of ``values`` (and ``times``); None for one series.
+        n_future: The last ``n_future`` columns are known in advance (future features, then
+            calendar columns); see :mod:`stacklstm.data.covariates`.
+        static: ``(n_series, n_static)`` float64 static features of each series, or None.
+        static_columns: Their names.
+        tail: ``(n_series, horizon, n_future)`` float64 known-future values of the
+            ``horizon`` steps after each series' last row (read by ``predict``), or None.
+        tail_times: ``(n_series, horizon)`` time stamps of those steps, or None.
 
     Example:
         >>> frame = pd.DataFrame({"id": ["b", "a", "b", "a"], "t": [1, 1, 2, 2],
@@ -56,6 +63,11 @@ class Series:
     freq: str | None = None
     ids: tuple[str, ...] | None = None
     offsets: np.ndarray | None = None
+    n_future: int = 0
+    static: np.ndarray | None = None
+    static_columns: tuple[str, ...] = ()
+    tail: np.ndarray | None = None
+    tail_times: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
@@ -88,6 +100,9 @@ class Series:
             times=None if self.times is None else self.times[rows],
             ids=tuple(self.ids[i] for i in keep),
             offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            static=None if self.static is None else self.static[keep],
+            tail=None if self.tail is None else self.tail[keep],
+            tail_times=None if self.tail_times is None else self.tail_times[keep],
         )
 
 
@@ -300,6 +315,10 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, got {type(frame).__name__}")
     cfg.validate()
+    if cfg.has_covariates:  # future, static and calendar columns around the same cleaning
+        from .covariates import prepare_with_covariates
+
+        return prepare_with_covariates(frame, cfg, forecast_only=forecast_only)
     if len(frame) == 0:
         raise DataError("the table has no data rows; expected a header row and data rows")
     columns = cfg.target + cfg.features

@@ -20,7 +20,9 @@ import numpy as np
 from ..checks import DataError, is_int
 from ..config import DataConfig
 from . import season as seasons
+from ..inputs import ForecastInputs
 from .clean import Series
+from .covariates import expected_columns
 from .scale import PanelScaler, Scaler
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,10 @@ class HeldSeries:
             targets before scaling (``deseasonalize``), or None.
         phase0: ``(n_series,)`` int64 phase of each series' first row, or None.
         log1p: Whether the model space holds ``log1p`` of the targets.
+        n_future: The last ``n_future`` columns of ``model`` are known in advance.
+        static: ``(n_series, n_static)`` float64 scaled static features, or None.
+        tail: ``(n_series, horizon, n_future)`` float64 scaled model-space known-future
+            values of the steps after each series' last row (``predict``), or None.
     """
 
     model: np.ndarray
@@ -57,6 +63,14 @@ class HeldSeries:
     pattern: np.ndarray | None = None
     phase0: np.ndarray | None = None
     log1p: bool = False
+    n_future: int = 0
+    static: np.ndarray | None = None
+    tail: np.ndarray | None = None
+
+    @property
+    def has_covariates(self) -> bool:
+        """Whether windows carry covariates (then ``gather`` gives ``ForecastInputs``)."""
+        return self.n_future > 0 or self.static is not None
 
     @property
     def nbytes(self) -> int:
@@ -160,19 +174,24 @@ class WindowSet:
 
     def gather(
         self, rows: np.ndarray | slice | None = None, *, targets: bool = True
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+    ) -> tuple[np.ndarray | ForecastInputs, np.ndarray | None]:
         """Model inputs and targets of the windows at ``rows`` (all windows if None).
 
         The one place a window is built from the held series: rows ``origin - window + 1 ..
         origin`` of the model-space series, the anchor subtracted from the target columns,
-        then rounded to float32.
+        then rounded to float32. With covariates, also the known-future columns of rows
+        ``origin + 1 .. origin + horizon`` (past the end of the series: ``held.tail``, or
+        NaN) and the static features of the window's series; past-only columns are never
+        read after the origin.
 
         Args:
             rows: Index array, boolean mask or slice over the ``n`` windows.
             targets: Also build ``y`` (else None is returned in its place).
 
         Returns:
-            ``x``: ``(b, window, n_columns)`` float32 inputs (targets first, then features);
+            ``x``: ``(b, window, n_columns)`` float32 inputs (targets first, then features),
+            or with covariates a :class:`~stacklstm.inputs.ForecastInputs` of it, ``future``
+            ``(b, horizon, n_future)`` and ``static`` ``(b, n_static)``, float32;
             ``y``: ``(b, horizon, n_targets)`` float32 model-space targets (NaN past the end
             of the series), or None.
         """
@@ -183,14 +202,42 @@ class WindowSet:
         inputs = origin[:, None] + np.arange(1 - self.window, 1)  # (b, window)
         x = model[inputs]  # (b, window, n_columns) float64
         x[:, :, :nt] -= anchor[:, None, :]
-        if not targets:
-            return x.astype(np.float32), None
         target_rows = origin[:, None] + np.arange(1, self.horizon + 1)  # (b, horizon)
         past = target_rows >= self._stop[rows][:, None]
-        y = model[np.minimum(target_rows, len(model) - 1), :nt]  # (b, horizon, n_targets)
+        inside = np.minimum(target_rows, len(model) - 1)
+        x_out: np.ndarray | ForecastInputs = x.astype(np.float32)
+        if self.held.has_covariates:
+            x_out = ForecastInputs(x_out, *self._covariates(rows, target_rows, inside, past))
+        if not targets:
+            return x_out, None
+        y = model[inside, :nt]  # (b, horizon, n_targets)
         y[past] = np.nan
         y -= anchor[:, None, :]
-        return x.astype(np.float32), y.astype(np.float32)
+        return x_out, y.astype(np.float32)
+
+    def _covariates(
+        self,
+        rows: np.ndarray | slice,
+        target_rows: np.ndarray,
+        inside: np.ndarray,
+        past: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``future (b, horizon, n_future)`` and ``static (b, n_static)`` float32 of the
+        windows at ``rows``; ``past`` marks the horizon steps after the series' end."""
+        held, nf = self.held, self.held.n_future
+        series = self.series[rows]
+        future = held.model[inside, held.model.shape[1] - nf :]  # (b, horizon, n_future)
+        if past.any():
+            if held.tail is None:
+                future[past] = np.nan
+            else:
+                step = target_rows - self._stop[rows][:, None]  # 0-based step past the end
+                which = np.broadcast_to(series[:, None], past.shape)
+                future[past] = held.tail[which[past], step[past]]
+        static = (
+            np.zeros((len(series), 0)) if held.static is None else held.static[series]
+        )  # (b, n_static)
+        return future.astype(np.float32), static.astype(np.float32)
 
     def chunks(self, size: int) -> Iterator[np.ndarray]:
         """Index arrays of consecutive windows, ``size`` at a time (the last may be shorter)."""
@@ -294,6 +341,8 @@ class Splits:
     rows: np.ndarray | None = None
     #: The series the windows index (a panel's without the series left out).
     series: Series | None = None
+    #: The scaler of the static features (None without them): :func:`fit_static_scaler`.
+    static_scaler: Scaler | None = None
 
 
 def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
@@ -315,8 +364,10 @@ def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
 
 def _check_series(series: Series, cfg: DataConfig) -> None:
     cfg.validate()
-    expected = cfg.target + cfg.features
-    if series.columns != expected or series.n_targets != len(cfg.target):
+    expected = cfg.target + cfg.features + cfg.future_features
+    if cfg.calendar == "auto":
+        expected += ("calendar_...",)
+    if not expected_columns(cfg, series.columns) or series.n_targets != len(cfg.target):
         raise DataError(
             f"the series has columns {list(series.columns)} ({series.n_targets} targets) but the "
             f"config expects {list(expected)}; prepare it with the same DataConfig"
@@ -324,6 +375,31 @@ def _check_series(series: Series, cfg: DataConfig) -> None:
     if (series.ids is None) != (cfg.id_column is None):
         raise DataError(
             "the series and the config disagree on id_column; prepare it with the same DataConfig"
+        )
+    if series.static_columns != cfg.static_features:
+        raise DataError(
+            f"the series has static features {list(series.static_columns)} but the config "
+            f"expects {list(cfg.static_features)}; prepare it with the same DataConfig"
+        )
+
+
+def fit_static_scaler(series: Series, cfg: DataConfig) -> Scaler | None:
+    """The scaler of the static features, fitted over the series (one row each), or None
+    without static features. With one series every static value scales to 0."""
+    if series.static is None:
+        return None
+    columns = series.static_columns
+    return Scaler.fit(series.static, cfg.scaler, columns, len(columns))
+
+
+def _check_static_scaler(static_scaler: Scaler | None, series: Series) -> None:
+    if (static_scaler is None) != (series.static is None) or (
+        static_scaler is not None and static_scaler.columns != series.static_columns
+    ):
+        fitted = None if static_scaler is None else list(static_scaler.columns)
+        raise DataError(
+            f"the static scaler was fitted on {fitted} but the series has static features "
+            f"{list(series.static_columns)}"
         )
 
 
@@ -352,7 +428,12 @@ def _model_space(series: Series, cfg: DataConfig, values: np.ndarray | None = No
     return steps
 
 
-def _hold(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> HeldSeries:
+def _hold(
+    series: Series,
+    cfg: DataConfig,
+    scaler: Scaler | PanelScaler,
+    static_scaler: Scaler | None = None,
+) -> HeldSeries:
     """Scale the model-space series once: what every window reads."""
     nt = series.n_targets
     values, pattern, phase0 = seasons.model_values(series, cfg, scaler.seasonal)
@@ -364,6 +445,9 @@ def _hold(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> Held
         model = scaler.transform(steps)
         center, scale = scaler.center[None, :nt], scaler.scale[None, :nt]
     return HeldSeries(
+        n_future=series.n_future,
+        static=None if static_scaler is None else static_scaler.transform(series.static),
+        tail=_model_tail(series, cfg, scaler),
         model=model,
         original=series.values[:, :nt],
         times=series.times,
@@ -375,6 +459,24 @@ def _hold(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> Held
         phase0=phase0,
         log1p=cfg.target_transform == "log1p",
     )
+
+
+def _model_tail(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> np.ndarray | None:
+    """``(n_series, horizon, n_future)`` the series' tail in model space, as the held series'
+    known-future columns: differenced from each series' last row, then scaled."""
+    if series.tail is None:
+        return None
+    nf = series.n_future
+    known = slice(series.values.shape[1] - nf, series.values.shape[1])
+    tail = series.tail  # (n_series, horizon, n_future)
+    if cfg.difference:
+        last = series.values[series.bounds[1:] - 1, known]  # (n_series, n_future)
+        tail = np.diff(np.concatenate([last[:, None], tail], axis=1), axis=1)
+    if isinstance(scaler, PanelScaler):
+        center, scale = scaler.center[:, None, known], scaler.scale[:, None, known]
+    else:
+        center, scale = scaler.center[known], scaler.scale[known]
+    return (tail - center) / scale
 
 
 def _windows(held: HeldSeries, origins: Sequence[np.ndarray], cfg: DataConfig) -> WindowSet:
@@ -461,7 +563,10 @@ def _skip_series(series: Series, problems: dict[int, str], cfg: DataConfig, what
 
 
 def make_splits(
-    series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler | None = None
+    series: Series,
+    cfg: DataConfig,
+    scaler: Scaler | PanelScaler | None = None,
+    static_scaler: Scaler | None = None,
 ) -> tuple[Splits, Scaler | PanelScaler]:
     """Split by time, fit the scaler on the training rows, and index the windows of each split.
 
@@ -488,6 +593,8 @@ def make_splits(
         cfg: Window, split and scaling settings.
         scaler: A fitted scaler to use instead of fitting one (a run's saved one, to score
             it); for a panel, the series it lacks are left out.
+        static_scaler: A fitted scaler of the static features (a run's saved one); None:
+            fitted over the series kept (``splits.static_scaler``).
 
     Returns:
         ``(splits, scaler)``; the scaler is fitted on the (differenced) training rows.
@@ -537,7 +644,10 @@ def make_splits(
         scaler = dataclasses.replace(scaler, seasonal=seasonal)
     elif isinstance(scaler, PanelScaler):
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
-    held = _hold(series, cfg, scaler)
+    if static_scaler is None:
+        static_scaler = fit_static_scaler(series, cfg)
+    _check_static_scaler(static_scaler, series)
+    held = _hold(series, cfg, scaler, static_scaler)
     lowest = w - 1 + first  # earliest origin with a full input window
     origins: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
     for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows,
@@ -559,6 +669,7 @@ def make_splits(
         n_test=int(totals[:, 2].sum()),
         rows=totals,
         series=series,
+        static_scaler=static_scaler,
     )
     return splits, scaler
 
@@ -598,7 +709,10 @@ def select_series(series: Series, ids: Sequence[str]) -> Series:
 
 
 def make_inference_windows(
-    series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler
+    series: Series,
+    cfg: DataConfig,
+    scaler: Scaler | PanelScaler,
+    static_scaler: Scaler | None = None,
 ) -> WindowSet:
     """Windows at every origin with a full input window, stride 1, up to the last row.
 
@@ -614,6 +728,10 @@ def make_inference_windows(
         series: From :func:`prepare_series` with the same ``cfg``.
         cfg: The training run's config.
         scaler: The training run's scaler (from :func:`make_splits` or a checkpoint).
+        static_scaler: The training run's scaler of the static features (None without).
+
+    With known-future columns, the windows whose horizon passes the end of a series read
+    its ``tail`` (the future rows ``predict`` reads).
 
     Returns:
         WindowSet with origins ``window - 1 (+1 with difference) .. rows - 1`` of each series.
@@ -638,7 +756,8 @@ def make_inference_windows(
                 problems[i] = f"{n} rows, one input window needs {lowest + 1}"
         series = _skip_series(series, problems, cfg, "forecasts")
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
-    held = _hold(series, cfg, scaler)
+    _check_static_scaler(static_scaler, series)
+    held = _hold(series, cfg, scaler, static_scaler)
     bounds = series.bounds
     origins = [np.arange(start + lowest, stop) for start, stop in itertools.pairwise(bounds)]
     return _windows(held, origins, cfg)

@@ -179,6 +179,11 @@ def export_run(
             f"{info.config.data.season}): its forecasts need each window's phase, which the "
             "exported program does not take yet; export a run trained with deseasonalize=False"
         )
+    if info.config.data.has_covariates:
+        raise ValueError(
+            f"{run_dir} was trained with covariates (future_features, static_features or "
+            "calendar='auto'); export writes forecasters of the past window only"
+        )
     if output.is_dir():
         raise ValueError(f"cannot write {output}: it is a folder; name a file in `output`")
     if not output.parent.is_dir():

@@ -23,6 +23,7 @@ from ..data import (
     Series,
     WindowSet,
     bundled_dataset_path,
+    covariate_sizes,
     make_inference_windows,
     prepare_series,
     read_table,
@@ -34,7 +35,14 @@ from .checkpoint import RunCheckpoints, abstract_target
 from .memory import check_series_fit, memory_errors_as_data_errors
 from .outputs import check_output, write_output
 from .rundir import RunInfo, check_config_unchanged, read_run_info
-from .step import Batch, abstract_state, make_optimizer, make_predict_step, padded_batches
+from .step import (
+    Batch,
+    abstract_state,
+    example_inputs,
+    make_optimizer,
+    make_predict_step,
+    padded_batches,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +84,7 @@ class TrainedRun:
     Attributes:
         run_dir: The run folder.
         info: Its ``config.json``.
-        model: The ``LSTMModel``.
+        model: The ``LSTMModel``, or with covariates the ``Forecaster``.
         params: The restored parameters, replicated on ``mesh``.
         checkpoint: ``{"kind": "best" | "latest", "step": int}``: where ``params`` came from.
         mesh: The device mesh.
@@ -108,11 +116,13 @@ def load_run(run_dir: str | Path) -> TrainedRun:
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     cfg = info.config
-    model = cfg.model.build(
-        output_size=OutputHead.of(cfg.train).output_size(cfg.data.horizon, len(cfg.data.target))
-    )
+    h, n_columns = cfg.data.horizon, len(info.scaler.columns)
+    n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
+    output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))
+    model = cfg.model.build(output_size, h, n_future, n_static)
     optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
-    abstract = abstract_state(model, optimizer, len(info.scaler.columns))
+    inputs = example_inputs(n_columns, h, n_future, n_static) if n_future or n_static else None
+    abstract = abstract_state(model, optimizer, n_columns if inputs is None else inputs)
     mesh = make_mesh()
     target = abstract_target(abstract, replicated(mesh))
     with RunCheckpoints(run_dir, read_only=True) as ckpts:
@@ -144,7 +154,8 @@ def forecast_quantiles(run: TrainedRun, windows: WindowSet, predict_step=None) -
     outputs, counts, host = [], [], []
     every = sync_every(windows, run.batch_size)
     for batch, n_real in window_batches(windows, run.batch_size, targets=False):
-        outputs.append(predict_step(run.params, shard_batch(run.mesh, batch.x, whole=True)[0]))
+        x = shard_batch(run.mesh, batch.x, whole=True)  # a ForecastInputs comes back as one
+        outputs.append(predict_step(run.params, x if isinstance(batch.x, tuple) else x[0]))
         counts.append(n_real)
         if len(outputs) == every:  # every process gets all rows
             host.extend(gather(outputs))
@@ -226,7 +237,7 @@ def predict(
         )
     if ids is not None:
         series = select_series(series, ids)
-    windows = make_inference_windows(series, cfg, run.info.scaler)
+    windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
     from .calibration import interval_forecast, run_calibration  # (it imports this module)
 
     out = interval_forecast(run, windows, run_calibration(run))

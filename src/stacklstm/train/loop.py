@@ -39,6 +39,7 @@ from ..data import (
     DataError,
     WindowSet,
     bundled_dataset_path,
+    covariate_sizes,
     iterate_batches,
     make_splits,
     prepare_series,
@@ -85,6 +86,7 @@ from .step import (
     TrainState,
     abstract_state,
     check_state_fits,
+    example_inputs,
     init_state,
     make_eval_step,
     make_optimizer,
@@ -189,6 +191,7 @@ class _Plan:
     mesh: Any
     abstract: TrainState
     freq: str | None = None  # the data's time step (kept with each checkpoint)
+    example: Any = None  # zero model inputs of a Forecaster (None: an LSTMModel's x)
 
 
 def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> _Plan:
@@ -211,7 +214,7 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
         check_new_run_dir(out_dir)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     frame = read_table(source)
-    n_columns = len(cfg.data.target) + len(cfg.data.features)
+    n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
     # before the series are allocated (rows may double where missing stamps are inserted);
     # an "auto" window or batch is at most MAX_AUTO_WINDOW or 32
     known = cfg.data.season != AUTO or cfg.data.time_column is None  # no time step needed
@@ -240,7 +243,12 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
             "windows; lower it or use more data"
         )
     check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
-    if saved is not None and saved.scaler.to_dict() != scaler.to_dict():
+    static_scaler = splits.static_scaler
+    if saved is not None and (
+        saved.scaler.to_dict() != scaler.to_dict()
+        or (saved.static_scaler is None) != (static_scaler is None)
+        or (static_scaler is not None and saved.static_scaler.to_dict() != static_scaler.to_dict())
+    ):
         raise ValueError(
             f"cannot resume {out_dir}: the data in {source} changed since the run started "
             "(its training rows give another scaler); start a new run"
@@ -258,11 +266,15 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
             "`val_fraction` or use more data"
         )
     train = splits.train
-    model = cfg.model.build(
-        output_size=OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
-    )
+    # with known-future or static covariates a Forecaster, else LSTMModel as it always was
+    n_future, n_static = covariate_sizes(cfg.data, scaler.columns)
+    output_size = OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
+    model = cfg.model.build(output_size, train.horizon, n_future, n_static)
     optimizer = make_optimizer(tcfg, total_steps)
-    abstract = abstract_state(model, optimizer, train.n_columns)
+    example = None
+    if n_future or n_static:
+        example = example_inputs(train.n_columns, train.horizon, n_future, n_static)
+    abstract = abstract_state(model, optimizer, train.n_columns if example is None else example)
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
     data_ref = None if data_path is None else Path(data_path).absolute()
@@ -270,8 +282,8 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     if derived:  # once everything is checked
         log.info("settings derived from the data: %s", "; ".join(derived))
     return _Plan(
-        cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler),
-        per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq,
+        cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler, static_scaler),
+        per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq, example,
     )  # fmt: skip
 
 
@@ -310,8 +322,10 @@ def _open_new(plan: _Plan) -> _Opened:
         sync("stacklstm: run folder created")
         # all processes: Orbax saves collectively; each checkpoint keeps config.json's content
         ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
-        # parameter shapes depend on the features only
-        example_x = plan.train.gather(np.arange(1), targets=False)[0][:, :1]
+        # parameter shapes depend on the features (and the covariates' sizes) only
+        example_x = plan.example
+        if example_x is None:
+            example_x = plan.train.gather(np.arange(1), targets=False)[0][:, :1]
         state = init_state(plan.model, plan.optimizer, init_key, example_x)
         opened = _Opened(
             ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), Progress()

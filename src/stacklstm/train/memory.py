@@ -137,6 +137,7 @@ def check_fits_float32(splits: Any, scaler: Any, source: Path, series: Any) -> N
         per_chunk = max(1, CHUNK_BYTES // (8 * split.window * split.n_columns))
         for rows in split.chunks(per_chunk):  # every window, a bounded chunk at a time
             x, y = split.gather(rows)
+            x = x.past if isinstance(x, tuple) else x  # the covariates' columns are in it too
             with np.errstate(invalid="ignore"):
                 largest = np.fmax(largest, np.abs(x).max(axis=(0, 1)))
                 largest[:nt] = np.fmax(largest[:nt], np.abs(y).max(axis=(0, 1)))

@@ -273,7 +273,9 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     baselines.require(kind)
     source, series = load_series(run.info, data_path)
     # the windows of each split, with the run's saved scaler(s)
-    splits, _ = make_splits(series, cfg.data, scaler=run.info.scaler)
+    splits, _ = make_splits(
+        series, cfg.data, scaler=run.info.scaler, static_scaler=run.info.static_scaler
+    )
     predict_step = make_predict_step(run.model)
     season, nt = cfg.data.season, len(cfg.data.target)
     rows = splits.rows  # (n_series, 3): each series' training, validation and test rows

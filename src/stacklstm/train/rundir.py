@@ -88,11 +88,14 @@ class RunInfo:
         config: The full run configuration.
         data_path: The table the run was trained on, or None for the bundled CO2 data.
         scaler: The scaler fitted on the training rows (for a panel, one per series).
+        static_scaler: The scaler of the static features, fitted over the series (None
+            without static features; the key is then absent from ``config.json``).
     """
 
     config: RunConfig
     data_path: Path | None
     scaler: Scaler | PanelScaler
+    static_scaler: Scaler | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +103,11 @@ class RunInfo:
             "config": self.config.to_dict(),
             "data_path": None if self.data_path is None else str(self.data_path),
             "scaler": self.scaler.to_dict(),
+            **(
+                {}
+                if self.static_scaler is None
+                else {"static_scaler": self.static_scaler.to_dict()}
+            ),
         }
 
 
@@ -125,6 +133,8 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"cannot read {path}: {err}") from err
     keys = {"layout_version", "config", "data_path", "scaler"}
+    if isinstance(raw, dict) and "static_scaler" in raw:  # a run with static features
+        keys.add("static_scaler")
     if not isinstance(raw, dict) or set(raw) != keys:
         got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
         raise ValueError(f"{path} must hold the keys {sorted(keys)}, got {got}")
@@ -139,6 +149,7 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
         config=_saved_config(raw["config"], path),
         data_path=None if data_path is None else Path(data_path),
         scaler=scaler_from_dict(raw["scaler"]),
+        static_scaler=Scaler.from_dict(raw["static_scaler"]) if "static_scaler" in keys else None,
     )
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import optax
 
 from ..config import POINT_LOSSES, TrainConfig
+from ..inputs import ForecastInputs
 from ..intervals import OutputHead
 
 Array = jax.Array
@@ -57,7 +58,8 @@ class Batch(NamedTuple):
     """One batch of windows, batch-major.
 
     Attributes:
-        x: ``(batch, window, features)`` float32 inputs.
+        x: ``(batch, window, features)`` float32 inputs, or a
+            :class:`~stacklstm.forecaster.ForecastInputs` of them with their covariates.
         y: ``(batch, horizon, n_targets)`` float32 targets.
         weight: ``(batch,)`` float32, 1 for real windows and 0 for padding.
     """
@@ -127,17 +129,31 @@ def init_state(
         params = model.init(rng, x)["params"]
         return TrainState(jnp.zeros((), jnp.int32), params, optimizer.init(params))
 
-    return jax.jit(init)(rng, jnp.asarray(x))
+    return jax.jit(init)(rng, jax.tree.map(jnp.asarray, x))
+
+
+def example_inputs(
+    n_features: int, future_steps: int = 0, n_future: int = 0, n_static: int = 0
+) -> np.ndarray | ForecastInputs:
+    """Zero model inputs of one window of one step, the shapes the parameters depend on:
+    ``(1, 1, n_features)``, or with covariates a ``ForecastInputs`` that adds ``(1,
+    future_steps, n_future)`` and ``(1, n_static)``."""
+    x = np.zeros((1, 1, n_features), np.float32)  # (batch, time, features)
+    if not (n_future or n_static):
+        return x
+    future = np.zeros((1, future_steps if n_future else 0, n_future), np.float32)
+    return ForecastInputs(x, future, np.zeros((1, n_static), np.float32))
 
 
 def abstract_state(
-    model: nn.Module, optimizer: optax.GradientTransformation, n_features: int
+    model: nn.Module, optimizer: optax.GradientTransformation, inputs: int | Any
 ) -> TrainState:
     """Shapes and dtypes of a fresh train state, from ``jax.eval_shape`` (nothing allocated).
 
-    The parameter shapes depend on the number of input features only.
+    ``inputs``: the number of input features (an ``LSTMModel``'s parameter shapes depend on
+    it only), or example inputs (:func:`example_inputs`).
     """
-    x = np.zeros((1, 1, n_features), np.float32)  # (batch, time, features)
+    x = example_inputs(inputs) if isinstance(inputs, int) else inputs
     return jax.eval_shape(lambda: init_state(model, optimizer, jax.random.key(0), x))
 
 
@@ -307,16 +323,17 @@ def padded_batches(
     Yields:
         ``(batch, n_real)``: the batch and how many of its rows are real windows.
     """
-    n = x.shape[0]
+    n = jax.tree.leaves(x)[0].shape[0]
     if y is None:
         y = np.zeros((n, 1, 1), np.float32)
+
+    def rows(a: np.ndarray, start: int, stop: int, pad: int) -> np.ndarray:
+        part = a[start:stop]
+        return np.concatenate([part, np.zeros((pad, *a.shape[1:]), a.dtype)]) if pad else part
+
     for start in range(0, n, batch_size):
         stop = min(start + batch_size, n)
         pad = batch_size - (stop - start)
-        xb, yb = x[start:stop], y[start:stop]
-        weight = np.ones(stop - start, np.float32)
-        if pad:
-            xb = np.concatenate([xb, np.zeros((pad, *x.shape[1:]), x.dtype)])
-            yb = np.concatenate([yb, np.zeros((pad, *y.shape[1:]), y.dtype)])
-            weight = np.concatenate([weight, np.zeros(pad, np.float32)])
-        yield Batch(xb, yb, weight), stop - start
+        xb = jax.tree.map(lambda a, start=start, stop=stop, pad=pad: rows(a, start, stop, pad), x)
+        weight = np.concatenate([np.ones(stop - start, np.float32), np.zeros(pad, np.float32)])
+        yield Batch(xb, rows(y, start, stop, pad), weight), stop - start
