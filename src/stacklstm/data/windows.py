@@ -19,8 +19,8 @@ import numpy as np
 
 from ..checks import DataError, is_int
 from ..config import DataConfig
-from . import season as seasons
 from ..inputs import ForecastInputs
+from . import season as seasons
 from .clean import Series
 from .covariates import expected_columns
 from .scale import PanelScaler, Scaler
