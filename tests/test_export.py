@@ -205,6 +205,10 @@ def test_a_deseasonalised_run_exports_and_equals_predict(seasonal_run):
         forecaster.predict(windows)
     with pytest.raises(ValueError, match=r"got 3 phases for \d+ windows"):
         forecaster.predict(windows, phases[:3])
+    with pytest.raises(ValueError, match=r"got 2 time stamps for \d+ windows"):
+        forecaster.predict(windows, last_time=frame["origin"].to_numpy()[:2])
+    with pytest.raises(ValueError, match=r"phase must be integers"):
+        forecaster.predict(windows, phases + 0.5)
     with pytest.raises(ValueError, match="not both"):
         forecaster.predict(windows, phases, last_time=frame["origin"].to_numpy())
 

@@ -422,17 +422,23 @@ class Forecaster:
                 f"{self.seasonal['freq']!r})"
             )
         if phase is None:
-            steps = np.broadcast_to(self.phases(last_time), (batch,)) if batch else None
-            return np.zeros(0, np.int32) if steps is None else steps.astype(np.int32)
-        values = np.asarray(phase)
-        if values.dtype.kind not in "iu" or values.ndim > 1:
-            raise ValueError(
-                f"phase must be integers, one or one per window (batch,), got {values.dtype} of "
-                f"shape {values.shape}"
-            )
-        if values.ndim == 1 and values.shape[0] != batch:
-            raise ValueError(f"got {values.shape[0]} phases for {batch} windows")
-        return np.broadcast_to(values.astype(np.int64) % self.season, (batch,)).astype(np.int32)
+            if np.ndim(last_time) > 1:
+                shape = np.shape(last_time)
+                raise ValueError(f"last_time must be one stamp or (batch,), got shape {shape}")
+            if np.ndim(last_time) == 1 and len(last_time) != batch:
+                raise ValueError(f"got {len(last_time)} time stamps for {batch} windows")
+            values = self.phases(last_time)
+        else:
+            values = np.asarray(phase)
+            if values.dtype.kind not in "iu" or values.ndim > 1:
+                raise ValueError(
+                    f"phase must be integers, one or one per window (batch,), got {values.dtype} "
+                    f"of shape {values.shape}"
+                )
+            if values.ndim == 1 and values.shape[0] != batch:
+                raise ValueError(f"got {values.shape[0]} phases for {batch} windows")
+        phases = values.astype(np.int64).reshape(-1) % self.season
+        return np.broadcast_to(phases, (batch,)).astype(np.int32)
 
 
 def from_bytes(data: bytes, source: str = "the artifact") -> Forecaster:
