@@ -85,6 +85,7 @@ def test_exported_forecaster_runs_on_cuda_like_on_cpu(trained_run, artifact):
     np.testing.assert_allclose(on_cuda, on_cpu, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_with_differences_features_and_two_targets_equals_predict(tmp_path):
     """The CLI's export and predict on a run that differences, scales min-max, normalises by
     window and forecasts 3 steps of 2 targets from 3 columns; the input is window + 1 rows."""
@@ -175,6 +176,7 @@ def seasonal_run(request, tmp_path_factory):
     return kind, folder / "run", table, folder / "m.stacklstm"
 
 
+@pytest.mark.slow
 def test_a_deseasonalised_run_exports_and_equals_predict(seasonal_run):
     _, run, table, path = seasonal_run
     forecaster = serving.from_bytes(path.read_bytes())  # serialised and read back
@@ -213,6 +215,7 @@ def test_a_deseasonalised_run_exports_and_equals_predict(seasonal_run):
         forecaster.predict(windows, phases, last_time=frame["origin"].to_numpy())
 
 
+@pytest.mark.slow
 def test_a_deseasonalised_artifact_records_its_season_and_takes_phases(seasonal_run):
     kind, _, _, path = seasonal_run
     forecaster = serving.load(path)
@@ -231,6 +234,7 @@ def test_a_deseasonalised_artifact_records_its_season_and_takes_phases(seasonal_
     assert "stacklstm_lstm" not in forecaster.exported.mlir_module()
 
 
+@pytest.mark.slow
 def test_predict_on_a_later_table_takes_the_phase_of_its_stamps(seasonal_run):
     """``predict`` on the table less its first 17 months: the phases of the date stamps count
     from the run's phase 0; without time stamps, row numbers count from the new first row, as
