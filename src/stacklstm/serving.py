@@ -157,7 +157,7 @@ def _check_metadata(metadata: Any, source: str, version: int) -> None:
     if missing:
         raise ValueError(f"{source}: the metadata lacks the keys {missing}")
     for key in set(METADATA_KEYS) - set(expected):  # keys a file of this version cannot have
-        metadata.setdefault(key, None)
+        metadata[key] = None
     for key, kind in expected.items():
         value = metadata[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
