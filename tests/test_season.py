@@ -186,7 +186,3 @@ def test_auto_settings_are_recorded_and_resume_bit_identically(tmp_path):
     resumed = fit(run_cfg, tmp_path / "b", data_path=path, quiet=True, resume=True)
     assert resumed.step == whole.step and resumed.best_step == whole.best_step
     np.testing.assert_array_equal(resumed.report.test_forecast, whole.report.test_forecast)
-    from stacklstm.train.export import export_run
-
-    with pytest.raises(ValueError, match="trained deseasonalised"):  # not in the program yet
-        export_run(tmp_path / "a", tmp_path / "a.stacklstm")
