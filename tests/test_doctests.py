@@ -43,6 +43,7 @@ MODULES = [
     "stacklstm.signals",
     "stacklstm.tune",
     "stacklstm.serving",
+    "stacklstm.train.export",
 ]
 
 
