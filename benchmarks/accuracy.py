@@ -179,6 +179,9 @@ class Recipe:
         deseason: Remove a training-rows seasonal pattern, add it back to the forecasts.
         ensemble: Members (median of their forecasts).
         min_steps: Least optimiser steps (epochs and patience raised to reach it).
+        library: Start from the library's own defaults (``season``, ``window``, the training
+            budget and deseasonalising as the library resolves them) instead of the
+            benchmark's base settings; ``settings`` still apply over them.
     """
 
     name: str
@@ -187,15 +190,19 @@ class Recipe:
     deseason: bool = False
     ensemble: int = 1
     min_steps: int = 0
+    library: bool = False
 
     def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.settings.items()]
+        parts = ["the library's defaults (season, window, budget, deseasonalize: auto)"] * int(
+            self.library
+        )
+        parts += [f"{k}={v}" for k, v in self.settings.items()]
         parts += [p for p, on in (("log", self.log), ("deseason", self.deseason)) if on]
         if self.min_steps:
             parts.append(f"min_steps={self.min_steps}")
         if self.ensemble > 1:
             parts.append(f"ensemble={self.ensemble}")
-        return ", ".join(parts) or "nothing more (the library's defaults)"
+        return ", ".join(parts) or "nothing more (the base settings)"
 
 
 RECIPES: dict[str, Recipe] = {
@@ -212,6 +219,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe("ens5", ensemble=5),
         Recipe("log+deseason+ens5", log=True, deseason=True, ensemble=5),
         Recipe("log+deseason+steps1000+ens5", log=True, deseason=True, min_steps=1000, ensemble=5),
+        Recipe("library", library=True),
+        Recipe("library+season", {"season": "series"}, library=True),
     )
 }
 DEFAULT_RECIPES = (
@@ -384,15 +393,23 @@ class Task:
         return f"{self.spec.name}/h{self.horizon}"
 
 
-def data_config(spec: SeriesSpec, horizon: int, **settings: Any):
+#: The benchmark's base settings pin what the library's defaults were before they became
+#: "auto" (season and window are the series'), so that the prototype recipes keep their meaning.
+LEGACY_TRAIN = {"epochs": 60, "batch_size": 32, "patience": 15, "min_steps": 0}
+
+
+def data_config(spec: SeriesSpec, horizon: int, library: bool = False, **settings: Any):
     from stacklstm.config import DataConfig
 
     season = spec.season
-    base = dict(
-        target=("y",), time_column="date", horizon=horizon, season=season,
-        window=2 * season if season > 1 else 10,
+    base: dict[str, Any] = dict(
+        target=("y",), time_column="date", horizon=horizon,
         test_fraction=TEST_FRACTION, val_fraction=VAL_FRACTION,
     )  # fmt: skip
+    if not library:
+        base.update(season=season, window=2 * season if season > 1 else 10, deseasonalize=False)
+    if settings.get("season") == "series":  # the series' own season, the rest auto
+        settings = {**settings, "season": season}
     base.update(settings)
     return DataConfig(**base)
 
@@ -454,8 +471,9 @@ def run_config(task: Task, recipe: Recipe, seed: int):
     per_section: dict[str, dict[str, Any]] = {"data": {}, "model": {}, "train": {}}
     for key, value in recipe.settings.items():
         per_section[where[key]][key] = value
-    dcfg = data_config(task.spec, task.horizon, **per_section["data"])
-    tcfg = TrainConfig(**{"baselines": "naive", **per_section["train"], "seed": seed})
+    dcfg = data_config(task.spec, task.horizon, recipe.library, **per_section["data"])
+    legacy = {} if recipe.library else LEGACY_TRAIN
+    tcfg = TrainConfig(**{"baselines": "naive", **legacy, **per_section["train"], "seed": seed})
     if recipe.min_steps:
         series = prepare_series(task.spec.load(), dcfg)
         n_windows = len(make_splits(series, dcfg)[0].train)
@@ -618,9 +636,12 @@ def markdown(
         f"Machine: {meta['machine']}; stacklstm {meta['stacklstm']}, jax {meta['jax']}, "
         f"statsforecast {meta['statsforecast']}; {meta['when']}",
         "",
-        "Every fit: `test_fraction=0.2`, `val_fraction=0.15`, `season` of the series, `window` = "
-        "2 seasons (10 without a season), `baselines=naive` (the statistical ones are fitted by "
-        "the benchmark), everything else the library's defaults, then the recipe:",
+        "Every fit: `test_fraction=0.2`, `val_fraction=0.15`, `baselines=naive` (the "
+        "statistical ones are fitted by the benchmark); unless the recipe starts from the "
+        "library's defaults, `season` of the series, `window` = 2 seasons (10 without a "
+        "season), `deseasonalize=False`, epochs 60, batch 32, patience 15, `min_steps=0` (the "
+        "fixed defaults older versions had), everything else the library's defaults; then the "
+        "recipe:",
         "",
         *[f"- `{r.name}`: {r.describe()}" for r in recipes],
         "",

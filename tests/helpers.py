@@ -53,10 +53,11 @@ def tiny_run(
         "--window", "6", "--hidden-size", "8", "--num-layers", "2", "--linear-layer-sizes", "8",
         "--dropout", "0.2", "--epochs", "2", "--batch-size", str(batch_size),
         "--log-every", str(log_every), "--checkpoint-every", str(checkpoint_every),
-        "--baselines", "naive",
+        "--baselines", "naive", "--season", "52", "--no-deseasonalize", "--patience", "15",
     ]  # fmt: skip
+    # every setting explicit (none "auto"): the saved config equals this one as it is
     run = RunConfig(
-        DataConfig(window=6),
+        DataConfig(window=6, season=52, deseasonalize=False),
         ModelConfig(
             lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,), dropout_rate=0.2
         ),
@@ -66,6 +67,7 @@ def tiny_run(
             log_every=log_every,
             checkpoint_every=checkpoint_every,
             baselines="naive",
+            patience=15,
         ),
     )
     return flags, run

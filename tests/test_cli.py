@@ -132,9 +132,10 @@ def test_flags_map_onto_config_fields_without_defaults_of_their_own():
 def test_config_file_then_flags(tmp_path, capsys):
     config = tmp_path / "run.toml"
     config.write_text(
-        "[data]\nwindow = 6\n[model]\nhidden_size = 8\nlinear_layer_sizes = [8]\ndropout = 0.2\n"
+        "[data]\nwindow = 6\nseason = 52\ndeseasonalize = false\n"
+        "[model]\nhidden_size = 8\nlinear_layer_sizes = [8]\ndropout = 0.2\n"
         "[train]\nepochs = 1\nbatch_size = 64\nlog_every = 10\ncheckpoint_every = 20\n"
-        'baselines = "naive"\n'
+        'baselines = "naive"\npatience = 15\n'
     )
     code, _, err = _run(
         capsys, "train", "--config", config, "--epochs", "2", "--out", tmp_path / "r", "--quiet"
@@ -168,7 +169,7 @@ BAD_INPUTS = {
     "missing file": (["--data", "{tmp}/nope.csv"], "data file not found"),
     "unknown column": (["--target", "ch4"], "column 'ch4' not found; available columns"),
     "non-numeric target": (["--data", "{tmp}/text.csv"], "must be numeric; row 3 holds 'abc'"),
-    "too-short series": (["--data", "{tmp}/short.csv"], "the series has 8 rows but window (10)"),
+    "too-short series": (["--data", "{tmp}/short.csv"], "the series has 8 rows but window (104)"),
     "unparseable time": (["--data", "{tmp}/time.csv"], "cannot parse 'yesterday' in row 2"),
     "duplicated stamps": (["--data", "{tmp}/dup.csv"], "repeats 2000-01-09 (rows 2 and 3)"),
     "window 0": (["--window", "0"], "window must be an integer >= 1, got 0"),
@@ -181,7 +182,7 @@ BAD_INPUTS = {
     "missing config": (["--config", "{tmp}/none.toml"], "config file not found"),
     "bad config key": (["--config", "{tmp}/bad.toml"], "unknown [model] key(s) 'hidden'"),
     "resume without out": (["--resume"], "--resume needs --out RUN_DIR"),
-    "batch too big": (["--batch-size", "4096"], "--batch-size (4096) is larger than the 1588"),
+    "batch too big": (["--batch-size", "4096"], "--batch-size (4096) is larger than the 1494"),
 }
 
 
@@ -375,6 +376,11 @@ def _bad_value(kind):
         return st.one_of(
             st.integers(max_value=-1).map(str),
             text.filter(lambda s: not _is(int, s) and s.strip().lower() not in ("", "none")),
+        )
+    if kind == (int | Literal["auto"]):  # "auto" is a valid value
+        return st.one_of(
+            st.integers(max_value=-1).map(str),
+            text.filter(lambda s: not _is(int, s) and s.strip().lower() != "auto"),
         )
     if kind == tuple[int, ...]:
         return st.one_of(

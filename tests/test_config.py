@@ -68,8 +68,12 @@ def test_new_fields_say_what_older_runs_meant():
     # what each newer field meant before it existed: older reports scored the naive baselines;
     # older runs read one series, split by fractions, refused nothing for being short, and
     # gave point forecasts without intervals; older models read past-only features and no
-    # calendar
+    # calendar; they kept the seasonal pattern and the values themselves, and trained for the
+    # epochs given
     assert added == {
+        ("data", "deseasonalize"): False,
+        ("data", "target_transform"): "none",
+        ("train", "min_steps"): 0,
         ("train", "baselines"): "naive",
         ("data", "id_column"): None,
         ("data", "val_size"): None,
@@ -111,7 +115,7 @@ def test_layout_1_config_json_reads_as_it_was_written():
     v1["train"]["season"] = 12
     cfg = RunConfig.from_dict(json.loads(json.dumps(v1)), saved=True)
     assert (cfg.model.lstm_hidden_size, cfg.model.dropout_rate, cfg.data.season) == (16, 0.1, 12)
-    assert season == 52
+    assert season == "auto"
 
 
 def test_a_saved_config_missing_a_key_without_legacy_is_refused():
@@ -191,14 +195,14 @@ def test_config_round_trip_and_defaults():
     assert cfg.train.lr == 1.0 and isinstance(cfg.train.lr, float)
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert RunConfig().model == ModelConfig(64, 2, (32, 16), False, False, 0.0)
-    assert (RunConfig().train.batch_size, RunConfig().train.seed) == (32, 0)
-    assert RunConfig().data.season == 52 and RunConfig().train.skip_nonfinite is False
+    assert (RunConfig().train.batch_size, RunConfig().train.seed) == ("auto", 0)
+    assert RunConfig().data.season == "auto" and RunConfig().train.skip_nonfinite is False
 
 
 def test_config_diff_names_fields():
     a = RunConfig()
     b = a.replace({"train": {"epochs": 7}, "data": {"window": 3}})
-    assert a.diff(b) == ["data.window: 10 != 3", "train.epochs: 60 != 7"]
+    assert a.diff(b) == ["data.window: 'auto' != 3", "train.epochs: 'auto' != 7"]
     assert a.diff(a) == []
 
 

@@ -21,8 +21,9 @@ from stacklstm.data import (
     select_series,
 )
 
+# exact values of ramps: without a seasonal pattern (tests/test_season.py has its own)
 PANEL = {"target": ("v",), "time_column": "t", "id_column": "id", "scaler": "none",
-         "normalize": "none"}  # fmt: skip
+         "normalize": "none", "deseasonalize": False}  # fmt: skip
 
 
 def panel_frame(lengths, starts=None, bases=None, freq="D", seed=0):

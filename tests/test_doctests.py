@@ -20,6 +20,8 @@ MODULES = [
     "stacklstm.data.scale",
     "stacklstm.data.table",
     "stacklstm.data.windows",
+    "stacklstm.data.season",
+    "stacklstm.train.budget",
     "stacklstm.data.batches",
     "stacklstm.metrics",
     "stacklstm.baselines",
@@ -41,6 +43,7 @@ MODULES = [
     "stacklstm.signals",
     "stacklstm.tune",
     "stacklstm.serving",
+    "stacklstm.train.export",
 ]
 
 

@@ -85,6 +85,7 @@ def test_exported_forecaster_runs_on_cuda_like_on_cpu(trained_run, artifact):
     np.testing.assert_allclose(on_cuda, on_cpu, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_with_differences_features_and_two_targets_equals_predict(tmp_path):
     """The CLI's export and predict on a run that differences, scales min-max, normalises by
     window and forecasts 3 steps of 2 targets from 3 columns; the input is window + 1 rows."""
@@ -100,7 +101,7 @@ def test_export_with_differences_features_and_two_targets_equals_predict(tmp_pat
         DataConfig(target=("a", "b"), features=("f",), time_column=None, window=5, horizon=3,
                    difference=True, scaler="minmax"),
         ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
-        TrainConfig(epochs=1, batch_size=32),
+        TrainConfig(epochs=1, batch_size=32, baselines="naive"),
     )  # fmt: skip
     run = tmp_path / "run"
     fit(cfg, run, quiet=True, data_path=tmp_path / "table.csv")
@@ -126,6 +127,136 @@ def test_export_with_differences_features_and_two_targets_equals_predict(tmp_pat
         forecaster.predict(windows[:, 1:])  # a window without the row before it
 
 
+# --- deseasonalised runs -----------------------------------------------------------------------
+
+SEASON = np.array([4.0, -2.0, 1.0, 3.0, -5.0, 0.5, 2.5, -1.5, -3.0, 1.5, 0.0, -0.5])  # sums to 0
+
+
+def _seasonal_table(kind, n=84):
+    """Monthly series with a 12-month season and a feature ``f``: ``"additive"`` levels near
+    100 with a date column, or ``"multiplicative"`` positive values without a time column."""
+    rng = np.random.default_rng(3)
+    t = np.arange(n)
+    season = np.tile(SEASON, n // 12 + 1)[:n]
+    if kind == "additive":
+        y = 100 + 0.4 * t + season + rng.normal(0, 0.3, n)
+        date = {"date": pd.date_range("2001-01-01", periods=n, freq="MS")}
+    else:
+        y, date = (20 + 0.2 * t) * np.exp(0.1 * season) + rng.gamma(2, 0.1, n), {}
+    return pd.DataFrame({**date, "y": y, "f": rng.normal(0, 1, n)})
+
+
+# the same network shapes (window 8, 2 columns, 3 steps ahead): the second run's compilations
+# come from the cache
+SEASONAL_RUNS = {
+    # deseasonalised differences of a target with a feature, date stamps
+    "additive": DataConfig(target=("y",), features=("f",), window=8, horizon=3, season=12,
+                           difference=True),
+    # log1p then deseasonalised, levels; no time column: phases count rows
+    "log1p": DataConfig(target=("y",), features=("f",), time_column=None, window=8, horizon=3,
+                        season=12, target_transform="log1p"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=sorted(SEASONAL_RUNS))
+def seasonal_run(request, tmp_path_factory):
+    """A tiny deseasonalised run (2 epochs), exported: (kind, run folder, table, artifact)."""
+    kind = request.param
+    folder = tmp_path_factory.mktemp(f"seasonal_{kind}")
+    table = _seasonal_table(kind)
+    table.to_csv(folder / "table.csv", index=False)
+    cfg = RunConfig(
+        SEASONAL_RUNS[kind],
+        ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
+        TrainConfig(epochs=2, batch_size=16, baselines="naive"),
+    )
+    fit(cfg, folder / "run", quiet=True, data_path=folder / "table.csv")
+    assert read_run_info(folder / "run").scaler.seasonal is not None
+    export_run(folder / "run", folder / "m.stacklstm")
+    return kind, folder / "run", table, folder / "m.stacklstm"
+
+
+@pytest.mark.slow
+def test_a_deseasonalised_run_exports_and_equals_predict(seasonal_run):
+    _, run, table, path = seasonal_run
+    forecaster = serving.from_bytes(path.read_bytes())  # serialised and read back
+    frame = predict(run)
+    windows = forecaster.windows(table[["y", "f"]].to_numpy())
+    assert len(windows) == len(frame) == 84 - forecaster.input_steps + 1
+    want = _predicted(frame, forecaster)
+    # the phase of each window's last row: the rows count from the table's first (phase 0)
+    origin_rows = np.arange(forecaster.input_steps - 1, 84)
+    phases = forecaster.phases(frame["origin"].to_numpy())
+    np.testing.assert_array_equal(phases, origin_rows % 12)
+    got = forecaster.predict(windows, phases)
+    assert got.shape == want.shape and got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(
+        forecaster.predict(windows, last_time=frame["origin"].to_numpy()), want, rtol=1e-6, atol=0
+    )
+    # phases are taken modulo the season; any batch size
+    np.testing.assert_allclose(forecaster.predict(windows[5:12], phases[5:12] + 24), want[5:12],
+                               rtol=1e-6, atol=0)  # fmt: skip
+    np.testing.assert_allclose(forecaster.predict(windows[:1], int(phases[0])), want[:1],
+                               rtol=1e-6, atol=0)  # fmt: skip
+    # a wrong phase puts the pattern in the wrong months: forecasts off by its size
+    wrong = forecaster.predict(windows, phases + 1)
+    assert np.abs(wrong - want).max() > 1.0
+    missing = r"deseasonalised \(season 12\): pass each window's phase \(phase=.*\(last_time="
+    with pytest.raises(ValueError, match=missing):
+        forecaster.predict(windows)
+    with pytest.raises(ValueError, match=r"got 3 phases for \d+ windows"):
+        forecaster.predict(windows, phases[:3])
+    with pytest.raises(ValueError, match=r"got 2 time stamps for \d+ windows"):
+        forecaster.predict(windows, last_time=frame["origin"].to_numpy()[:2])
+    with pytest.raises(ValueError, match=r"phase must be integers"):
+        forecaster.predict(windows, phases + 0.5)
+    with pytest.raises(ValueError, match="not both"):
+        forecaster.predict(windows, phases, last_time=frame["origin"].to_numpy())
+
+
+@pytest.mark.slow
+def test_a_deseasonalised_artifact_records_its_season_and_takes_phases(seasonal_run):
+    kind, _, _, path = seasonal_run
+    forecaster = serving.load(path)
+    reference, step = (
+        ("2001-01-01T00:00:00.000000000", {"kind": "months", "every": 1, "anchor": "start"})
+        if kind == "additive"
+        else (None, {"kind": "rows"})
+    )
+    assert forecaster.metadata["seasonal"] == {
+        "season": 12, "phase_of": "origin", "reference": reference,
+        "freq": "MS" if kind == "additive" else None, "step": step,
+    }  # fmt: skip
+    assert forecaster.season == 12
+    x, phase = forecaster.exported.in_avals
+    assert str(x.shape[0]) == str(phase.shape[0]) == "batch" and phase.dtype == np.int32
+    assert "stacklstm_lstm" not in forecaster.exported.mlir_module()
+
+
+@pytest.mark.slow
+def test_predict_on_a_later_table_takes_the_phase_of_its_stamps(seasonal_run):
+    """``predict`` on the table less its first 17 months: the phases of the date stamps count
+    from the run's phase 0; without time stamps, row numbers count from the new first row, as
+    ``predict`` counts them."""
+    kind, run, table, path = seasonal_run
+    later = table.iloc[17:].reset_index(drop=True)
+    later.to_csv(run.parent / "later.csv", index=False)
+    frame = predict(run, run.parent / "later.csv")
+    forecaster = serving.load(path)
+    windows = forecaster.windows(later[["y", "f"]].to_numpy())
+    origins = frame["origin"].to_numpy()
+    skipped = 17 if kind == "additive" else 0
+    np.testing.assert_array_equal(
+        forecaster.phases(origins), (skipped + np.arange(forecaster.input_steps - 1, 67)) % 12
+    )
+    got = forecaster.predict(windows, last_time=origins)
+    np.testing.assert_allclose(got, _predicted(frame, forecaster), rtol=1e-6, atol=0)
+    if kind == "additive":
+        with pytest.raises(ValueError, match="is not on the MS grid of 2001-01-01"):
+            forecaster.predict(windows[:1], last_time="2004-03-15")
+
+
 # --- bad files ------------------------------------------------------------------------------
 
 
@@ -146,7 +277,10 @@ BAD_FILES = {
     "trailing_bytes": (lambda d: d + b"\0", "trailing bytes"),
     "flipped_program_byte": (lambda d: _flip(d, len(d) - 100), "SHA-256 checksum does not match"),
     "flipped_metadata_byte": (lambda d: _flip(d, 70), "SHA-256 checksum does not match"),
-    "other_layout_version": (_other_version, "has layout version 2 but this stacklstm reads"),
+    "other_layout_version": (
+        _other_version,
+        f"has layout version {serving.LAYOUT_VERSION + 1} but this stacklstm reads versions 1",
+    ),
     "not_an_artifact": (lambda d: b"date,co2\n1958-03-29,316.19\n", "is not a stacklstm export"),
     "empty": (lambda d: b"", "is not a stacklstm export"),
 }

@@ -6,11 +6,13 @@ import sys
 import textwrap
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from helpers import cache_env
 from stacklstm import serving
-from stacklstm.train.export import export_run
+from stacklstm.data.season import SeasonalPattern, _steps_between
+from stacklstm.train.export import export_run, seasonal_metadata
 
 pytest.importorskip("flatbuffers", reason="jax.export serialisation needs flatbuffers")
 
@@ -35,6 +37,9 @@ def test_load_and_predict_import_only_jax_and_numpy_in_a_fresh_process(forecaste
         forecaster = serving.load({str(forecaster_file)!r})
         y = forecaster.predict(np.load({str(tmp_path / "windows.npy")!r}))
         np.save({str(tmp_path / "y.npy")!r}, y)
+        months = {{"reference": "2001-01-01", "freq": "MS",
+                   "step": {{"kind": "months", "every": 1, "anchor": "start"}}}}
+        assert serving.origin_steps(["2002-03-01"], months).tolist() == [14]
         heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
         ours = sorted(m for m in sys.modules if m.startswith("stacklstm"))
         print(json.dumps({{"heavy": heavy, "ours": ours}}))
@@ -89,3 +94,65 @@ def test_window_normalisation_is_inside_the_artifact(forecaster_file):
     window = 330 + np.random.default_rng(2).normal(0, 3, (1, 6, 1))
     shifted = f.predict(window + 25.0) - f.predict(window)
     np.testing.assert_allclose(shifted, 25.0, rtol=0, atol=1e-9)
+
+
+def test_an_old_layout_file_still_loads_and_forecasts_alike(forecaster_file):
+    """Layout 1 (before the ``seasonal`` key): read as a forecaster without a season."""
+    metadata, program = serving.unpack(forecaster_file.read_bytes())
+    assert metadata["seasonal"] is None
+    old = {k: v for k, v in metadata.items() if k != "seasonal"} | {"layout_version": 1}
+    f = serving.from_bytes(serving.pack(old, program, version=1), "old.stacklstm")
+    assert f.seasonal is None and f.season == 1 and f.metadata["seasonal"] is None
+    windows = 330 + np.random.default_rng(4).normal(0, 3, (4, 6, 1))
+    want = serving.load(forecaster_file).predict(windows)
+    np.testing.assert_array_equal(f.predict(windows), want)
+    np.testing.assert_array_equal(f.predict(windows, last_time="2001-01-01"), want)  # no season
+    with pytest.raises(ValueError, match=r"lacks the keys \['seasonal'\]"):
+        serving.from_bytes(serving.pack(old, program))  # a version 2 file needs the key
+
+
+# the run's time step -> the step rule export writes and stamps on that grid
+STEP_RULES = {
+    "MS": ({"kind": "months", "every": 1, "anchor": "start"}, "2001-03-01"),
+    "ME": ({"kind": "months", "every": 1, "anchor": "end"}, "2001-02-28"),
+    "QS-JAN": ({"kind": "months", "every": 3, "anchor": "start"}, "1999-04-01"),
+    "2MS": ({"kind": "months", "every": 2, "anchor": "start"}, "2000-03-01"),
+    "W-SUN": ({"kind": "fixed", "ns": 7 * 86400 * 10**9}, "2001-01-07"),
+    "D": ({"kind": "fixed", "ns": 86400 * 10**9}, "2001-01-03"),
+    "h": ({"kind": "fixed", "ns": 3600 * 10**9}, "2001-01-03 05:00"),
+    "B": ({"kind": "business_days"}, "2001-01-03"),
+}
+
+
+@pytest.mark.parametrize("freq", sorted(STEP_RULES))
+def test_phases_from_time_stamps_count_the_steps_as_the_training_does(freq):
+    rule, start = STEP_RULES[freq]
+    pattern = SeasonalPattern(5, np.zeros((1, 5, 1)), (str(pd.Timestamp(start).asm8),), freq)
+    meta = seasonal_metadata(pattern)
+    assert meta["step"] == rule
+    reference = pd.Timestamp(start)
+    stamps = pd.date_range(end=reference, periods=40, freq=freq).append(
+        pd.date_range(reference, periods=300, freq=freq)[1:]
+    )
+    want = [_steps_between(meta["reference"], t, freq) for t in stamps[::7]]
+    assert want[0] == -39 and want[-1] == 297  # pandas' count, to compare with numpy's
+    got = serving.origin_steps(stamps[::7].to_numpy(), meta)
+    np.testing.assert_array_equal(got, want)
+    assert serving.origin_steps([str(reference)], meta).tolist() == [0]
+    off = reference + (pd.Timedelta(minutes=30) if freq == "h" else pd.Timedelta(hours=12))
+    with pytest.raises(ValueError, match=rf"is not on the {freq} grid of"):
+        serving.origin_steps([off.asm8], meta)
+
+
+def test_phases_from_whole_number_stamps_and_row_numbers():
+    meta = seasonal_metadata(SeasonalPattern(4, np.zeros((1, 4, 1)), (1990,), "5"))
+    assert meta["step"] == {"kind": "integer", "every": 5}
+    assert serving.origin_steps([1990, 2000, 1985, 2025.0], meta).tolist() == [0, 2, -1, 7]
+    with pytest.raises(ValueError, match="time stamp 1993 is not on the grid of step 5 from 1990"):
+        serving.origin_steps([1993], meta)
+    rows = seasonal_metadata(SeasonalPattern(4, np.zeros((1, 4, 1)), (None,), None))
+    assert serving.origin_steps(np.arange(3, 6), rows).tolist() == [3, 4, 5]
+    with pytest.raises(ValueError, match=r"expected whole-number time stamps \(row numbers\)"):
+        serving.origin_steps([2.5], rows)
+    with pytest.raises(ValueError, match=r"cannot count time steps of 'YS-FEB'.*phase="):
+        serving.origin_steps(["2001-02-01"], {"freq": "YS-FEB", "step": None})

@@ -60,7 +60,8 @@ def test_search_space_decodes_choices_and_ranges():
 
 
 def test_default_space_is_valid_and_centred_on_the_window():
-    base = RunConfig()
+    assert "window" not in default_space(RunConfig())["data"]  # "auto": 2 seasons of the data
+    base = RunConfig().replace({"data": {"window": 10}})
     space = SearchSpace.from_dict(default_space(base), base)
     [window] = [d for d in space.dimensions if d.key == "data.window"]
     assert window.choices == (5, 10, 20)

@@ -46,6 +46,7 @@ from . import baselines
 from .checks import DataError, SettingError, check_positive_int, is_int
 from .config import DataConfig, RunConfig
 from .data import bundled_dataset_path, make_inference_windows, prepare_series, read_table
+from .data.season import resolve_data_config
 from .data.windows import split_rows
 from .metrics import forecast_metrics, seasonal_scale
 
@@ -196,7 +197,9 @@ def _prepare(
     data_ref = None if data_path is None else Path(data_path).absolute()
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     series = prepare_series(read_table(source), cfg.data)
-    n_rows, data = len(series), cfg.data
+    data = resolve_data_config(cfg.data, series.freq)  # "auto" season and window
+    cfg = RunConfig(data=data, model=cfg.model, train=cfg.train)
+    n_rows = len(series)
     cutoffs = fold_cutoffs(n_rows, data.horizon, folds, step)
     uses = model_folds(folds, refit)
     needed = data.window + data.horizon + int(data.difference)

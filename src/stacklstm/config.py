@@ -22,7 +22,7 @@ the field, what was expected and what was given.
 Example:
     >>> cfg = RunConfig.from_dict({"train": {"epochs": 3}, "model": {"hidden_size": 8}})
     >>> cfg.train.epochs, cfg.model.lstm_hidden_size, cfg.data.window
-    (3, 8, 10)
+    (3, 8, 'auto')
     >>> RunConfig.from_dict(cfg.to_dict()) == cfg
     True
 """
@@ -62,6 +62,12 @@ LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
 #: The losses whose model gives a point forecast only (intervals need ``conformal``).
 POINT_LOSSES = ("mse", "mae", "huber")
 BaselineKind = Literal["naive", "all"]
+TargetTransform = Literal["none", "log1p"]
+#: ``"auto"``: a setting derived from the data when the run starts (the season from the time
+#: step, the window from the season, the training budget from the number of windows); the run
+#: folder's ``config.json`` holds the value it resolved to.
+Auto = Literal["auto"]
+AUTO = "auto"
 CalendarKind = Literal["auto", "none"]
 
 #: Prefix of the calendar columns (``calendar="auto"``); no column of the table may use it then.
@@ -179,7 +185,12 @@ class DataConfig(_Section):
     time_column: str | None = setting(
         "date", help="column of time stamps ('none': use the row order)"
     )
-    window: int = setting(10, help="input time steps per window")
+    window: int | Auto = setting(
+        "auto",
+        help="input time steps per window ('auto': 2 seasons, at least 8 and at most 104; 10 "
+        "without a season)",
+        legacy=10,
+    )
     horizon: int = setting(1, help="time steps forecast per window")
     stride: int = setting(
         1, help="step between training and validation windows (the test scores every origin)"
@@ -196,8 +207,24 @@ class DataConfig(_Section):
     gaps: GapPolicy = setting(
         "interpolate", help="fill missing values and time stamps linearly, or reject them"
     )
-    season: int = setting(
-        52, help="period of the series in time steps (52: yearly for weekly data)"
+    season: int | Auto = setting(
+        "auto",
+        help="period of the series in time steps ('auto': from the time step: 12 monthly, 4 "
+        "quarterly, 52 weekly, 7 daily, 5 business-daily, 24 hourly; 1 otherwise)",
+        legacy=52,
+    )
+    deseasonalize: bool = setting(
+        True,
+        help="subtract each series' seasonal pattern (classical additive decomposition, fitted "
+        "on its training rows) from the targets before scaling, and add it back to the "
+        "forecasts; needs season >= 2 and 2 seasons of training rows (else skipped)",
+        legacy=False,
+    )
+    target_transform: TargetTransform = setting(
+        "none",
+        help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
+        "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves",
+        legacy="none",
     )
     id_column: str | None = setting(
         None,
@@ -300,7 +327,9 @@ class DataConfig(_Section):
                     f"time_column {self.time_column!r} is also listed as a target or feature",
                     "time_column",
                 )
-        for name in ("window", "horizon", "stride"):
+        if self.window != AUTO:
+            check_positive_int("window", self.window)
+        for name in ("horizon", "stride"):
             check_positive_int(name, getattr(self, name))
         check_fraction("val_fraction", self.val_fraction)
         check_fraction("test_fraction", self.test_fraction)
@@ -337,7 +366,10 @@ class DataConfig(_Section):
         check_choice("normalize", self.normalize, get_args(NormalizeKind))
         check_choice("gaps", self.gaps, get_args(GapPolicy))
         check_bool("difference", self.difference)
-        check_int("season", self.season, 1, 2**31 - 1)  # larger ones overflow the indexing
+        if self.season != AUTO:  # larger ones overflow the indexing
+            check_int("season", self.season, 1, 2**31 - 1)
+        check_bool("deseasonalize", self.deseasonalize)
+        check_choice("target_transform", self.target_transform, get_args(TargetTransform))
 
 
 @dataclass(frozen=True)
@@ -393,12 +425,27 @@ class TrainConfig(_Section):
     """How to train. The defaults train the default model on the bundled CO2 data in seconds.
 
     Example:
-        >>> TrainConfig(epochs=2).batch_size
-        32
+        >>> TrainConfig(epochs=2).lr
+        0.003
     """
 
-    epochs: int = setting(60, help="passes over the training windows")
-    batch_size: int = setting(32, help="windows per step (global; a multiple of the device count)")
+    epochs: int | Auto = setting(
+        "auto",
+        help="passes over the training windows ('auto': 60, or more to reach min_steps)",
+        legacy=60,
+    )
+    batch_size: int | Auto = setting(
+        "auto",
+        help="windows per step (global; a multiple of the device count; 'auto': 32, or an "
+        "eighth of the training windows when fewer than 256, at least 8)",
+        legacy=32,
+    )
+    min_steps: int = setting(
+        1000,
+        help="with epochs='auto': raise the epochs (from 60) until training has at least this "
+        "many optimiser steps, and patience by the same factor",
+        legacy=0,
+    )
     lr: float = setting(3e-3, help="peak learning rate (AdamW, warm-up then cosine decay)")
     weight_decay: float = setting(1e-4, help="AdamW's decoupled weight decay")
     warmup_fraction: float = setting(
@@ -429,8 +476,11 @@ class TrainConfig(_Section):
         "step); with mse/mae/huber it makes symmetric intervals at interval_levels",
         legacy=False,
     )
-    patience: int = setting(
-        15, help="early stopping: epochs without a better validation loss (0: never stop)"
+    patience: int | Auto = setting(
+        "auto",
+        help="early stopping: epochs without a better validation loss (0: never stop; 'auto': "
+        "15, scaled up with the epochs that min_steps adds)",
+        legacy=15,
     )
     seed: int = setting(0, help="seed of the initialisation, the shuffling and dropout")
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
@@ -450,8 +500,10 @@ class TrainConfig(_Section):
 
     def validate(self) -> None:
         """Raise SettingError on the first bad setting."""
-        check_positive_int("epochs", self.epochs)
-        check_positive_int("batch_size", self.batch_size)
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) != AUTO:
+                check_positive_int(name, getattr(self, name))
+        check_int("min_steps", self.min_steps, 0, 2**31 - 1)
         check_real("lr", self.lr, 0.0, open_low=True)
         check_real("weight_decay", self.weight_decay, 0.0)
         check_fraction("warmup_fraction", self.warmup_fraction)
@@ -472,7 +524,8 @@ class TrainConfig(_Section):
                 "which is empty; give `interval_levels` (e.g. 0.8,0.95)",
                 "interval_levels",
             )
-        check_int("patience", self.patience, 0)
+        if self.patience != AUTO:
+            check_int("patience", self.patience, 0)
         check_int("seed", self.seed, 0, 2**63 - 1)  # jax.random.key takes an int64
         check_positive_int("log_every", self.log_every)
         check_int("checkpoint_every", self.checkpoint_every, 0)
@@ -515,7 +568,7 @@ class RunConfig:
 
     Example:
         >>> RunConfig().train.batch_size
-        32
+        'auto'
     """
 
     data: DataConfig = field(default_factory=DataConfig)

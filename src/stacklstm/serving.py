@@ -13,11 +13,18 @@ The input contract (``Forecaster.input_shape``):
   table (after its gap filling: a NaN in gives NaN out). ``input_steps`` is the run's
   ``window``, plus one when the run models first differences (the row before the window is
   needed to difference its first step).
+- ``phase`` ``(batch,)`` integers, only for a run trained deseasonalised (``deseasonalize``,
+  metadata ``seasonal`` not null): the seasonal phase of each window's **last row** (the
+  forecast origin), ``0 .. season - 1``: the number of time steps from the metadata's
+  ``seasonal.reference`` (phase 0: the first training row of the series) to that row, modulo
+  ``season``. :meth:`Forecaster.predict` takes it as ``phase=`` or computes it from the
+  origin's time stamp, ``last_time=`` (the ``origin`` column ``stacklstm predict`` writes).
 - Returns ``(batch, horizon, n_targets)`` float64 forecasts of the rows after each window's
   last row: what ``stacklstm predict`` writes for the origin at that row (within float32
   rounding of the network; the scaling is done in float64).
 
-The file (layout version :data:`LAYOUT_VERSION`), all integers little-endian::
+The file (layout version :data:`LAYOUT_VERSION`; version 1 files, written before the
+``seasonal`` metadata key existed, are read too), all integers little-endian::
 
     16 bytes  MAGIC, b"stacklstm-export"
      4 bytes  layout version (uint32)
@@ -50,8 +57,10 @@ import jax
 import numpy as np
 
 MAGIC = b"stacklstm-export"
-#: Version of the file layout (header and metadata keys). Another version is refused.
-LAYOUT_VERSION = 1
+#: Version of the file layout (header and metadata keys) written.
+LAYOUT_VERSION = 2
+#: Versions read: 1 has no ``seasonal`` key (its programs take windows only); others are refused.
+READ_VERSIONS = (1, 2)
 _PREFIX = struct.Struct("<16sI")  # magic, layout version
 _SIZES = struct.Struct("<QQ32s")  # metadata bytes, program bytes, SHA-256
 _HEADER_SIZE = _PREFIX.size + _SIZES.size
@@ -73,19 +82,28 @@ METADATA_KEYS: dict[str, type | tuple[type, ...]] = {
     "platforms": list,
     "dtype": str,
     "checkpoint": dict,
+    "seasonal": (dict, type(None)),
 }
+#: Keys added by each layout version after 1 (absent from older files: see :func:`unpack`).
+_ADDED_KEYS = {"seasonal": 2}
+#: Keys of the ``seasonal`` metadata (a deseasonalised run's; see :func:`origin_steps`).
+SEASONAL_KEYS = ("season", "phase_of", "reference", "freq", "step")
 
 
-def pack(metadata: Mapping[str, Any], program: bytes) -> bytes:
-    """The file's bytes: header, metadata JSON and the serialized ``jax.export`` program."""
+def pack(metadata: Mapping[str, Any], program: bytes, version: int = LAYOUT_VERSION) -> bytes:
+    """The file's bytes: header, metadata JSON and the serialized ``jax.export`` program
+    (``version``: the layout version written in the header; older ones for tests)."""
     meta = json.dumps(dict(metadata), sort_keys=True).encode("utf-8")
     digest = hashlib.sha256(meta + program).digest()
-    header = _PREFIX.pack(MAGIC, LAYOUT_VERSION) + _SIZES.pack(len(meta), len(program), digest)
+    header = _PREFIX.pack(MAGIC, version) + _SIZES.pack(len(meta), len(program), digest)
     return header + meta + program
 
 
 def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], bytes]:
     """``(metadata, program)`` of a file's bytes; checks magic, version, sizes and checksum.
+
+    The metadata of a version 1 file gains ``"seasonal": None`` (such files hold no
+    deseasonalised runs).
 
     Raises:
         ValueError: Not a stacklstm export, another layout version, a truncated or damaged
@@ -95,9 +113,9 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
         >>> unpack(b"date,co2", "co2.csv")
         Traceback (most recent call last):
         ValueError: co2.csv is not a stacklstm export (it does not start with ...
-        >>> unpack(MAGIC + (LAYOUT_VERSION + 1).to_bytes(4, "little"), "old.stacklstm")
+        >>> unpack(MAGIC + (LAYOUT_VERSION + 1).to_bytes(4, "little"), "new.stacklstm")
         Traceback (most recent call last):
-        ValueError: old.stacklstm has layout version 2 but this stacklstm reads version 1; ...
+        ValueError: new.stacklstm has layout version 3 but this stacklstm reads versions 1 ...
     """
     if len(data) < _PREFIX.size or not data.startswith(MAGIC):
         if MAGIC.startswith(data[: len(MAGIC)]) and data:
@@ -107,11 +125,11 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
             "with `stacklstm export RUN_DIR --output FILE`"
         )
     _, version = _PREFIX.unpack_from(data)
-    if version != LAYOUT_VERSION:
+    if version not in READ_VERSIONS:
         raise ValueError(
-            f"{source} has layout version {version} but this stacklstm reads version "
-            f"{LAYOUT_VERSION}; export the run again with this stacklstm, or load the file with "
-            "the version that wrote it"
+            f"{source} has layout version {version} but this stacklstm reads versions "
+            f"{' and '.join(map(str, READ_VERSIONS))}; export the run again with this stacklstm, "
+            "or load the file with the version that wrote it"
         )
     if len(data) < _HEADER_SIZE:
         raise ValueError(f"{source} is truncated: {len(data)} bytes, not even a header")
@@ -127,20 +145,125 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
         metadata = json.loads(body[:n_meta].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{source} is damaged: its metadata is not JSON ({err})") from err
-    _check_metadata(metadata, source)
+    _check_metadata(metadata, source, version)
     return metadata, body[n_meta:]
 
 
-def _check_metadata(metadata: Any, source: str) -> None:
+def _check_metadata(metadata: Any, source: str, version: int) -> None:
     if not isinstance(metadata, dict):
         raise ValueError(f"{source}: the metadata must be a JSON object")
-    missing = sorted(set(METADATA_KEYS) - set(metadata))
+    expected = {k: v for k, v in METADATA_KEYS.items() if _ADDED_KEYS.get(k, 1) <= version}
+    missing = sorted(set(expected) - set(metadata))
     if missing:
         raise ValueError(f"{source}: the metadata lacks the keys {missing}")
-    for key, kind in METADATA_KEYS.items():
+    for key in set(METADATA_KEYS) - set(expected):  # keys a file of this version cannot have
+        metadata[key] = None
+    for key, kind in expected.items():
         value = metadata[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ValueError(f"{source}: metadata {key!r} has the wrong type: {value!r}")
+    seasonal = metadata["seasonal"]
+    if seasonal is not None and (
+        sorted(seasonal) != sorted(SEASONAL_KEYS)
+        or not isinstance(seasonal["season"], int)
+        or isinstance(seasonal["season"], bool)
+        or seasonal["season"] < 2
+        or not isinstance(seasonal["step"], (dict, type(None)))
+    ):
+        raise ValueError(
+            f"{source}: metadata 'seasonal' needs the keys {list(SEASONAL_KEYS)} and a season "
+            f">= 2, got {seasonal!r}"
+        )
+
+
+def origin_steps(stamps: Any, seasonal: Mapping[str, Any]) -> np.ndarray:
+    """``(n,)`` int64 time steps from ``seasonal["reference"]`` (phase 0) to each stamp,
+    counted as ``seasonal["step"]`` says (numpy only); the phase is this modulo the season.
+
+    ``step`` (written by ``stacklstm export`` after checking it against the run's time grid):
+
+    - ``{"kind": "rows"}``: the run's table had no regular time stamps; a stamp is a row
+      number counted from the first row of the table (``stacklstm predict``'s ``origin``).
+    - ``{"kind": "integer", "every": k}``: whole-number stamps ``k`` apart.
+    - ``{"kind": "fixed", "ns": d}``: date-times ``d`` nanoseconds apart (hours, days, weeks).
+    - ``{"kind": "months", "every": k, "anchor": "start" | "end"}``: date-times ``k`` calendar
+      months apart, at the same time after the start (before the end) of their month.
+    - ``{"kind": "business_days"}``: weekdays, at the same time of day.
+    - null: a time step numpy cannot count; give phases instead.
+
+    Raises:
+        ValueError: A stamp off that grid, or a step that cannot be counted here.
+
+    Example:
+        >>> months = {"season": 12, "reference": "1958-03-01T00:00:00", "freq": "MS",
+        ...           "step": {"kind": "months", "every": 1, "anchor": "start"}}
+        >>> origin_steps(["1958-03-01", "1959-05-01", "1957-12-01"], months).tolist()
+        [0, 14, -3]
+        >>> origin_steps(["1958-05-02"], months)
+        Traceback (most recent call last):
+        ValueError: time stamp 1958-05-02T00:00:00.000000000 is not on the MS grid of ...
+    """
+    step, reference = seasonal.get("step"), seasonal.get("reference")
+    kind = None if step is None else step.get("kind")
+    if kind in ("rows", "integer"):
+        try:
+            t = np.asarray(stamps)
+            values = t.astype(np.int64)
+            if t.dtype.kind not in "iu" and not np.array_equal(values, t.astype(np.float64)):
+                raise ValueError
+        except (TypeError, ValueError) as err:
+            what = "row numbers" if kind == "rows" else "the run's integer time stamps"
+            got = np.asarray(stamps).ravel()[:3]
+            raise ValueError(f"expected whole-number time stamps ({what}), got {got}") from err
+        if kind == "rows":
+            return values.reshape(-1)
+        diff, every = values.reshape(-1) - int(reference), int(step["every"])
+        off = diff % every != 0
+        if off.any():
+            raise ValueError(
+                f"time stamp {values.reshape(-1)[off][0]} is not on the grid of step {every} from "
+                f"{reference}"
+            )
+        return diff // every
+    if kind not in ("fixed", "months", "business_days"):
+        raise ValueError(
+            f"cannot count time steps of {seasonal.get('freq')!r} here: pass the phases of the "
+            "windows' last rows instead (phase=)"
+        )
+    try:
+        t = np.asarray(stamps, dtype="datetime64[ns]").reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"expected date-time stamps, got {np.asarray(stamps).ravel()[:3]}"
+        ) from err
+    ref = np.datetime64(reference, "ns")
+    if kind == "fixed":
+        diff, every = (t - ref).astype(np.int64), int(step["ns"])
+        steps, on_grid = diff // every, diff % every == 0
+    elif kind == "months":
+        every = int(step["every"])
+        months = t.astype("datetime64[M]").astype(np.int64) - ref.astype("datetime64[M]").astype(
+            np.int64
+        )
+
+        def within(x: np.ndarray) -> np.ndarray:  # time after the start / before the end
+            month = x.astype("datetime64[M]")
+            if step["anchor"] == "end":
+                return ((month + 1).astype("datetime64[ns]") - x).astype(np.int64)
+            return (x - month.astype("datetime64[ns]")).astype(np.int64)
+
+        steps = months // every
+        on_grid = (months % every == 0) & (within(t) == within(ref[None]))
+    else:
+        days, ref_day = t.astype("datetime64[D]"), ref.astype("datetime64[D]")
+        steps = np.busday_count(ref_day, days).astype(np.int64)
+        on_grid = np.is_busday(days) & ((t - days) == (ref - ref_day))
+    if not on_grid.all():
+        raise ValueError(
+            f"time stamp {t[~on_grid][0]} is not on the {seasonal.get('freq')} grid of "
+            f"{reference} (the run's phase 0)"
+        )
+    return steps
 
 
 class Forecaster:
@@ -154,6 +277,12 @@ class Forecaster:
         window: The run's input window.
         horizon: Steps forecast per window.
         input_steps: Rows per input window: ``window``, plus one with differencing.
+        seasonal: For a run trained deseasonalised: ``season``, ``phase_of`` (``"origin"``:
+            the phase is that of each window's last row), ``reference`` (the time stamp of
+            phase 0: an ISO date-time, an integer, or null for phases counted in rows from
+            a table's first row), ``freq`` (the time step) and ``step`` (see
+            :func:`origin_steps`); None otherwise.
+        season: ``seasonal["season"]``, or 1 without one.
     """
 
     def __init__(self, metadata: dict[str, Any], exported: Any, source: str = "the artifact"):
@@ -164,16 +293,25 @@ class Forecaster:
         self.window: int = metadata["window"]
         self.horizon: int = metadata["horizon"]
         self.input_steps: int = metadata["input_steps"]
-        (x,), (y,) = exported.in_avals, exported.out_avals
+        self.seasonal: dict[str, Any] | None = metadata.get("seasonal")
+        self.season: int = 1 if self.seasonal is None else self.seasonal["season"]
+        inputs, outputs = exported.in_avals, exported.out_avals
+        n_inputs = 1 if self.seasonal is None else 2
+        shapes = [tuple(a.shape) for a in inputs]
         if (
-            len(x.shape) != 3
-            or tuple(x.shape[1:]) != (self.input_steps, len(self.columns))
-            or len(y.shape) != 3
-            or tuple(y.shape[1:]) != (self.horizon, len(self.targets))
+            len(inputs) != n_inputs
+            or len(outputs) != 1
+            or len(inputs[0].shape) != 3
+            or tuple(inputs[0].shape[1:]) != (self.input_steps, len(self.columns))
+            or (n_inputs == 2 and len(inputs[1].shape) != 1)
+            or len(outputs[0].shape) != 3
+            or tuple(outputs[0].shape[1:]) != (self.horizon, len(self.targets))
         ):
+            want = f"{self.input_shape}" + (" and phases ('batch',)" if n_inputs == 2 else "")
             raise ValueError(
-                f"{source} is damaged: its program maps {x.shape} to {y.shape} but its metadata "
-                f"says {self.input_shape} to {self.output_shape}"
+                f"{source} is damaged: its program maps {', '.join(map(str, shapes))} to "
+                f"{', '.join(str(a.shape) for a in outputs)} but its metadata says {want} to "
+                f"{self.output_shape}"
             )
         self._call = jax.jit(exported.call)
 
@@ -214,12 +352,41 @@ class Forecaster:
         view = np.lib.stride_tricks.sliding_window_view(values, self.input_steps, axis=0)
         return np.ascontiguousarray(np.swapaxes(view, 1, 2))  # (n, input_steps, n_columns)
 
-    def predict(self, windows: Any) -> np.ndarray:
+    def phases(self, last_time: Any) -> np.ndarray:
+        """``(batch,)`` int64 seasonal phases of windows whose last rows have the time stamps
+        ``last_time`` (one, or ``(batch,)``): ``origin_steps(last_time) % season``.
+
+        Stamps are what the run's time column held: date-times (``numpy.datetime64``, ISO
+        text, pandas ``Timestamp`` objects), whole numbers, or, for a run without regular time
+        stamps, row numbers counted from the first row of the table (``stacklstm predict``'s
+        ``origin`` column in every case). Zeros without a seasonal pattern.
+
+        Raises:
+            ValueError: A stamp off the run's time grid, or a time step numpy cannot count
+                (then pass ``phase=`` to :meth:`predict`).
+        """
+        if self.seasonal is None:
+            return np.zeros(np.shape(last_time) or (1,), dtype=np.int64).reshape(-1)
+        return origin_steps(last_time, self.seasonal) % self.season
+
+    def predict(self, windows: Any, phase: Any = None, *, last_time: Any = None) -> np.ndarray:
         """Forecasts ``(batch, horizon, n_targets)`` float64 of ``windows`` ``(batch,
         input_steps, n_columns)`` (any batch size), both in the run's original units.
 
+        Args:
+            windows: The input windows, oldest row first.
+            phase: For a deseasonalised run (``seasonal`` set): the seasonal phase of each
+                window's last row, ``(batch,)`` integers or one for all (taken modulo
+                ``season``); see the module's input contract.
+            last_time: Instead of ``phase``: the time stamps of the windows' last rows
+                (see :meth:`phases`). Both are ignored for a run without a seasonal pattern.
+
         Raises:
-            ValueError: ``windows`` of another shape.
+            ValueError: ``windows`` of another shape; a deseasonalised run's forecaster called
+                without ``phase`` or ``last_time``, or with both, or phases of another length.
+
+        Example:
+            >>> f.predict(windows, last_time=frame["origin"].to_numpy())  # doctest: +SKIP
         """
         x = np.asarray(windows, dtype=np.float64)
         if x.ndim != 3 or x.shape[1:] != self.input_shape[1:]:
@@ -233,10 +400,45 @@ class Forecaster:
                 f"{self.input_steps}{extra}, {len(self.columns)}) holding the columns "
                 f"{list(self.columns)} in original units, got shape {x.shape}"
             )
+        phases = self._phases(x.shape[0], phase, last_time)
         if x.shape[0] == 0:
             return np.zeros((0, self.horizon, len(self.targets)))
         with jax.enable_x64(True):  # the program takes and returns float64
-            return np.asarray(self._call(x))
+            if phases is None:
+                return np.asarray(self._call(x))
+            return np.asarray(self._call(x, phases))
+
+    def _phases(self, batch: int, phase: Any, last_time: Any) -> np.ndarray | None:
+        """The program's ``(batch,)`` int32 phases, or None when it takes none."""
+        if phase is not None and last_time is not None:
+            raise ValueError("pass the phases (phase=) or the time stamps (last_time=), not both")
+        if self.seasonal is None:
+            return None
+        if phase is None and last_time is None:
+            raise ValueError(
+                f"this forecaster's run was trained deseasonalised (season {self.season}): pass "
+                "each window's phase (phase=, that of its last row) or its last row's time "
+                f"stamp (last_time=; phase 0 is {self.seasonal['reference']!r}, the step "
+                f"{self.seasonal['freq']!r})"
+            )
+        if phase is None:
+            if np.ndim(last_time) > 1:
+                shape = np.shape(last_time)
+                raise ValueError(f"last_time must be one stamp or (batch,), got shape {shape}")
+            if np.ndim(last_time) == 1 and len(last_time) != batch:
+                raise ValueError(f"got {len(last_time)} time stamps for {batch} windows")
+            values = self.phases(last_time)
+        else:
+            values = np.asarray(phase)
+            if values.dtype.kind not in "iu" or values.ndim > 1:
+                raise ValueError(
+                    f"phase must be integers, one or one per window (batch,), got {values.dtype} "
+                    f"of shape {values.shape}"
+                )
+            if values.ndim == 1 and values.shape[0] != batch:
+                raise ValueError(f"got {values.shape[0]} phases for {batch} windows")
+        phases = values.astype(np.int64).reshape(-1) % self.season
+        return np.broadcast_to(phases, (batch,)).astype(np.int32)
 
 
 def from_bytes(data: bytes, source: str = "the artifact") -> Forecaster:

@@ -71,11 +71,12 @@ def _import_optuna():
 
 def default_space(base: RunConfig) -> dict[str, dict[str, Any]]:
     """The search space used without a ``[tune]`` section: hidden size, depth, head, dropout,
-    learning rate, and the window around ``base``'s (half, same, double)."""
+    learning rate, and the window around ``base``'s (half, same, double; with
+    ``window="auto"`` the window is left to the data: 2 seasons)."""
     w = base.data.window
-    windows = sorted({max(2, w // 2), w, 2 * w})
+    windows = None if w == "auto" else sorted({max(2, w // 2), w, 2 * w})
     return {
-        "data": {"window": windows},
+        "data": {} if windows is None else {"window": windows},
         "model": {
             "lstm_hidden_size": [16, 32, 64, 128],
             "num_lstm_layers": {"low": 1, "high": 3},

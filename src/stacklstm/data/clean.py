@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..checks import DataError
 from ..config import DataConfig
+from .season import resolve_data_config
 
 log = logging.getLogger(__name__)
 
@@ -402,6 +403,7 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         values = _fill_gaps(values, times)
         log.info("filled %d rows with missing values by linear interpolation", n_filled)
     extra = " + 1 (difference)" if cfg.difference else ""
+    cfg = resolve_data_config(cfg, freq)  # window="auto" follows the time step
     if forecast_only:
         needed = cfg.window + int(cfg.difference)
         if values.shape[0] < needed:

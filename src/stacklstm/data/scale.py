@@ -10,6 +10,7 @@ import numpy as np
 
 from ..checks import DataError, is_int
 from ..config import ScalerKind
+from .season import SeasonalPattern
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,6 +27,8 @@ class Scaler:
         n_targets: Number of target columns.
         center: ``(n_columns,)`` float64.
         scale: ``(n_columns,)`` float64, all > 0.
+        seasonal: The targets' seasonal pattern removed before scaling (``deseasonalize``),
+            or None.
 
     Example:
         >>> s = Scaler.fit(np.array([[0.0], [10.0]]), "minmax", ("co2",), 1)
@@ -38,6 +41,7 @@ class Scaler:
     n_targets: int
     center: np.ndarray
     scale: np.ndarray
+    seasonal: SeasonalPattern | None = None
 
     @classmethod
     def fit(
@@ -86,19 +90,26 @@ class Scaler:
         return values * self.scale[:width] + self.center[:width]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict; floats round-trip exactly through JSON."""
-        return {
+        """JSON-able dict; floats round-trip exactly through JSON (``seasonal`` only when
+        there is a pattern)."""
+        out = {
             "kind": self.kind,
             "columns": list(self.columns),
             "n_targets": self.n_targets,
             "center": [float(v) for v in self.center],
             "scale": [float(v) for v in self.scale],
         }
+        if self.seasonal is not None:
+            out["seasonal"] = self.seasonal.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scaler:
         """Inverse of :meth:`to_dict`; raises DataError on missing keys or bad values."""
         keys = ("kind", "columns", "n_targets", "center", "scale")
+        seasonal = _seasonal_of(data)
+        if isinstance(data, Mapping):
+            data = {key: value for key, value in data.items() if key != "seasonal"}
         if not isinstance(data, Mapping) or sorted(data) != sorted(keys):
             got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
             raise DataError(f"expected scaler keys {list(keys)}, got {got}")
@@ -124,7 +135,7 @@ class Scaler:
             )
         if not (np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()):
             raise DataError("scaler centers must be finite and scales finite and positive")
-        return cls(data["kind"], columns, int(data["n_targets"]), center, scale)
+        return cls(data["kind"], columns, int(data["n_targets"]), center, scale, seasonal)
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,6 +149,8 @@ class PanelScaler:
         ids: The series' names, in the order of the rows of ``center`` and ``scale``.
         center: ``(n_series, n_columns)`` float64.
         scale: ``(n_series, n_columns)`` float64, all > 0.
+        seasonal: The targets' seasonal patterns (one per series, in ``ids`` order) removed
+            before scaling, or None.
 
     Example:
         >>> values = np.array([[0.0], [2.0], [10.0], [30.0]])  # series a: rows 0-1, b: 2-3
@@ -155,6 +168,7 @@ class PanelScaler:
     ids: tuple[str, ...]
     center: np.ndarray
     scale: np.ndarray
+    seasonal: SeasonalPattern | None = None
 
     @classmethod
     def fit(
@@ -212,14 +226,16 @@ class PanelScaler:
         if unknown:
             raise DataError(f"no scaler for series {unknown[0]!r}: the run was not trained on it")
         rows = np.array([position[name] for name in ids], dtype=np.int64)
+        seasonal = None if self.seasonal is None else self.seasonal.select(rows)
         return PanelScaler(
-            self.kind, self.columns, self.n_targets, tuple(ids), self.center[rows], self.scale[rows]
-        )
+            self.kind, self.columns, self.n_targets, tuple(ids), self.center[rows],
+            self.scale[rows], seasonal,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (floats round-trip exactly): :meth:`Scaler.to_dict`'s keys, with
         one list per series for ``center`` and ``scale``, and ``ids``."""
-        return {
+        out = {
             "kind": self.kind,
             "columns": list(self.columns),
             "n_targets": self.n_targets,
@@ -227,6 +243,9 @@ class PanelScaler:
             "center": [[float(v) for v in row] for row in self.center],
             "scale": [[float(v) for v in row] for row in self.scale],
         }
+        if self.seasonal is not None:
+            out["seasonal"] = self.seasonal.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PanelScaler:
@@ -246,7 +265,11 @@ class PanelScaler:
                 f"a scaler of {len(ids)} series needs {len(ids)} centers and scales, got "
                 f"{len(center)} and {len(scale)}"
             )
-        rest = {key: value for key, value in data.items() if key != "ids"}
+        seasonal = _seasonal_of(data)
+        if seasonal is not None and seasonal.pattern.shape[0] != len(ids):
+            raise DataError(f"the seasonal pattern has {seasonal.pattern.shape[0]} series, the "
+                            f"scaler {len(ids)}")  # fmt: skip
+        rest = {key: value for key, value in data.items() if key not in ("ids", "seasonal")}
         fitted = [
             Scaler.from_dict({**rest, "center": c, "scale": s})
             for c, s in zip(center, scale, strict=True)
@@ -259,7 +282,15 @@ class PanelScaler:
             tuple(ids),
             np.stack([f.center for f in fitted]),
             np.stack([f.scale for f in fitted]),
+            seasonal,
         )
+
+
+def _seasonal_of(data: Any) -> SeasonalPattern | None:
+    """A saved scaler's seasonal pattern (its optional ``seasonal`` key), or None."""
+    if not isinstance(data, Mapping) or data.get("seasonal") is None:
+        return None
+    return SeasonalPattern.from_dict(data["seasonal"])
 
 
 def scaler_from_dict(data: Mapping[str, Any]) -> Scaler | PanelScaler:

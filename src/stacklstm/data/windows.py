@@ -20,6 +20,7 @@ import numpy as np
 from ..checks import DataError, is_int
 from ..config import DataConfig
 from ..inputs import ForecastInputs
+from . import season as seasons
 from .clean import Series
 from .covariates import expected_columns
 from .scale import PanelScaler, Scaler
@@ -42,6 +43,10 @@ class HeldSeries:
         ids: The series' names, or None for a table that is one series.
         center: ``(n_series, n_targets)`` float64 scaler centers of the targets.
         scale: ``(n_series, n_targets)`` float64 scaler scales of the targets.
+        pattern: ``(n_series, season, n_targets)`` float64 seasonal pattern removed from the
+            targets before scaling (``deseasonalize``), or None.
+        phase0: ``(n_series,)`` int64 phase of each series' first row, or None.
+        log1p: Whether the model space holds ``log1p`` of the targets.
         n_future: The last ``n_future`` columns of ``model`` are known in advance.
         static: ``(n_series, n_static)`` float64 scaled static features, or None.
         tail: ``(n_series, horizon, n_future)`` float64 scaled model-space known-future
@@ -55,6 +60,9 @@ class HeldSeries:
     ids: tuple[str, ...] | None
     center: np.ndarray
     scale: np.ndarray
+    pattern: np.ndarray | None = None
+    phase0: np.ndarray | None = None
+    log1p: bool = False
     n_future: int = 0
     static: np.ndarray | None = None
     tail: np.ndarray | None = None
@@ -276,8 +284,9 @@ class WindowSet:
 
         Uses only what is known at each origin: adds back the window anchor, undoes the
         scaling of the window's series and, with differencing, adds the cumulative sum over
-        the horizon to the level at the origin. ``to_original(self.y)`` reproduces
-        ``self.y_true`` up to float32 rounding of ``y``.
+        the horizon to the level at the origin; then adds back the seasonal pattern of each
+        target's phase and undoes ``target_transform`` (:mod:`stacklstm.data.season`).
+        ``to_original(self.y)`` reproduces ``self.y_true`` up to float32 rounding of ``y``.
         """
         y_model = np.asarray(y_model, dtype=np.float64)
         expected = (len(self), self.horizon, self.n_targets)
@@ -288,9 +297,23 @@ class WindowSet:
             )
         scale, center = self.target_scale[:, None, :], self.target_center[:, None, :]
         steps = (y_model + self.anchor[:, None, :]) * scale + center
-        if self.difference:
-            return self.level[:, None, :] + np.cumsum(steps, axis=1)
-        return steps
+        held = self.held
+        if held.pattern is None and not held.log1p:  # the model space is the values'
+            if self.difference:
+                return self.level[:, None, :] + np.cumsum(steps, axis=1)
+            return steps
+        level = seasons.forward_targets(self.level, held.log1p)  # (n, n_targets)
+        season = 0 if held.pattern is None else held.pattern.shape[1]
+        if held.pattern is not None:
+            assert held.phase0 is not None
+            phase = held.phase0[self.series] + self.local_origin  # (n,) phase of the origin
+            steps_ahead = phase[:, None] + np.arange(self.horizon + 1)  # origin, targets
+            pattern = held.pattern[self.series[:, None], steps_ahead % season]
+            level = level - pattern[:, 0]
+        out = level[:, None, :] + np.cumsum(steps, axis=1) if self.difference else steps
+        if held.pattern is not None:
+            out = out + pattern[:, 1:]
+        return seasons.inverse_targets(out, held.log1p)
 
     def of_series(self, i: int) -> WindowSet:
         """The windows of held series ``i``."""
@@ -393,13 +416,14 @@ def _check_scaler(scaler: Scaler | PanelScaler, series: Series, cfg: DataConfig)
         raise DataError(f"the scaler was fitted {what} but the table is not laid out alike")
 
 
-def _model_space(series: Series, cfg: DataConfig) -> np.ndarray:
+def _model_space(series: Series, cfg: DataConfig, values: np.ndarray | None = None) -> np.ndarray:
     """``(time, n_columns)`` float64 differenced (first row of each series NaN) or level
-    values, before scaling."""
+    values (``series.values``, or ``values`` in its place), before scaling."""
+    values = series.values if values is None else values
     if not cfg.difference:
-        return series.values
-    steps = np.full_like(series.values, np.nan)
-    steps[1:] = np.diff(series.values, axis=0)
+        return values
+    steps = np.full_like(values, np.nan)
+    steps[1:] = np.diff(values, axis=0)
     steps[series.bounds[:-1]] = np.nan  # no difference across two series
     return steps
 
@@ -412,7 +436,8 @@ def _hold(
 ) -> HeldSeries:
     """Scale the model-space series once: what every window reads."""
     nt = series.n_targets
-    steps = _model_space(series, cfg)
+    values, pattern, phase0 = seasons.model_values(series, cfg, scaler.seasonal)
+    steps = _model_space(series, cfg, values)
     if isinstance(scaler, PanelScaler):
         model = scaler.transform(steps, series.bounds)
         center, scale = scaler.center[:, :nt], scaler.scale[:, :nt]
@@ -430,6 +455,9 @@ def _hold(
         ids=series.ids,
         center=center.copy(),
         scale=scale.copy(),
+        pattern=pattern,
+        phase0=phase0,
+        log1p=cfg.target_transform == "log1p",
     )
 
 
@@ -576,6 +604,7 @@ def make_splits(
             0 that leaves fewer rows than ``horizon`` (for a panel: every series so, or one
             with ``strict``).
     """
+    cfg = seasons.resolve_data_config(cfg, series.freq)
     _check_series(series, cfg)
     if scaler is not None:
         _check_scaler(scaler, series, cfg)
@@ -602,7 +631,8 @@ def make_splits(
         rows = [rows[i] for i in kept]
     bounds = series.bounds
     if scaler is None:
-        steps = _model_space(series, cfg)
+        values, seasonal = _deseasonalized(series, cfg, [r[0] for r in rows])
+        steps = _model_space(series, cfg, values)
         if series.ids is None:
             scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler, series.columns,
                                 series.n_targets)  # fmt: skip
@@ -611,6 +641,7 @@ def make_splits(
                 steps, bounds, [r[0] for r in rows], cfg.scaler, series.columns,
                 series.n_targets, series.ids, first,
             )  # fmt: skip
+        scaler = dataclasses.replace(scaler, seasonal=seasonal)
     elif isinstance(scaler, PanelScaler):
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
     if static_scaler is None:
@@ -641,6 +672,18 @@ def make_splits(
         static_scaler=static_scaler,
     )
     return splits, scaler
+
+
+def _deseasonalized(
+    series: Series, cfg: DataConfig, n_train: Sequence[int]
+) -> tuple[np.ndarray, seasons.SeasonalPattern | None]:
+    """The values the scaler is fitted on (targets transformed, the pattern fitted on each
+    series' ``n_train`` training rows removed), and the pattern (None without one)."""
+    values, _, _ = seasons.model_values(series, cfg, None)
+    if not cfg.deseasonalize:
+        return values, None
+    seasonal = seasons.fit_seasonal(series, values[:, : series.n_targets], n_train, cfg.season)
+    return seasons.model_values(series, cfg, seasonal)[0], seasonal
 
 
 def _lengths(bounds: np.ndarray) -> list[int]:
@@ -693,6 +736,7 @@ def make_inference_windows(
     Returns:
         WindowSet with origins ``window - 1 (+1 with difference) .. rows - 1`` of each series.
     """
+    cfg = seasons.resolve_data_config(cfg, series.freq)
     _check_series(series, cfg)
     _check_scaler(scaler, series, cfg)
     lowest = cfg.window - 1 + int(cfg.difference)

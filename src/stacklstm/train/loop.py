@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import baselines, kernels
-from ..config import RunConfig
+from ..config import AUTO, RunConfig
 from ..data import (
     DataError,
     WindowSet,
@@ -47,6 +47,7 @@ from ..data import (
     read_table,
     steps_per_epoch,
 )
+from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
 from ..distributed import (
     check_batch_size,
     host_values,
@@ -60,6 +61,7 @@ from ..distributed import (
 from ..intervals import OutputHead
 from ..signals import check as check_signals
 from ..signals import test_hook
+from .budget import BASE_BATCH_SIZE, resolve_train_config
 from .checkpoint import Progress, RunCheckpoints, abstract_target
 from .inference import sync_every, window_batches
 from .lock import RunLock
@@ -198,34 +200,42 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
         raise TypeError(f"run_cfg must be a RunConfig, got {type(cfg).__name__}")
     cfg.validate()
     baselines.require(cfg.train.baselines)  # the report needs them: refuse before training
-    tcfg = cfg.train
     saved = read_run_info(out_dir) if resume else None
+    differences: list[str] = []
     if saved is not None:
         newest = newest_saved_config(out_dir)
         if newest is not None:  # config.json must be what the checkpoints were trained with
             check_config_unchanged(out_dir, saved, newest[1], newest[0])
-        differences = cfg.diff(saved.config)
         if data_path is None:
             data_path = saved.data_path
         elif saved.data_path is None or Path(data_path).absolute() != saved.data_path:
             differences.append(f"data: {str(data_path)!r} != {str(saved.data_path)!r}")
-        if differences:
-            raise ValueError(
-                f"cannot resume {out_dir}: the settings differ from the saved run's "
-                f"({'; '.join(differences)}); resume with the same settings or start a new run"
-            )
     else:
         check_new_run_dir(out_dir)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     frame = read_table(source)
     n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
-    # before the series are allocated (rows may double where missing stamps are inserted)
-    check_series_fit(len(frame), n_columns, len(cfg.data.target), cfg.data.window,
-                     tcfg.batch_size)  # fmt: skip
+    # before the series are allocated (rows may double where missing stamps are inserted);
+    # an "auto" window or batch is at most MAX_AUTO_WINDOW or 32
+    known = cfg.data.season != AUTO or cfg.data.time_column is None  # no time step needed
+    window = resolve_data_config(cfg.data, None).window if known else MAX_AUTO_WINDOW
+    batch = BASE_BATCH_SIZE if cfg.train.batch_size == AUTO else cfg.train.batch_size
+    check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch)
     with memory_errors_as_data_errors(len(frame), n_columns):
         series = prepare_series(frame, cfg.data)
         del frame
+        cfg = _resolved(cfg, series.freq, None)
         splits, scaler = make_splits(series, cfg.data)
+    mesh = make_mesh()
+    given, cfg = cfg, _resolved(cfg, series.freq, (len(splits.train), int(mesh.devices.size)))
+    tcfg = cfg.train
+    if saved is not None:  # compared once "auto" is resolved, as config.json holds it
+        differences = cfg.diff(saved.config) + differences
+        if differences:
+            raise ValueError(
+                f"cannot resume {out_dir}: the settings differ from the saved run's "
+                f"({'; '.join(differences)}); resume with the same settings or start a new run"
+            )
     per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
     if per_epoch == 0:
         raise DataError(
@@ -243,7 +253,6 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
             f"cannot resume {out_dir}: the data in {source} changed since the run started "
             "(its training rows give another scaler); start a new run"
         )
-    mesh = make_mesh()
     check_batch_size(tcfg.batch_size, mesh)
     total_steps = tcfg.epochs * per_epoch
     if total_steps > np.iinfo(np.int32).max:  # TrainState.step is an int32
@@ -269,10 +278,23 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
     data_ref = None if data_path is None else Path(data_path).absolute()
+    derived = [line.replace(" != 'auto'", "") for line in cfg.diff(given)]
+    if derived:  # once everything is checked
+        log.info("settings derived from the data: %s", "; ".join(derived))
     return _Plan(
         cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler, static_scaler),
         per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq, example,
     )  # fmt: skip
+
+
+def _resolved(cfg: RunConfig, freq: str | None, windows: tuple[int, int] | None) -> RunConfig:
+    """``cfg`` with its ``"auto"`` settings resolved: the data ones from the time step
+    ``freq``; with ``windows = (training windows, devices)``, the training budget too."""
+    data = resolve_data_config(cfg.data, freq)
+    train = cfg.train if windows is None else resolve_train_config(cfg.train, *windows)
+    if data is cfg.data and train is cfg.train:
+        return cfg
+    return RunConfig(data=data, model=cfg.model, train=train)
 
 
 # --------------------------------------------------------------------------- 2. open the run

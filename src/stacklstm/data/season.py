@@ -1,0 +1,379 @@
+"""Seasons: the season inferred from the time step, and deseasonalising the targets.
+
+Three things a run derives from its data before any window is built:
+
+* :func:`season_of_freq`: ``season="auto"`` becomes the usual period of the time step (12 for
+  monthly data, 4 quarterly, 52 weekly, 7 daily, 5 business-daily, 24 hourly; 1 for yearly
+  data, other steps and tables without regular time stamps).
+* :func:`window_for_season`: ``window="auto"`` becomes 2 seasons, at least
+  :data:`MIN_AUTO_WINDOW` and at most :data:`MAX_AUTO_WINDOW` (10 without a season).
+* :class:`SeasonalPattern`: with ``deseasonalize``, each series' additive seasonal pattern
+  (a classical decomposition of its training rows) is subtracted from its targets before
+  scaling and added back to the forecasts (:meth:`WindowSet.to_original
+  <stacklstm.data.WindowSet.to_original>`), exactly. With ``target_transform="log1p"`` the
+  pattern is fitted and removed on the ``log1p`` scale (a multiplicative season).
+
+The phase of a row counts time steps from the first row of its series in the table the
+pattern was fitted on, so a later table of the same series (longer, or starting elsewhere on
+the same time grid) gets the same phases. Without regular time stamps it counts rows from the
+first row of the table.
+
+Example:
+    >>> season_of_freq("MS"), season_of_freq("7D"), season_of_freq("YS"), season_of_freq(None)
+    (12, 52, 1, 1)
+    >>> window_for_season(12), window_for_season(4), window_for_season(52), window_for_season(1)
+    (24, 8, 104, 10)
+    >>> t = np.arange(24.0)
+    >>> classical_pattern(0.5 * t + np.tile([1.0, -1.0, 3.0, -3.0], 6), 4)
+    array([ 1., -1.,  3., -3.])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..checks import DataError
+from ..config import AUTO, DataConfig
+
+log = logging.getLogger(__name__)
+
+#: Bounds of ``window="auto"`` (2 seasons): no fewer input steps than this ...
+MIN_AUTO_WINDOW = 8
+#: ... and no more (2 years of weekly data; longer seasons get this many steps).
+MAX_AUTO_WINDOW = 104
+#: ``window="auto"`` without a season (season 1).
+NO_SEASON_WINDOW = 10
+
+
+def season_of_freq(freq: str | None) -> int:
+    """The usual season of a time step given as a pandas offset alias (``Series.freq``).
+
+    12 for months (``"MS"``, ``"ME"``), 4 for quarters, 52 for weeks (``"7D"``, ``"W-SUN"``),
+    7 for days, 5 for business days, 24 for hours; 1 for years, whole-number stamps, other
+    steps (multiples of a month divide 12: two-monthly data gets 6) and None.
+
+    Example:
+        >>> season_of_freq("QS"), season_of_freq("D"), season_of_freq("h"), season_of_freq("1")
+        (4, 7, 24, 1)
+    """
+    if freq is None or freq.lstrip("-").isdigit():  # no stamps, or whole-number stamps
+        return 1
+    try:
+        offset = pd.tseries.frequencies.to_offset(freq)
+    except ValueError:
+        return 1
+    code = offset.rule_code.split("-")[0].upper()
+    n = abs(int(offset.n))
+    months = {"MS": 1, "ME": 1, "M": 1, "BMS": 1, "BME": 1, "BM": 1, "QS": 3, "QE": 3, "Q": 3,
+              "BQS": 3, "BQE": 3, "BQ": 3}  # fmt: skip
+    if code in months:
+        step = months[code] * n
+        return 12 // step if step < 12 and 12 % step == 0 else 1
+    if code == "W":
+        return 52 if n == 1 else 1
+    if code == "B":
+        return 5 if n == 1 else 1
+    try:
+        delta = pd.Timedelta(offset)
+    except ValueError:  # years and other calendar steps
+        return 1
+    return {pd.Timedelta(days=7): 52, pd.Timedelta(days=1): 7, pd.Timedelta(hours=1): 24}.get(
+        delta, 1
+    )
+
+
+def window_for_season(season: int) -> int:
+    """``window="auto"``: 2 seasons, clipped to ``[MIN_AUTO_WINDOW, MAX_AUTO_WINDOW]``;
+    :data:`NO_SEASON_WINDOW` for season 1."""
+    if season < 2:
+        return NO_SEASON_WINDOW
+    return int(min(max(2 * season, MIN_AUTO_WINDOW), MAX_AUTO_WINDOW))
+
+
+def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
+    """``cfg`` with ``season`` and ``window`` given as ``"auto"`` replaced by their values for
+    data whose time step is ``freq`` (``Series.freq``); ``cfg`` itself when nothing is auto.
+
+    Example:
+        >>> c = resolve_data_config(DataConfig(), "MS")
+        >>> c.season, c.window
+        (12, 24)
+        >>> resolve_data_config(DataConfig(season=4, window=5), "MS").window
+        5
+    """
+    changes: dict[str, int] = {}
+    season = cfg.season
+    if season == AUTO:
+        season = changes["season"] = season_of_freq(freq)
+    if cfg.window == AUTO:
+        changes["window"] = window_for_season(int(season))
+    return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+# --------------------------------------------------------------------------- the pattern
+
+
+def classical_pattern(values: np.ndarray, season: int) -> np.ndarray:
+    """``(season,)`` additive seasonal indices of ``values`` ``(time,)``, phase 0 at row 0.
+
+    The classical decomposition (statsmodels' ``seasonal_decompose``, additive): the trend is
+    the centred moving average of one season (a 2 x season average for an even season), the
+    index of a phase is the mean of the detrended values of that phase where the trend
+    exists, and the indices are centred to sum to 0.
+
+    Raises:
+        ValueError: ``values`` is not 1-D with at least 2 seasons of rows, or ``season < 2``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or season < 2 or len(values) < 2 * season:
+        raise ValueError(
+            f"need a 1-D series of at least 2 seasons ({2 * season} rows) and season >= 2; "
+            f"got shape {values.shape}, season {season}"
+        )
+    if season % 2:
+        weights = np.full(season, 1.0 / season)
+    else:
+        weights = np.r_[0.5, np.ones(season - 1), 0.5] / season
+    trend = np.convolve(values, weights, mode="valid")  # rows half .. n - half - 1
+    half = len(weights) // 2
+    rows = np.arange(half, half + len(trend))
+    detrended = values[rows] - trend
+    phase = rows % season
+    pattern = np.array([detrended[phase == p].mean() for p in range(season)])
+    return pattern - pattern.mean()
+
+
+@dataclass(frozen=True, eq=False)
+class SeasonalPattern:
+    """Each series' additive seasonal pattern of its targets, fitted on its training rows.
+
+    Attributes:
+        season: Period in time steps (>= 2).
+        pattern: ``(n_series, season, n_targets)`` float64; ``pattern[i, p]`` is added to
+            series ``i``'s (transformed) targets at phase ``p``; all zeros for a series with
+            fewer than 2 seasons of training rows.
+        reference: Per series, the time stamp of its phase 0 (ISO text for dates, an int for
+            whole-number stamps), or None for phases counted in rows from the table's first
+            row (no regular time stamps).
+        freq: The time step the phases count (``Series.freq``), or None.
+
+    Example:
+        >>> p = SeasonalPattern(2, np.array([[[1.0], [-1.0]]]), (None,), None)
+        >>> SeasonalPattern.from_dict(p.to_dict()).pattern[0, :, 0].tolist()
+        [1.0, -1.0]
+    """
+
+    season: int
+    pattern: np.ndarray
+    reference: tuple[str | int | None, ...]
+    freq: str | None
+
+    def select(self, rows: Sequence[int] | np.ndarray) -> SeasonalPattern:
+        """The patterns of the series at positions ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return SeasonalPattern(
+            self.season, self.pattern[rows], tuple(self.reference[i] for i in rows), self.freq
+        )
+
+    def phase0(self, series: Any) -> np.ndarray:
+        """``(n_series,)`` int64 phase of the first row of each series of ``series`` (a
+        :class:`~stacklstm.data.clean.Series` laid out as the fitted one).
+
+        Raises:
+            DataError: The stamps are not on the time grid the pattern was fitted on.
+        """
+        starts = series.bounds[:-1]
+        out = np.zeros(len(starts), dtype=np.int64)
+        for i, (start, ref) in enumerate(zip(starts, self.reference, strict=True)):
+            if ref is None:
+                continue
+            steps = _steps_between(ref, series.times[start], self.freq)
+            out[i] = steps % self.season
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (floats round-trip exactly)."""
+        return {
+            "season": self.season,
+            "pattern": self.pattern.tolist(),
+            "reference": list(self.reference),
+            "freq": self.freq,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SeasonalPattern:
+        """Inverse of :meth:`to_dict`; DataError on missing keys or bad values."""
+        keys = ("season", "pattern", "reference", "freq")
+        if not isinstance(data, Mapping) or sorted(data) != sorted(keys):
+            got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+            raise DataError(f"expected seasonal pattern keys {list(keys)}, got {got}")
+        try:
+            pattern = np.asarray(data["pattern"], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise DataError(f"the seasonal pattern must be nested lists of numbers: {err}") from err
+        season, reference = data["season"], data["reference"]
+        if (
+            not isinstance(season, int)
+            or season < 2
+            or pattern.ndim != 3
+            or pattern.shape[1] != season
+            or not isinstance(reference, list)
+            or len(reference) != pattern.shape[0]
+            or not np.isfinite(pattern).all()
+        ):
+            raise DataError(
+                f"a seasonal pattern needs season >= 2, finite values of shape (n_series, "
+                f"season, n_targets) and one reference per series; got season {season!r}, "
+                f"shape {pattern.shape}"
+            )
+        return cls(season, pattern, tuple(reference), data["freq"])
+
+
+def _steps_between(reference: str | int, stamp: Any, freq: str | None) -> int:
+    """Time steps of ``freq`` from ``reference`` to ``stamp`` (negative when earlier)."""
+    if isinstance(reference, int):
+        step = int(freq) if freq is not None and freq.lstrip("-").isdigit() else 1
+        diff = int(stamp) - reference
+        if diff % step:
+            raise DataError(
+                f"time stamp {int(stamp)} is not on the grid of step {step} from {reference} "
+                "that the seasonal pattern was fitted on"
+            )
+        return diff // step
+    ref, t = pd.Timestamp(reference), pd.Timestamp(stamp)
+    if t == ref:
+        return 0
+    lo, hi = (ref, t) if ref < t else (t, ref)
+    grid = pd.date_range(lo, hi, freq=freq)
+    if len(grid) == 0 or grid[0] != lo or grid[-1] != hi:
+        raise DataError(
+            f"time stamp {t} is not on the {freq} grid from {ref} that the seasonal pattern "
+            "was fitted on"
+        )
+    return (len(grid) - 1) * (1 if ref < t else -1)
+
+
+def _reference(series: Any, start: int) -> str | int | None:
+    if series.times is None or series.freq is None:
+        return None
+    stamp = series.times[start]
+    if np.issubdtype(series.times.dtype, np.integer):
+        return int(stamp)
+    return str(np.datetime64(stamp, "ns"))
+
+
+def fit_seasonal(
+    series: Any, values: np.ndarray, n_train: Sequence[int], season: int
+) -> SeasonalPattern | None:
+    """Fit each series' pattern on its first ``n_train[i]`` rows of ``values``.
+
+    Args:
+        series: The :class:`~stacklstm.data.clean.Series` (bounds, time stamps, step).
+        values: ``(time, n_targets)`` float64 targets (after ``target_transform``).
+        n_train: Training rows of each series.
+        season: Period (>= 2).
+
+    Returns:
+        The patterns, or None when no series has 2 seasons of training rows (or
+        ``season < 2``): nothing to remove.
+    """
+    if season < 2:
+        return None
+    nt = values.shape[1]
+    bounds = series.bounds
+    pattern = np.zeros((len(n_train), season, nt))
+    fitted = 0
+    for i, n in enumerate(n_train):
+        if n < 2 * season:
+            continue
+        start = int(bounds[i])
+        for j in range(nt):
+            pattern[i, :, j] = classical_pattern(values[start : start + int(n), j], season)
+        fitted += 1
+    if not fitted:
+        log.info("no series has 2 seasons (%d rows) of training rows: not deseasonalised",
+                 2 * season)  # fmt: skip
+        return None
+    if fitted < len(n_train):
+        log.info("deseasonalised %d of %d series (the others have fewer than %d training rows)",
+                 fitted, len(n_train), 2 * season)  # fmt: skip
+    references = tuple(_reference(series, int(bounds[i])) for i in range(len(n_train)))
+    return SeasonalPattern(int(season), pattern, references, series.freq)
+
+
+# --------------------------------------------------------------------------- the hooks
+
+
+def forward_targets(values: np.ndarray, log1p: bool) -> np.ndarray:
+    """``target_transform``: ``log1p`` of ``values`` (refusing negative ones), or a copy.
+
+    Raises:
+        DataError: ``log1p`` and a negative value.
+    """
+    values = np.array(values, dtype=np.float64)
+    if not log1p:
+        return values
+    if (values < 0).any():
+        raise DataError(
+            f"target_transform='log1p' needs non-negative targets, got a minimum of "
+            f"{values.min():.6g}; use target_transform='none'"
+        )
+    return np.log1p(values)
+
+
+def inverse_targets(values: np.ndarray, log1p: bool) -> np.ndarray:
+    """Undo :func:`forward_targets`: ``expm1`` clipped at 0 for ``log1p``."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.maximum(np.expm1(values), 0.0) if log1p else values
+
+
+def model_values(
+    series: Any, cfg: DataConfig, seasonal: SeasonalPattern | None
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The series' values with the targets as the model sees them, before differencing and
+    scaling: ``target_transform`` applied, the seasonal pattern removed.
+
+    Returns:
+        ``(values, pattern, phase0)``: ``(time, n_columns)`` float64 values; the pattern
+        ``(n_series, season, n_targets)`` and each series' first-row phase ``(n_series,)``,
+        or None twice without a pattern.
+    """
+    nt = series.n_targets
+    values = np.array(series.values, dtype=np.float64)
+    values[:, :nt] = forward_targets(values[:, :nt], cfg.target_transform == "log1p")
+    if seasonal is None:
+        return values, None, None
+    if seasonal.pattern.shape[2] != nt or seasonal.pattern.shape[0] != series.n_series:
+        raise DataError(
+            f"the seasonal pattern is for {seasonal.pattern.shape[0]} series of "
+            f"{seasonal.pattern.shape[2]} targets, the table has {series.n_series} of {nt}"
+        )
+    phase0 = seasonal.phase0(series)
+    bounds = series.bounds
+    for i in range(series.n_series):
+        rows = np.arange(bounds[i], bounds[i + 1])
+        values[rows, :nt] -= seasonal.pattern[i][(phase0[i] + rows - bounds[i]) % seasonal.season]
+    return values, seasonal.pattern, phase0
+
+
+__all__ = [
+    "MAX_AUTO_WINDOW",
+    "MIN_AUTO_WINDOW",
+    "NO_SEASON_WINDOW",
+    "SeasonalPattern",
+    "classical_pattern",
+    "fit_seasonal",
+    "forward_targets",
+    "inverse_targets",
+    "model_values",
+    "resolve_data_config",
+    "season_of_freq",
+    "window_for_season",
+]

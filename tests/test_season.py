@@ -1,0 +1,188 @@
+"""Seasons: the inferred season and window, deseasonalising, log1p, the training budget."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stacklstm.checks import DataError
+from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
+from stacklstm.data import make_inference_windows, make_splits, prepare_series, scaler_from_dict
+from stacklstm.data.season import (
+    classical_pattern,
+    resolve_data_config,
+    season_of_freq,
+    window_for_season,
+)
+from stacklstm.train.budget import resolve_train_config
+
+PATTERN = np.array([3.0, -1.0, 2.0, -4.0, 0.5, -0.5])  # sums to 0
+
+
+def monthly(values, start="2000-01-01"):
+    return pd.DataFrame({"date": pd.date_range(start, periods=len(values), freq="MS"), "y": values})
+
+
+def cfg(**kw):
+    base = dict(target=("y",), time_column="date", season=6, window=4, horizon=3,
+                scaler="standard", val_fraction=0.2, test_fraction=0.2)  # fmt: skip
+    return DataConfig(**{**base, **kw})
+
+
+@pytest.mark.parametrize(
+    ("freq", "season"),
+    [("MS", 12), ("ME", 12), ("QS", 4), ("QE", 4), ("7D", 52), ("W-SUN", 52), ("D", 7),
+     ("B", 5), ("h", 24), ("YS", 1), ("15min", 1), ("2MS", 6), ("1", 1), (None, 1)],
+)  # fmt: skip
+def test_season_of_freq(freq, season):
+    assert season_of_freq(freq) == season
+
+
+def test_auto_window_is_two_seasons_within_bounds():
+    assert [window_for_season(s) for s in (1, 4, 5, 7, 12, 24, 52, 365)] == [
+        10, 8, 10, 14, 24, 48, 104, 104,
+    ]  # fmt: skip
+    explicit = resolve_data_config(DataConfig(season=7), "MS")
+    assert (explicit.season, explicit.window) == (7, 14)
+    weekly = prepare_series(
+        pd.DataFrame({"date": pd.date_range("2000-01-02", periods=300, freq="7D"),
+                      "y": np.arange(300.0)}), DataConfig(target=("y",)))  # fmt: skip
+    splits, _ = make_splits(weekly, DataConfig(target=("y",)))
+    assert (weekly.freq, splits.train.window) == ("7D", 104)
+
+
+def test_classical_pattern_is_exact_on_trend_plus_season():
+    t = np.arange(36.0)
+    values = 100 + 0.7 * t + np.tile(PATTERN, 6)
+    np.testing.assert_allclose(classical_pattern(values, 6), PATTERN, atol=1e-12)
+    odd = np.array([2.0, -3.0, 1.0])
+    np.testing.assert_allclose(classical_pattern(5 - 0.2 * t[:15] + np.tile(odd, 5), 3), odd,
+                               atol=1e-12)  # fmt: skip
+    with pytest.raises(ValueError, match="at least 2 seasons"):
+        classical_pattern(values[:11], 6)
+
+
+def test_deseasonalised_model_space_and_its_exact_inverse():
+    n = 60  # train 36 rows, val 12, test 12
+    t = np.arange(n, dtype=float)
+    values = 10 + 0.5 * t + np.tile(PATTERN, n // 6)
+    series = prepare_series(monthly(values), cfg())
+    splits, scaler = make_splits(series, cfg())
+    assert splits.n_train == 36
+    np.testing.assert_allclose(scaler.seasonal.pattern[0, :, 0], PATTERN, atol=1e-12)
+    # the targets the model sees are the trend alone, scaled: a straight line
+    held = splits.train.held
+    trend = (10 + 0.5 * t - scaler.center[0]) / scaler.scale[0]
+    np.testing.assert_allclose(held.model[:, 0], trend, atol=1e-12)
+    assert held.original[:, 0].tolist() == values.tolist()  # the report's values are untouched
+    for windows in (splits.train, splits.val, splits.test):  # exact inverse (float64 targets)
+        rows = np.minimum(windows.target_index, n - 1)
+        y64 = held.model[rows, :1] - windows.anchor[:, None, :]
+        np.testing.assert_allclose(windows.to_original(y64), windows.y_true, atol=1e-11)
+    # fitted on the training rows only: other validation and test values, same pattern
+    changed = values.copy()
+    changed[36:] += np.random.default_rng(0).normal(0, 50, n - 36)
+    _, again = make_splits(prepare_series(monthly(changed), cfg()), cfg())
+    assert again.seasonal.pattern.tolist() == scaler.seasonal.pattern.tolist()
+    assert scaler_from_dict(json.loads(json.dumps(scaler.to_dict()))).to_dict() == scaler.to_dict()
+
+
+def test_deseasonalised_differences_invert_exactly():
+    n = 60
+    values = 10 + 0.5 * np.arange(n) + np.tile(PATTERN, n // 6)
+    c = cfg(difference=True, scaler="none")  # constant differences: no spread to scale by
+    splits, _ = make_splits(prepare_series(monthly(values), c), c)
+    held, test = splits.test.held, splits.test
+    rows = np.minimum(test.target_index, n - 1)
+    y64 = held.model[rows, :1] - test.anchor[:, None, :]
+    np.testing.assert_allclose(test.to_original(y64), test.y_true, atol=1e-11)
+    np.testing.assert_allclose(held.model[1:, 0], 0.5, atol=1e-12)  # the slope alone
+
+
+def test_phases_follow_the_time_stamps_of_a_later_table():
+    n = 60
+    values = 10 + 0.5 * np.arange(n) + np.tile(PATTERN, n // 6)
+    _, scaler = make_splits(prepare_series(monthly(values), cfg()), cfg())
+    # the same series from its 5th month: phases count months from the fitted table's start
+    later = prepare_series(monthly(values[5:], start="2000-06-01"), cfg())
+    windows = make_inference_windows(later, cfg(), scaler)
+    assert windows.held.phase0.tolist() == [5]
+    np.testing.assert_allclose(
+        windows.held.model[:, 0] * scaler.scale[0] + scaler.center[0],
+        10 + 0.5 * np.arange(5, n), atol=1e-11,
+    )  # fmt: skip
+    off_grid = monthly(values)
+    off_grid["date"] += pd.Timedelta(days=14)  # the 15th of each month
+    with pytest.raises(DataError, match="not on the MS grid"):
+        make_inference_windows(prepare_series(off_grid, cfg()), cfg(), scaler)
+
+
+def test_no_pattern_without_two_seasons_of_training_rows_or_when_off():
+    values = np.arange(18.0)  # 10 training rows < 2 x 6 rows
+    _, scaler = make_splits(prepare_series(monthly(values), cfg()), cfg())
+    assert scaler.seasonal is None and "seasonal" not in scaler.to_dict()
+    long = 10 + np.tile(PATTERN, 10)
+    _, off = make_splits(prepare_series(monthly(long), cfg(deseasonalize=False)),
+                         cfg(deseasonalize=False))  # fmt: skip
+    assert off.seasonal is None
+
+
+def test_log1p_transform_inverts_exactly_and_clips_at_zero():
+    n = 60
+    values = np.exp(1 + 0.02 * np.arange(n)) * np.tile([1.0, 2.0, 0.5, 1.5, 0.8, 1.2], n // 6)
+    c = cfg(target_transform="log1p")
+    splits, scaler = make_splits(prepare_series(monthly(values), c), c)
+    held, test = splits.test.held, splits.test
+    assert held.log1p and scaler.seasonal is not None
+    np.testing.assert_allclose(  # the pattern is fitted on log1p: a multiplicative season
+        scaler.seasonal.pattern[0, :, 0],
+        classical_pattern(np.log1p(values[: splits.n_train]), 6), atol=1e-12,
+    )  # fmt: skip
+    rows = np.minimum(test.target_index, n - 1)
+    y64 = held.model[rows, :1] - test.anchor[:, None, :]
+    np.testing.assert_allclose(test.to_original(y64), test.y_true, rtol=1e-12)
+    low = test.to_original(np.full((len(test), 3, 1), -1e3))  # far below log1p(0)
+    assert (low == 0).all()
+    with pytest.raises(DataError, match="non-negative"):
+        make_splits(prepare_series(monthly(values - 5), c), c)
+
+
+def test_training_budget_follows_the_windows():
+    t = resolve_train_config(TrainConfig(min_steps=1000), 100)
+    assert (t.batch_size, t.epochs, t.patience) == (12, 125, 32)  # 8 steps an epoch
+    t = resolve_train_config(TrainConfig(min_steps=1000, patience=4), 100)
+    assert (t.epochs, t.patience) == (125, 4)
+    t = resolve_train_config(TrainConfig(epochs=3), 5)
+    assert (t.batch_size, t.epochs, t.patience) == (5, 3, 15)
+    assert resolve_train_config(TrainConfig(batch_size=7), 5, multiple=2).batch_size == 7
+    assert resolve_train_config(TrainConfig(), 100, multiple=8).batch_size == 16
+
+
+def test_auto_settings_are_recorded_and_resume_bit_identically(tmp_path):
+    from stacklstm.train import fit
+    from stacklstm.train.rundir import read_run_info
+
+    rng = np.random.default_rng(0)
+    values = 50 + 0.3 * np.arange(96) + np.tile(PATTERN * 3, 16) + rng.normal(0, 0.5, 96)
+    path = tmp_path / "m.csv"
+    monthly(values).to_csv(path, index=False)
+    run_cfg = RunConfig(
+        DataConfig(target=("y",), horizon=2),
+        ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
+        TrainConfig(min_steps=40, baselines="naive"),
+    )
+    whole = fit(run_cfg, tmp_path / "a", data_path=path, quiet=True)
+    saved = read_run_info(tmp_path / "a").config
+    # monthly: season 12, window 24; 96 rows -> 67 train, 14 val; 42 windows: batch 8, 5 steps
+    # an epoch, 60 epochs = 300 steps >= 40
+    assert (saved.data.season, saved.data.window) == (12, 24)
+    assert (saved.train.batch_size, saved.train.epochs, saved.train.patience) == (8, 60, 15)
+    assert saved.data.deseasonalize and saved.train.min_steps == 40
+    part = fit(run_cfg, tmp_path / "b", data_path=path, quiet=True, stop_after_steps=7)
+    assert part.report is None
+    resumed = fit(run_cfg, tmp_path / "b", data_path=path, quiet=True, resume=True)
+    assert resumed.step == whole.step and resumed.best_step == whole.best_step
+    np.testing.assert_array_equal(resumed.report.test_forecast, whole.report.test_forecast)
