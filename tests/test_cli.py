@@ -169,7 +169,7 @@ BAD_INPUTS = {
     "missing file": (["--data", "{tmp}/nope.csv"], "data file not found"),
     "unknown column": (["--target", "ch4"], "column 'ch4' not found; available columns"),
     "non-numeric target": (["--data", "{tmp}/text.csv"], "must be numeric; row 3 holds 'abc'"),
-    "too-short series": (["--data", "{tmp}/short.csv"], "the series has 8 rows but window (104)"),
+    "too-short series": (["--data", "{tmp}/short.csv"], "the series has 8 rows but window (52)"),
     "unparseable time": (["--data", "{tmp}/time.csv"], "cannot parse 'yesterday' in row 2"),
     "duplicated stamps": (["--data", "{tmp}/dup.csv"], "repeats 2000-01-09 (rows 2 and 3)"),
     "window 0": (["--window", "0"], "window must be an integer >= 1, got 0"),

@@ -43,7 +43,7 @@ def test_season_of_freq(freq, season):
 
 def test_auto_window_is_two_seasons_within_bounds():
     assert [window_for_season(s) for s in (1, 4, 5, 7, 12, 24, 52, 365)] == [
-        10, 8, 10, 14, 24, 48, 104, 104,
+        10, 8, 10, 14, 24, 48, 52, 52,
     ]  # fmt: skip
     explicit = resolve_data_config(DataConfig(season=7), "MS")
     assert (explicit.season, explicit.window) == (7, 14)
@@ -51,7 +51,7 @@ def test_auto_window_is_two_seasons_within_bounds():
         pd.DataFrame({"date": pd.date_range("2000-01-02", periods=300, freq="7D"),
                       "y": np.arange(300.0)}), DataConfig(target=("y",)))  # fmt: skip
     splits, _ = make_splits(weekly, DataConfig(target=("y",)))
-    assert (weekly.freq, splits.train.window) == ("7D", 104)
+    assert (weekly.freq, splits.train.window) == ("7D", 52)
 
 
 def test_classical_pattern_is_exact_on_trend_plus_season():

@@ -187,7 +187,7 @@ class DataConfig(_Section):
     )
     window: int | Auto = setting(
         "auto",
-        help="input time steps per window ('auto': 2 seasons, at least 8 and at most 104; 10 "
+        help="input time steps per window ('auto': 2 seasons, at least 8 and at most 52; 10 "
         "without a season)",
         legacy=10,
     )
