@@ -178,3 +178,12 @@ def test_interrupted_ensemble_resumes_to_the_uninterrupted_result(ensemble, tmp_
     for data in (mine, theirs):
         data.pop("data_path")
     assert mine == theirs
+
+
+def test_tune_refuses_an_ensemble(tmp_path):
+    pytest.importorskip("optuna")
+    code, stdout, err = _main(
+        "tune", "--out", tmp_path / "t", "--trials", "1", "--ensemble", "2", *FLAGS
+    )
+    assert code == 2 and stdout == "" and err.count("\n") == 1
+    assert "--ensemble" in err and not (tmp_path / "t").exists()
