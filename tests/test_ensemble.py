@@ -169,8 +169,11 @@ def test_interrupted_ensemble_resumes_to_the_uninterrupted_result(ensemble, tmp_
     assert stopped.report is None and stopped.stop_reason == "stop_after_steps"
     assert [m.step for m in stopped.members] == [STEPS, 10]
     assert not (out / "report.json").exists()
+    first = (out / "members" / "0" / "report.json").stat().st_mtime_ns
     code, stdout, err = _main("train", "--out", out, "--resume", "--quiet")
     assert code == 0, err
+    # the finished member is not trained or scored again
+    assert (out / "members" / "0" / "report.json").stat().st_mtime_ns == first
     assert "ensemble of 2 members" in stdout and "best member" in stdout
     for k in range(2):
         _assert_same_run(_saved(out / "members" / str(k)), _saved(reference / "members" / str(k)))

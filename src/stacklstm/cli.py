@@ -560,7 +560,10 @@ def _export(args: argparse.Namespace) -> int:
     from .train.export import EXPORT_FILE, export_run
     from .train.rundir import read_run_info
 
-    n = read_run_info(args.run_dir).config.train.ensemble
+    try:
+        n = read_run_info(args.run_dir).config.train.ensemble
+    except ValueError:  # not a run folder: export_run says so, after its own checks
+        n = 1
     if n > 1:
         member = Path(args.run_dir) / "members" / "0"
         raise UsageError(
