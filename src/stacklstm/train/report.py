@@ -316,9 +316,9 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         for name, scores in by_series.items():
             per_series.setdefault(name, {})[split] = scores
         if isinstance(run, EnsembleRun):  # each member scored as its own report scores it
-            points = {str(k): f.point for k, f in enumerate(member_forecasts)}
+            points = {f"member {k}": f.point for k, f in enumerate(member_forecasts)}
             member_scores = _split_scores(part, points, seen_rows[split], season, nt)[0]
-            members[split] = [member_scores[str(k)] for k in range(len(member_forecasts))]
+            members[split] = [member_scores[name] for name in points]
         if split == "test":
             test_forecasts = forecasts
             bands = _interval_scores(data[split], cfg, part, forecasts, model_forecast, scored)
