@@ -611,7 +611,7 @@ def run_task(task: Task, recipes: Sequence[Recipe], seeds: Sequence[int], work: 
             per_seed.append({
                 "seed": seed, **score(task, forecast),
                 "fit_s": sum(f["fit_s"] for f in fits),
-                "steps": [f["steps"] for f in fits],
+                "steps": [s for f in fits for s in f.get("member_steps", [f["steps"]])],
                 "member_mase": [
                     score(task, m)["mase"]
                     for f in fits
