@@ -32,10 +32,10 @@ from stacklstm import distributed
 assert distributed.initialize()  # from the STACKLSTM_* variables
 from stacklstm.train import RunConfig, fit
 cfg = RunConfig().replace({
-    "data": {"window": 6},
+    "data": {"window": 6, "season": 52, "deseasonalize": False},
     "model": {"hidden_size": 8, "num_layers": 2, "linear_layer_sizes": (8,), "dropout": 0.2},
     "train": {"epochs": 2, "batch_size": 64, "log_every": 10, "checkpoint_every": 20,
-              "baselines": "naive"},
+              "baselines": "naive", "patience": 15},
 })
 result = fit(cfg, OUT, quiet=True, stop_after_steps=30)
 assert (result.step, result.report) == (30, None)
