@@ -39,7 +39,8 @@ import numpy as np
 
 from ..config import RunConfig
 from ..intervals import Forecast
-from .inference import TrainedRun, forecast_quantiles, load_run
+from . import inference
+from .inference import TrainedRun, forecast_quantiles
 from .rundir import RunInfo, read_run_info
 
 MEMBERS_DIR = "members"
@@ -125,8 +126,9 @@ class EnsembleRun:
 
 
 def load_model(run_dir: str | Path) -> TrainedRun | EnsembleRun:
-    """Load a run folder for inference: a single model's (:func:`load_run`), or an ensemble's
-    with every member (each restored from its best checkpoint).
+    """Load a run folder for inference: a single model's
+    (:func:`~stacklstm.train.inference.load_run`), or an ensemble's with every member (each
+    restored from its best checkpoint).
 
     Raises:
         ValueError: Not a run folder; an ensemble member missing or not matching the
@@ -136,7 +138,7 @@ def load_model(run_dir: str | Path) -> TrainedRun | EnsembleRun:
     info = read_run_info(run_dir)
     n = info.config.train.ensemble
     if n == 1:
-        return load_run(run_dir)
+        return inference.load_run(run_dir)
     members = []
     for k in range(n):
         folder = member_dir(run_dir, k)
@@ -145,7 +147,7 @@ def load_model(run_dir: str | Path) -> TrainedRun | EnsembleRun:
                 f"{run_dir} is an ensemble of {n} members but member {k} ({folder}) has not "
                 "been trained yet; continue the training with `resume=True`"
             )
-        member = load_run(folder)
+        member = inference.load_run(folder)
         expected = member_config(info.config, k)
         differences = member.info.config.diff(expected)
         if differences or member.info.scaler.to_dict() != info.scaler.to_dict():
