@@ -30,7 +30,10 @@ benchmark-side transforms that prototype features the library does not have yet:
   so it is fixed before any validation or test row is seen and is known, for every future
   row, at every forecast origin;
 * ``ensemble=N``: N models with seeds ``N*s .. N*s+N-1`` for base seed ``s``, forecasting with
-  the median of their forecasts (each member sees only what a single model sees);
+  the median of their forecasts (each member sees only what a single model sees); the
+  library's own seed ensemble is the *setting* ``ensemble`` instead (recipe
+  ``library-ensemble5``: one ``fit`` with ``ensemble=5``, seeds ``s .. s+4``, the median in
+  the library's report);
 * ``min_steps=K``: at least K optimiser steps: ``epochs`` is raised to
   ``ceil(K / steps_per_epoch)`` (steps per epoch from the number of training windows and the
   batch size), and ``patience`` is raised by the same factor, so that early stopping (on the
@@ -204,6 +207,12 @@ class Recipe:
             parts.append(f"ensemble={self.ensemble}")
         return ", ".join(parts) or "nothing more (the base settings)"
 
+    @property
+    def n_members(self) -> int:
+        """Members of the ensemble: the benchmark's (``ensemble``) or the library's (the
+        setting ``ensemble``); 1 for a single model."""
+        return self.ensemble if self.ensemble > 1 else int(self.settings.get("ensemble", 1))
+
 
 RECIPES: dict[str, Recipe] = {
     r.name: r
@@ -221,6 +230,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe("log+deseason+steps1000+ens5", log=True, deseason=True, min_steps=1000, ensemble=5),
         Recipe("library", library=True),
         Recipe("library+season", {"season": "series"}, library=True),
+        Recipe("library-ensemble5", {"ensemble": 5}, library=True),
     )
 }
 DEFAULT_RECIPES = (
@@ -490,7 +500,8 @@ def _fields(cls: type) -> list[str]:
 
 def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]:
     """Train one model (cached in ``work``): ``{"forecast": (n, horizon, 1) original units,
-    "fit_s", "steps", "epochs", "stop_reason"}``."""
+    "fit_s", "steps", "epochs", "stop_reason"}``; a library seed ensemble (the setting
+    ``ensemble``) also gives ``"members"``: ``(N, n, horizon, 1)`` its members' forecasts."""
     from stacklstm.train import fit
 
     cfg = run_config(task, recipe, seed)
@@ -504,7 +515,8 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
     if cached.exists():
         with np.load(cached, allow_pickle=False) as saved:
             meta = json.loads(str(saved["meta"]))
-            return {"forecast": saved["forecast"], **meta}
+            extra = {"members": saved["members"]} if "members" in saved else {}
+            return {"forecast": saved["forecast"], **extra, **meta}
     run_dir = work / "runs" / cached.stem
     csv = work / "data" / f"{cached.stem}.csv"
     csv.parent.mkdir(parents=True, exist_ok=True)
@@ -527,9 +539,16 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
         "fit_s": fit_s, "steps": result.step, "epochs": result.epochs,
         "stop_reason": result.stop_reason, "best_step": result.best_step,
     }  # fmt: skip
+    extra = {}
+    if getattr(result, "members", ()):  # the library's seed ensemble: each member's forecast
+        extra["members"] = np.stack([
+            transform.inverse(m.report.test_forecast[:, :, 0], rows)[:, :, None]
+            for m in result.members
+        ])  # fmt: skip
+        meta["member_steps"] = [m.step for m in result.members]
     cached.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(cached, forecast=forecast, meta=json.dumps(meta))
-    return {"forecast": forecast, **meta}
+    np.savez(cached, forecast=forecast, meta=json.dumps(meta), **extra)
+    return {"forecast": forecast, **extra, **meta}
 
 
 def members(recipe: Recipe, seed: int) -> list[int]:
@@ -592,8 +611,12 @@ def run_task(task: Task, recipes: Sequence[Recipe], seeds: Sequence[int], work: 
             per_seed.append({
                 "seed": seed, **score(task, forecast),
                 "fit_s": sum(f["fit_s"] for f in fits),
-                "steps": [f["steps"] for f in fits],
-                "member_mase": [score(task, f["forecast"])["mase"] for f in fits],
+                "steps": [s for f in fits for s in f.get("member_steps", [f["steps"]])],
+                "member_mase": [
+                    score(task, m)["mase"]
+                    for f in fits
+                    for m in (f["members"] if "members" in f else [f["forecast"]])
+                ],
             })  # fmt: skip
             logging.info(
                 "%s %s seed %d: MASE %s", task.key, recipe.name, seed, per_seed[-1]["mase"]
@@ -737,7 +760,7 @@ def _seed_table(results: list[dict], recipes: Sequence[Recipe]) -> list[str]:
             good = [p for p in per if p is not None]
             spread = f"{max(good) - min(good):.3f}" if len(good) > 1 else "-"
             member_text = "-"
-            if recipe.ensemble > 1:
+            if recipe.n_members > 1:
                 texts = []
                 for i in range(n_seeds):
                     member = [
@@ -747,7 +770,7 @@ def _seed_table(results: list[dict], recipes: Sequence[Recipe]) -> list[str]:
                                 for r in rows
                             ]
                         )
-                        for j in range(recipe.ensemble)
+                        for j in range(recipe.n_members)
                     ]
                     done = [m for m in member if m is not None]
                     texts.append(

@@ -98,6 +98,10 @@ def test_parse_recipe_and_members():
     assert r.settings == {"lstm_hidden_size": 16, "normalize": "none", "linear_layer_sizes": [8, 4]}
     assert (r.deseason, r.log, r.ensemble, r.min_steps) == (True, False, 3, 0)
     assert acc.members(r, 0) == [0, 1, 2] and acc.members(r, 2) == [6, 7, 8]
+    assert r.n_members == 3 and acc.Recipe("one").n_members == 1
+    library = acc.RECIPES["library-ensemble5"]  # the library's ensemble: one fit, 5 members
+    assert (library.n_members, library.ensemble, library.settings) == (5, 1, {"ensemble": 5})
+    assert acc.members(library, 1) == [1]
     with pytest.raises(ValueError, match="KEY=VALUE"):
         acc.parse_recipe("r=epochs")
 

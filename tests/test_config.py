@@ -69,7 +69,7 @@ def test_new_fields_say_what_older_runs_meant():
     # older runs read one series, split by fractions, refused nothing for being short, and
     # gave point forecasts without intervals; older models read past-only features and no
     # calendar; they kept the seasonal pattern and the values themselves, and trained for the
-    # epochs given
+    # epochs given, one model each
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "target_transform"): "none",
@@ -85,6 +85,7 @@ def test_new_fields_say_what_older_runs_meant():
         ("data", "future_features"): (),
         ("data", "static_features"): (),
         ("data", "calendar"): "none",
+        ("train", "ensemble"): 1,
     }
 
 

@@ -34,6 +34,7 @@ MODULES = [
     "stacklstm.distributed",
     "stacklstm.train",
     "stacklstm.train.checkpoint",
+    "stacklstm.train.ensemble",
     "stacklstm.train.lock",
     "stacklstm.train.memory",
     "stacklstm.train.outputs",

@@ -456,9 +456,16 @@ def backtest(
 
     Raises:
         ValueError: A bad setting or an impossible layout (too many folds, a step of 0, a
-            first fold with too few rows for a window), found before anything is written.
+            first fold with too few rows for a window, a seed ensemble), found before
+            anything is written.
     """
     out_dir = Path(out_dir)
+    if isinstance(cfg, RunConfig) and cfg.train.ensemble > 1:
+        raise SettingError(
+            f"backtest trains one model per fold, but `ensemble` is {cfg.train.ensemble}; "
+            "backtest with `ensemble=1`",
+            "ensemble",
+        )
     plan = _prepare(cfg, out_dir, folds, step, refit, data_path, resume)
     from .train.rundir import atomic_write_text
 

@@ -41,6 +41,7 @@ examples:
       --window 28 --horizon 7 --season 7 --epochs 30 --out runs/sales
   stacklstm train --config run.toml --lr 1e-3 --out runs/sales2     # flags override the file
   stacklstm train --out runs/sales --resume                          # continue an interrupted run
+  stacklstm train --ensemble 5 --out runs/co2-ens   # 5 seeds, forecasts with their median
   stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
   stacklstm predict runs/sales --data sales.csv --output forecasts.csv
@@ -484,7 +485,12 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
         return 0
     if result.report is not None:
         print(result.report.table)
-    print(f"run folder: {out}  ({result.step} steps, stopped by {result.stop_reason})")
+    members = getattr(result, "members", None)  # a seed ensemble's EnsembleResult
+    steps = f"{result.step} steps" if members is None else (
+        f"ensemble of {cfg.train.ensemble} members, {len(members)} trained or found finished, "
+        f"{result.step} steps in all"
+    )  # fmt: skip
+    print(f"run folder: {out}  ({steps}, stopped by {result.stop_reason})")
     return 0
 
 
@@ -552,7 +558,19 @@ def _predict(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from .train.export import EXPORT_FILE, export_run
+    from .train.rundir import read_run_info
 
+    try:
+        n = read_run_info(args.run_dir).config.train.ensemble
+    except ValueError:  # not a run folder: export_run says so, after its own checks
+        n = 1
+    if n > 1:
+        member = Path(args.run_dir) / "members" / "0"
+        raise UsageError(
+            f"export: {args.run_dir} is a seed ensemble of {n} models forecasting with their "
+            f"median, and an exported file holds one model; export a member instead, e.g. "
+            f"stacklstm export {member}"
+        )
     output = Path(args.output) if args.output else Path(args.run_dir) / EXPORT_FILE
     meta = export_run(args.run_dir, output)
     print(

@@ -483,6 +483,13 @@ class TrainConfig(_Section):
         legacy=15,
     )
     seed: int = setting(0, help="seed of the initialisation, the shuffling and dropout")
+    ensemble: int = setting(
+        1,
+        help="seed ensemble: train this many models with the seeds seed, seed+1, ... one after "
+        "another (each a run folder under members/) and forecast with the median of their "
+        "forecasts, per step and target",
+        legacy=1,
+    )
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
     checkpoint_every: int = setting(
         1000, help="steps between checkpoints besides each epoch end (0: epoch ends only)"
@@ -527,6 +534,13 @@ class TrainConfig(_Section):
         if self.patience != AUTO:
             check_int("patience", self.patience, 0)
         check_int("seed", self.seed, 0, 2**63 - 1)  # jax.random.key takes an int64
+        check_positive_int("ensemble", self.ensemble)
+        if self.seed + self.ensemble - 1 > 2**63 - 1:  # the members' seeds are seed + k
+            raise SettingError(
+                f"the ensemble's last member would have seed {self.seed} + {self.ensemble - 1}, "
+                f"more than the largest seed {2**63 - 1}; lower `seed`",
+                "seed",
+            )
         check_positive_int("log_every", self.log_every)
         check_int("checkpoint_every", self.checkpoint_every, 0)
         check_bool("skip_nonfinite", self.skip_nonfinite)

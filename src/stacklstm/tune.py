@@ -286,8 +286,8 @@ def tune(
         quiet: No progress bars.
 
     Raises:
-        SettingError: Bad settings, search space or storage, or no validation windows
-            (the objective is the validation loss).
+        SettingError: Bad settings, search space or storage, no validation windows
+            (the objective is the validation loss), or a seed ensemble (``ensemble > 1``).
     """
     from .train.loop import NonFiniteError, fit
 
@@ -297,6 +297,13 @@ def tune(
         raise SettingError(
             "the search minimises the validation loss: `val_fraction` must be above 0 (or "
             "`val_size`)"
+        )
+    if base.train.ensemble > 1:
+        raise SettingError(
+            f"the search prunes trials on one model's validation losses, but `ensemble` is "
+            f"{base.train.ensemble}; tune with `ensemble=1`, then train the best settings "
+            "with `ensemble`",
+            "ensemble",
         )
     dims = SearchSpace.from_dict(default_space(base) if space is None else space, base)
     out_dir = Path(out_dir)

@@ -14,6 +14,10 @@ from ..config import load_config as load_config
 from .checkpoint import Meter as Meter
 from .checkpoint import Progress as Progress
 from .checkpoint import RunCheckpoints as RunCheckpoints
+from .ensemble import EnsembleRun as EnsembleRun
+from .ensemble import load_model as load_model
+from .ensemble import median_forecast as median_forecast
+from .ensemble_fit import EnsembleResult as EnsembleResult
 from .inference import TrainedRun as TrainedRun
 from .inference import forecast as forecast
 from .inference import load_run as load_run

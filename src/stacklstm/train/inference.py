@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,9 @@ from .step import (
     make_predict_step,
     padded_batches,
 )
+
+if TYPE_CHECKING:
+    from .ensemble import EnsembleRun
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +114,18 @@ def load_run(run_dir: str | Path) -> TrainedRun:
     """Restore the best parameters of a run (the latest if no best checkpoint exists yet).
 
     Raises:
-        ValueError: Not a run folder, another layout version, or no checkpoint.
+        ValueError: Not a run folder, another layout version, no checkpoint, or a seed
+            ensemble's folder (see :func:`stacklstm.train.ensemble.load_model`).
     """
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     cfg = info.config
+    if cfg.train.ensemble > 1:
+        raise ValueError(
+            f"{run_dir} is a seed ensemble of {cfg.train.ensemble} models (forecasting with "
+            "their median), not one model: load it with stacklstm.train.load_model, or one "
+            f"member with load_run({str(run_dir / 'members' / '0')!r})"
+        )
     h, n_columns = cfg.data.horizon, len(info.scaler.columns)
     n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
     output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))
@@ -139,14 +149,19 @@ def load_run(run_dir: str | Path) -> TrainedRun:
     return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh, freq)
 
 
-def forecast(run: TrainedRun, windows: WindowSet, predict_step=None) -> np.ndarray:
+def forecast(run: TrainedRun | EnsembleRun, windows: WindowSet, predict_step=None) -> np.ndarray:
     """Point forecasts ``(n, horizon, n_targets)`` of ``windows`` in original units (float64)."""
     return forecast_quantiles(run, windows, predict_step).point
 
 
-def forecast_quantiles(run: TrainedRun, windows: WindowSet, predict_step=None) -> Forecast:
+def forecast_quantiles(
+    run: TrainedRun | EnsembleRun, windows: WindowSet, predict_step=None
+) -> Forecast:
     """Point forecasts and, for a quantile or distribution loss, uncalibrated quantiles of
-    ``windows`` in original units (see :func:`stacklstm.intervals.to_forecast`)."""
+    ``windows`` in original units (see :func:`stacklstm.intervals.to_forecast`); for a seed
+    ensemble (:class:`~stacklstm.train.ensemble.EnsembleRun`), the median of its members'."""
+    if not isinstance(run, TrainedRun):  # an EnsembleRun
+        return run.forecast_quantiles(windows, predict_step)
     if len(windows) == 0:
         raw = np.zeros((0, run.model.output_size), np.float32)
         return to_forecast(run.info.config.train, raw, windows)
@@ -197,7 +212,8 @@ def predict(
     The table needs only ``window`` rows (+1 with ``difference``): the newest window alone
     gives the forecast from its last row. A panel run forecasts every series of the table
     it was trained on (or those named in ``ids``); a series it was not trained on, or too
-    short for one input window, is named in a warning and left out.
+    short for one input window, is named in a warning and left out. A seed ensemble
+    forecasts with the median of its members (:mod:`stacklstm.train.ensemble`).
 
     Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler(s), so the
     forecast from an origin that is also a test origin equals the report's.
@@ -224,7 +240,9 @@ def predict(
     """
     if output is not None:
         check_output(output)
-    run = load_run(run_dir)
+    from .ensemble import load_model  # (it imports this module)
+
+    run = load_model(run_dir)
     cfg = run.info.config.data
     if ids is not None and cfg.id_column is None:
         raise DataError("the run was trained on one series (no `id_column`); `ids` needs a panel")

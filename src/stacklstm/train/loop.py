@@ -614,7 +614,10 @@ def fit(
 
     The run folder holds ``config.json``, ``checkpoints/`` (latest), ``checkpoints_best/``,
     ``metrics.jsonl`` (one JSON line per log interval and per epoch) and, once training has
-    finished, ``report.json``, ``forecast.png`` and ``loss.png``.
+    finished, ``report.json``, ``forecast.png`` and ``loss.png``. With ``ensemble=N > 1`` it
+    is a seed ensemble's folder: N such runs under ``members/``, trained one after another
+    (:mod:`stacklstm.train.ensemble_fit`), and the report of their median forecast; the
+    result is then an :class:`~stacklstm.train.ensemble_fit.EnsembleResult`.
 
     Args:
         run_cfg: Data, model and training settings.
@@ -649,6 +652,17 @@ def fit(
         not isinstance(stop_after_steps, int) or stop_after_steps < 1
     ):
         raise ValueError(f"stop_after_steps must be an integer >= 1, got {stop_after_steps!r}")
+    if isinstance(run_cfg, RunConfig) and run_cfg.train.ensemble > 1:
+        if callbacks:
+            raise ValueError(
+                f"callbacks follow one model's epochs, but `ensemble` is "
+                f"{run_cfg.train.ensemble} (several models, one after another); train with "
+                "`ensemble=1` to use callbacks"
+            )
+        from .ensemble_fit import fit_ensemble  # (it imports this module)
+
+        return fit_ensemble(run_cfg, out_dir, resume=resume, quiet=quiet, data_path=data_path,
+                            stop_after_steps=stop_after_steps)  # fmt: skip
     if is_primary() and out_dir.is_dir():
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
     plan = _prepare(run_cfg, out_dir, resume, data_path)

@@ -39,7 +39,8 @@ from ..intervals import (
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
-from .inference import forecast_quantiles, load_run, load_series
+from .ensemble import EnsembleRun, load_model, median_forecast, rank_members, table_lines
+from .inference import forecast_quantiles, load_series
 from .plots import plot_forecast, plot_loss
 from .rundir import METRICS_FILE, atomic_write
 from .step import make_predict_step
@@ -176,6 +177,8 @@ def format_table(data: dict[str, Any]) -> str:
                 text = "n/a" if value is None else f"{value:.4f}"
                 cells.append(f"{text + ('*' if best[key] == name else ' '):>12}")
             lines.append(f"{split:<6}{name:<16}{''.join(cells)}".rstrip())
+        if split == "test":  # a seed ensemble: its best and worst member
+            lines += table_lines(data, COLUMNS)
     lines += _interval_table(data)
     lines.append(
         f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
@@ -257,6 +260,10 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     (``baselines="all"``) are scored on the test only; the validation split has the model and
     the naive baselines.
 
+    For a seed ensemble (:mod:`stacklstm.train.ensemble`) the model is the median of the
+    members' forecasts, and ``report.data["ensemble"]`` lists every member's point metrics
+    (scored as in its own report) with the best and worst member by test MASE.
+
     Returns:
         Report; ``report.data`` has ``{"test": {"model": {"mae", "rmse", "mape", "smape",
         "mase"}, "last_value": ..., "seasonal_naive": ..., "auto_ets": ..., "auto_arima":
@@ -267,7 +274,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         SettingError: ``baselines="all"`` without statsforecast installed.
     """
     test_hook("evaluate")
-    run = load_run(run_dir)
+    run = load_model(run_dir)
     cfg = run.info.config
     kind = cfg.train.baselines
     baselines.require(kind)
@@ -283,9 +290,14 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
     scored, data, calibration, bands = {}, {}, None, None
     per_series: dict[str, dict[str, Any]] = {}
+    members: dict[str, list[Any]] = {}  # a seed ensemble's members' point metrics by split
     for split in ("val", "test"):
         part = getattr(splits, split)
-        model_forecast = forecast_quantiles(run, part, predict_step)
+        if isinstance(run, EnsembleRun):
+            member_forecasts = run.member_forecasts(part, predict_step)
+            model_forecast = median_forecast(member_forecasts)
+        else:
+            model_forecast = forecast_quantiles(run, part, predict_step)
         if split == "val":  # the conformal offsets come from the validation windows
             calibration = fit_calibration(cfg.train, part.y_true, model_forecast)
         elif calibration is not None:
@@ -293,19 +305,20 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         scored[split] = (part, model_forecast)
         if not len(part):
             data[split] = {}
+            members[split] = [None] * len(getattr(run, "members", ()))
             continue
         # the statistical models are fitted on the rows before the test only
         forecasts = {
             "model": model_forecast.point,
             **baseline_forecasts(part, season, kind if split == "test" else "naive"),
         }
-        if part.ids is None:
-            scale = seasonal_scale(part.history[: seen_rows[split][0], :nt], season)
-            data[split] = score_forecasts(part.y_true, forecasts, scale)
-        else:
-            data[split], by_series = _panel_scores(part, forecasts, seen_rows[split], season)
-            for name, scores in by_series.items():
-                per_series.setdefault(name, {})[split] = scores
+        data[split], by_series = _split_scores(part, forecasts, seen_rows[split], season, nt)
+        for name, scores in by_series.items():
+            per_series.setdefault(name, {})[split] = scores
+        if isinstance(run, EnsembleRun):  # each member scored as its own report scores it
+            points = {f"member {k}": f.point for k, f in enumerate(member_forecasts)}
+            member_scores = _split_scores(part, points, seen_rows[split], season, nt)[0]
+            members[split] = [member_scores[name] for name in points]
         if split == "test":
             test_forecasts = forecasts
             bands = _interval_scores(data[split], cfg, part, forecasts, model_forecast, scored)
@@ -326,6 +339,8 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
             interval_levels=[level_key(level) for level, _, _ in interval_pairs(levels)],
             conformal=cfg.train.conformal,
         )
+    if isinstance(run, EnsembleRun):
+        data["ensemble"] = _ensemble_data(run, members)
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     if splits.test.ids is not None:  # a panel: the same metrics series by series
         data["n_series"] = len(splits.test.ids)
@@ -352,8 +367,45 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
             bands = None if bands is None else bands.take(mine)
         plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, test_forecasts,
                       cfg.data.target, bands)  # fmt: skip
-    plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
+    if not isinstance(run, EnsembleRun):  # the members have their own loss plots
+        plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
     return report
+
+
+def _split_scores(
+    part: WindowSet,
+    forecasts: dict[str, np.ndarray | None],
+    seen: np.ndarray,
+    season: int,
+    n_targets: int,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(scores, per series)`` of the forecasts of one split (per series: {} but for a
+    panel); ``seen``: ``(n_series,)`` in-sample rows of each series before the split."""
+    if part.ids is None:
+        scale = seasonal_scale(part.history[: seen[0], :n_targets], season)
+        return score_forecasts(part.y_true, forecasts, scale), {}
+    return _panel_scores(part, forecasts, seen, season)
+
+
+def _ensemble_data(run: EnsembleRun, members: dict[str, list[Any]]) -> dict[str, Any]:
+    """``report.json``'s ``ensemble``: the size, each member's metrics, the best and worst."""
+    seed = run.info.config.train.seed
+    return {
+        "size": len(run.members),
+        "combine": "median",
+        **rank_members(members["test"]),
+        "members": [
+            {
+                "member": k,
+                "seed": seed + k,
+                "run_dir": str(Path(member.run_dir).relative_to(run.run_dir)),
+                "checkpoint": member.checkpoint,
+                "test": members["test"][k],
+                "val": members["val"][k],
+            }
+            for k, member in enumerate(run.members)
+        ],
+    }
 
 
 def _interval_scores(

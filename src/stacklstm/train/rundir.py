@@ -234,10 +234,13 @@ def read_metrics(path: Path, through_step: int) -> list[str]:
 
 def is_resumable(run_dir: str | Path) -> bool:
     """Whether ``run_dir`` holds a run that ``resume=True`` continues: ``config.json`` and a
-    complete checkpoint (checks files only, reads nothing)."""
+    complete checkpoint, or for a seed ensemble ``config.json`` and ``members/`` (checks
+    files only, reads nothing)."""
     run_dir = Path(run_dir)
     latest = run_dir / "checkpoints"
     with contextlib.suppress(OSError):
+        if (run_dir / CONFIG_FILE).is_file() and (run_dir / "members").is_dir():
+            return True
         return (run_dir / CONFIG_FILE).is_file() and any(p.name.isdigit() for p in latest.iterdir())
     return False
 

@@ -1,0 +1,188 @@
+"""Training a seed ensemble: its members one after another, each an ordinary run of ``fit``.
+
+:func:`~stacklstm.train.fit` hands a config with ``ensemble=N > 1`` to :func:`fit_ensemble`.
+It checks the settings and the data once (as ``fit`` does, before writing anything),
+creates the ensemble's folder (``config.json`` and ``members/``; see
+:mod:`stacklstm.train.ensemble`), then trains member ``k`` into ``members/<k>`` with
+``seed + k``: a complete run folder with its own checkpoints, lock, metrics and report. So
+a crash or Ctrl-C loses at most what one single run would lose, and ``resume=True`` skips the
+finished members, resumes the unfinished one (bit-identical to an uninterrupted run) and
+starts the rest. Once every member has finished, the ensemble's report (the members' median
+against the baselines and against each member) is written into the ensemble's folder.
+
+Example:
+    >>> import tempfile
+    >>> from stacklstm.config import RunConfig, TrainConfig
+    >>> cfg = RunConfig(train=TrainConfig(epochs=2, ensemble=3, baselines="naive"))
+    >>> result = fit(cfg, tempfile.mkdtemp() + "/ens", quiet=True)  # doctest: +SKIP
+    >>> [m.step for m in result.members]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import RunConfig
+from ..distributed import is_primary, sync
+from .ensemble import MEMBERS_DIR, member_config, member_dir
+from .lock import RunLock
+from .loop import FitResult, _prepare, fit
+from .report import REPORT_FILE, evaluate_run
+from .rundir import CONFIG_FILE, creating_run_dir, write_run_info
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EnsembleResult(FitResult):
+    """What :func:`fit_ensemble` did.
+
+    Attributes:
+        members: Each member's :class:`~stacklstm.train.FitResult`, for the members trained
+            or found finished so far (a member that had finished before this call has
+            ``report=None``: its report is in its folder).
+        step: Updates done in total, over all members.
+        epochs: Epochs completed in total, over all members.
+        best_val_loss: None (each member has its own).
+        best_step: None (each member has its own).
+        stop_reason: ``"stop_after_steps"`` while a member is unfinished, else the members'
+            own reasons, sorted and comma separated (``"early_stopping, epochs"``).
+        skipped: Skipped updates in total, over all members.
+        report: The ensemble's report, once every member has finished.
+    """
+
+    members: tuple[FitResult, ...] = ()
+
+
+def fit_ensemble(
+    run_cfg: RunConfig,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    quiet: bool = False,
+    data_path: str | Path | None = None,
+    stop_after_steps: int | None = None,
+) -> EnsembleResult:
+    """Train the ``run_cfg.train.ensemble`` members of a seed ensemble into ``out_dir``.
+
+    Called by :func:`~stacklstm.train.fit` (same arguments, same errors); see
+    :mod:`stacklstm.train.ensemble` for the folder's layout and how it forecasts.
+
+    Args:
+        run_cfg: The settings, with ``ensemble`` members (``seed``: member 0's seed).
+        out_dir: The ensemble's folder: absent or empty, or with ``resume=True`` an
+            ensemble's folder.
+        resume: Skip the finished members, resume the unfinished one, train the rest.
+        quiet: No progress bar.
+        data_path: CSV/Parquet table (None: the bundled data, or with ``resume`` the
+            ensemble's own).
+        stop_after_steps: Stop once this many updates are done over all members (counted
+            member after member), as if interrupted.
+
+    Returns:
+        EnsembleResult, with the ensemble's report once every member has finished.
+    """
+    out_dir = Path(out_dir)
+    n = run_cfg.train.ensemble
+    if is_primary() and out_dir.is_dir():
+        RunLock.check_free(out_dir)  # at once: another train of this folder is running
+    plan = _prepare(run_cfg, out_dir, resume, data_path)  # the data and settings, resolved
+    sync("stacklstm: ensemble settings checked")
+    if resume:
+        lock = RunLock.acquire(out_dir) if is_primary() else None
+    else:
+        with creating_run_dir(out_dir, writer=is_primary()) as lock:
+            if is_primary():  # resumable from here on: every member is still to train
+                write_run_info(out_dir, plan.info)
+                (out_dir / MEMBERS_DIR).mkdir()
+        sync("stacklstm: ensemble folder created")
+    try:
+        members: list[FitResult] = []
+        done = 0  # updates of the members before the current one
+        for k in range(n):
+            limit = None if stop_after_steps is None else stop_after_steps - done
+            result = _member(plan.cfg, out_dir, k, plan.data_path, quiet, limit)
+            if result is None:  # the step budget ended before this member
+                break
+            members.append(result)
+            done += result.step
+            if result.stop_reason == "stop_after_steps":
+                break
+        finished = len(members) == n and all(m.stop_reason != "stop_after_steps" for m in members)
+        report = evaluate_run(out_dir, plan.data_path) if finished else None
+    finally:
+        if lock is not None:
+            lock.release()
+    reasons = ", ".join(sorted({m.stop_reason for m in members}))
+    if report is not None:
+        log.info("ensemble %s: %d members finished; report written", out_dir, n)
+    return EnsembleResult(
+        out_dir=out_dir,
+        step=done,
+        epochs=sum(m.epochs for m in members),
+        best_val_loss=None,
+        best_step=None,
+        stop_reason=reasons if finished else "stop_after_steps",
+        skipped=sum(m.skipped for m in members),
+        report=report,
+        members=tuple(members),
+    )
+
+
+def _member(
+    cfg: RunConfig,
+    out_dir: Path,
+    k: int,
+    data_path: Path | None,
+    quiet: bool,
+    limit: int | None,
+) -> FitResult | None:
+    """Train, resume or skip member ``k`` (None: ``limit`` allows it no update)."""
+    folder = member_dir(out_dir, k)
+    started = (folder / CONFIG_FILE).is_file()
+    finished = _finished(folder) if started else None
+    if finished is not None:
+        log.info("ensemble member %d (%s) finished earlier", k, folder)
+        return finished
+    current = _newest_step(folder) if started else 0
+    if limit is not None and limit <= current:
+        return None
+    log.info("ensemble member %d of %d: seed %d", k + 1, cfg.train.ensemble, cfg.train.seed + k)
+    return fit(member_config(cfg, k), folder, resume=started, quiet=quiet,
+               data_path=data_path, stop_after_steps=limit)  # fmt: skip
+
+
+def _newest_step(folder: Path) -> int:
+    steps = [int(p.name) for p in (folder / "checkpoints").glob("*") if p.name.isdigit()]
+    return max(steps, default=0)
+
+
+def _finished(folder: Path) -> FitResult | None:
+    """A member's result if its newest checkpoint says training finished and its report is
+    written (read from two small JSON files); None otherwise (then ``fit`` resumes it)."""
+    step = _newest_step(folder)
+    path = folder / "checkpoints" / str(step) / "progress" / "metadata"
+    try:
+        progress = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(progress, dict) and progress.get("finished")):
+        return None
+    if not (folder / REPORT_FILE).is_file():
+        return None
+    return FitResult(
+        out_dir=folder,
+        step=step,
+        epochs=int(progress["epoch"]),
+        best_val_loss=progress["best_val_loss"],
+        best_step=progress["best_step"],
+        stop_reason=str(progress["stop_reason"]),
+        skipped=int(progress["total_skipped"]),
+        report=None,
+    )
+
+
+__all__ = ["EnsembleResult", "fit_ensemble"]

@@ -1,0 +1,192 @@
+"""Seed ensembles: N members (seed, seed+1, ...) trained as ordinary runs under members/, the
+median of their forecasts, the report against the best and worst member, resume, refusals."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import _main, _saved, tiny_run
+from stacklstm.checks import SettingError
+from stacklstm.config import RunConfig, TrainConfig
+from stacklstm.data import make_splits
+from stacklstm.intervals import Forecast
+from stacklstm.train import evaluate_run, fit, load_run, predict, read_run_info
+from stacklstm.train.ensemble import median_forecast, member_config, rank_members
+from stacklstm.train.export import export_run
+from stacklstm.train.inference import load_series
+from test_fit import _assert_same_run
+
+FLAGS, TINY = tiny_run()
+ENSEMBLE = dataclasses.replace(TINY, train=dataclasses.replace(TINY.train, ensemble=2, seed=3))
+LEVELS = (0.1, 0.5, 0.9)
+STEPS = 48  # per member: 2 epochs of 24 steps
+
+
+def _report(run_dir):
+    return json.loads((Path(run_dir) / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def ensemble(tmp_path_factory):
+    """A finished 2-member ensemble of the tiny run (seeds 3 and 4)."""
+    out = tmp_path_factory.mktemp("ensemble") / "run"
+    result = fit(ENSEMBLE, out, quiet=True)
+    return out, result
+
+
+def test_median_forecast_is_numpys_median_over_members():
+    # three members, two windows, horizon 1, one target; quantiles: point - 1, point, point + s
+    points = [np.array([1.0, 5.0]), np.array([3.0, 4.0]), np.array([2.0, 9.0])]
+    spreads = (1.0, 2.0, 7.0)
+    members = [
+        Forecast(p[:, None, None], np.stack([p - 1, p, p + s], -1)[:, None, None, :], LEVELS)
+        for p, s in zip(points, spreads, strict=True)
+    ]
+    odd = median_forecast(members)
+    np.testing.assert_array_equal(odd.point[:, 0, 0], [2.0, 5.0])  # by hand
+    # upper quantiles: (2, 5, 9) and (6, 6, 16): medians 5 and 6
+    np.testing.assert_array_equal(odd.quantiles[:, 0, 0, 2], [5.0, 6.0])
+    np.testing.assert_array_equal(odd.quantiles[:, 0, 0, 0], [1.0, 4.0])
+    assert odd.levels == LEVELS
+    even = median_forecast(members[:2])
+    np.testing.assert_array_equal(even.point[:, 0, 0], [2.0, 4.5])  # the two middle values' mean
+    np.testing.assert_array_equal(even.quantiles[:, 0, 0, 2], [3.5, 6.0])
+    assert median_forecast([Forecast(p[:, None, None]) for p in points]).quantiles is None
+    with pytest.raises(ValueError, match="levels differ"):
+        median_forecast(
+            [members[0], Forecast(members[1].point, members[1].quantiles, (0.2, 0.5, 0.8))]
+        )
+
+
+def test_member_config_and_ranking():
+    cfg = member_config(RunConfig(train=TrainConfig(seed=7, ensemble=3, baselines="all")), 2)
+    assert (cfg.train.seed, cfg.train.ensemble, cfg.train.baselines) == (9, 1, "naive")
+    ranks = rank_members([{"mae": 1.0, "mase": 0.7}, None, {"mae": 3.0, "mase": 0.2}])
+    assert ranks == {"ranked_by": "mase", "best": 2, "worst": 1}
+    ranks = rank_members([{"mae": 1.0, "mase": None}, {"mae": 0.5, "mase": 0.2}])
+    assert ranks == {"ranked_by": "mae", "best": 1, "worst": 0}
+
+
+@pytest.mark.parametrize("value", [0, -1])
+def test_bad_ensemble_is_refused(value, tmp_path):
+    with pytest.raises(SettingError, match="ensemble must be an integer >= 1"):
+        TrainConfig(ensemble=value).validate()
+    code, out, err = _main("train", "--out", tmp_path / "run", "--ensemble", value, *FLAGS)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--ensemble must be an integer >= 1" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_ensemble_seed_overflow_is_refused():
+    with pytest.raises(SettingError, match="largest seed"):
+        TrainConfig(seed=2**63 - 1, ensemble=2).validate()
+
+
+def test_ensemble_trains_members_and_reports_best_and_worst(ensemble):
+    out, result = ensemble
+    assert [m.step for m in result.members] == [STEPS, STEPS] and result.step == 2 * STEPS
+    assert read_run_info(out).config.train.ensemble == 2
+    data = _report(out)
+    ens = data["ensemble"]
+    assert ens["size"] == 2 and ens["combine"] == "median"
+    assert [m["seed"] for m in ens["members"]] == [3, 4]
+    for k, member in enumerate(ens["members"]):
+        own = _report(out / "members" / str(k))
+        assert read_run_info(out / "members" / str(k)).config.train.seed == 3 + k
+        # the member's figures are its own report's, exactly
+        assert member["test"] == {key: own["test"]["model"][key] for key in member["test"]}
+        assert member["val"] == {key: own["val"]["model"][key] for key in member["val"]}
+    mases = [m["test"]["mase"] for m in ens["members"]]
+    assert mases[0] != mases[1]  # different seeds, different models
+    assert ens["best"] == int(np.argmin(mases)) and ens["worst"] == int(np.argmax(mases))
+    # the ensemble's forecast: the median (for 2, the mean) of the members' own test forecasts
+    forecasts = np.stack([evaluate_run(out / "members" / str(k)).test_forecast for k in range(2)])
+    np.testing.assert_array_equal(result.report.test_forecast, np.median(forecasts, axis=0))
+    info = read_run_info(out)
+    _, series = load_series(info, None)
+    y_true = make_splits(series, info.config.data, scaler=info.scaler)[0].test.y_true
+    mae = np.mean(np.abs(y_true - np.median(forecasts, axis=0)))
+    assert data["test"]["model"]["mae"] == pytest.approx(mae, rel=1e-12)
+    assert data["test"]["model"]["mae"] != ens["members"][0]["test"]["mae"]
+    lines = result.report.table.splitlines()
+    best = next(line for line in lines if line.startswith("test  best member"))
+    assert f"{mases[ens['best']]:.4f}" in best
+    worst = next(line for line in lines if line.startswith("test  worst member"))
+    assert f"{mases[ens['worst']]:.4f}" in worst
+
+
+def test_ensemble_predict_is_the_median_of_the_members_predictions(ensemble, tmp_path):
+    out, _ = ensemble
+    frame = predict(out, output=tmp_path / "p.csv")
+    members = [predict(out / "members" / str(k)) for k in range(2)]
+    values = [c for c in frame.columns if c != "origin"]
+    assert values and list(members[0].columns) == list(frame.columns)
+    np.testing.assert_array_equal(frame["origin"], members[0]["origin"])
+    stacked = np.stack([m[values].to_numpy() for m in members])
+    np.testing.assert_array_equal(frame[values].to_numpy(), np.median(stacked, axis=0))
+    assert not np.array_equal(frame[values].to_numpy(), stacked[0])
+    code, _, err = _main("predict", out, "--output", tmp_path / "cli.csv", "--quiet")
+    assert code == 0, err
+    assert (tmp_path / "cli.csv").read_text() == (tmp_path / "p.csv").read_text()
+
+
+def test_ensemble_evaluate_rewrites_the_same_report(ensemble):
+    out, _ = ensemble
+    before = _report(out)
+    code, stdout, err = _main("evaluate", out, "--quiet")
+    assert code == 0, err
+    assert "best member" in stdout and _report(out) == before
+
+
+def test_export_and_load_run_refuse_an_ensemble(ensemble, tmp_path):
+    out, _ = ensemble
+    code, stdout, err = _main("export", out, "--output", tmp_path / "m.stacklstm")
+    assert code == 2 and stdout == "" and err.count("\n") == 1
+    assert "seed ensemble of 2 models" in err and "members/0" in err
+    assert not (tmp_path / "m.stacklstm").exists()
+    with pytest.raises(ValueError, match="seed ensemble"):
+        export_run(out, tmp_path / "m.stacklstm")
+    with pytest.raises(ValueError, match="load_model"):
+        load_run(out)
+
+
+def test_backtest_refuses_an_ensemble(tmp_path):
+    code, stdout, err = _main("backtest", "--out", tmp_path / "bt", "--ensemble", "2", *FLAGS)
+    assert code == 2 and stdout == "" and err.count("\n") == 1
+    assert "--ensemble" in err and not (tmp_path / "bt").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_ensemble_resumes_to_the_uninterrupted_result(ensemble, tmp_path):
+    """Stopped in member 1 (member 0 finished), then resumed through the CLI: every member
+    folder and the ensemble's report equal the uninterrupted run's."""
+    reference, _ = ensemble
+    out = tmp_path / "run"
+    stopped = fit(ENSEMBLE, out, quiet=True, stop_after_steps=STEPS + 10)
+    assert stopped.report is None and stopped.stop_reason == "stop_after_steps"
+    assert [m.step for m in stopped.members] == [STEPS, 10]
+    assert not (out / "report.json").exists()
+    first = (out / "members" / "0" / "report.json").stat().st_mtime_ns
+    code, stdout, err = _main("train", "--out", out, "--resume", "--quiet")
+    assert code == 0, err
+    # the finished member is not trained or scored again
+    assert (out / "members" / "0" / "report.json").stat().st_mtime_ns == first
+    assert "ensemble of 2 members" in stdout and "best member" in stdout
+    for k in range(2):
+        _assert_same_run(_saved(out / "members" / str(k)), _saved(reference / "members" / str(k)))
+    mine, theirs = _report(out), _report(reference)
+    for data in (mine, theirs):
+        data.pop("data_path")
+    assert mine == theirs
+
+
+def test_tune_refuses_an_ensemble(tmp_path):
+    pytest.importorskip("optuna")
+    code, stdout, err = _main(
+        "tune", "--out", tmp_path / "t", "--trials", "1", "--ensemble", "2", *FLAGS
+    )
+    assert code == 2 and stdout == "" and err.count("\n") == 1
+    assert "--ensemble" in err and not (tmp_path / "t").exists()
