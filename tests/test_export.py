@@ -172,7 +172,9 @@ def seasonal_run(request, tmp_path_factory):
     )
     fit(cfg, folder / "run", quiet=True, data_path=folder / "table.csv")
     assert read_run_info(folder / "run").scaler.seasonal is not None
-    export_run(folder / "run", folder / "m.stacklstm")
+    code, out, err = _main("export", folder / "run", "--output", folder / "m.stacklstm")
+    assert code == 0, err  # and the command line says what the program takes besides windows
+    assert "and the phase of each window's last row (season 12): predict(windows, phase=" in out
     return kind, folder / "run", table, folder / "m.stacklstm"
 
 

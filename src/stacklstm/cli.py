@@ -578,6 +578,11 @@ def _export(args: argparse.Namespace) -> int:
         f"{', '.join(meta['columns'])} -> forecasts (batch, {meta['horizon']}, "
         f"{len(meta['targets'])}); platforms {', '.join(meta['platforms'])}"
     )
+    if meta["seasonal"] is not None:  # deseasonalised: the program takes each window's phase
+        print(
+            f"  and the phase of each window's last row (season {meta['seasonal']['season']}): "
+            "predict(windows, phase=...) or predict(windows, last_time=...)"
+        )
     return 0
 
 
