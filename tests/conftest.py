@@ -1,5 +1,7 @@
 """Shared test set-up."""
 
+import os
+
 import jax
 import pytest
 
@@ -10,10 +12,14 @@ from stacklstm.train import fit, read_run_info
 @pytest.fixture(scope="session", autouse=True)
 def _compilation_cache(tmp_path_factory):
     """Share compiled programs between the many small runs of the suite (the same model and
-    settings compile to the same program); restores JAX's settings afterwards."""
+    settings compile to the same program), across pytest-xdist's worker processes too;
+    restores JAX's settings afterwards."""
     names = [name for name, _ in CACHE_SETTINGS]
     old = {name: getattr(jax.config, name) for name in names}
-    values = (str(tmp_path_factory.getbasetemp() / "jax_cache"), 0.3, 0)
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one cache for all the worker processes
+        base = base.parent
+    values = (str(base / "jax_cache"), 0.3, 0)
     for name, value in zip(names, values, strict=True):
         jax.config.update(name, value)
     yield

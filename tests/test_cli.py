@@ -182,7 +182,7 @@ BAD_INPUTS = {
     "missing config": (["--config", "{tmp}/none.toml"], "config file not found"),
     "bad config key": (["--config", "{tmp}/bad.toml"], "unknown [model] key(s) 'hidden'"),
     "resume without out": (["--resume"], "--resume needs --out RUN_DIR"),
-    "batch too big": (["--batch-size", "4096"], "--batch-size (4096) is larger than the 1494"),
+    "batch too big": (["--batch-size", "4096"], "--batch-size (4096) is larger than the 1546"),
 }
 
 
