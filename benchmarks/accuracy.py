@@ -280,37 +280,6 @@ def parse_recipe(text: str) -> Recipe:
 # --------------------------------------------------------------------------- transforms
 
 
-def classical_seasonal_pattern(values: np.ndarray, season: int) -> np.ndarray:
-    """``(season,)`` additive seasonal indices of ``values`` (1-D), phase 0 at row 0.
-
-    The trend is the centred moving average of one season (a 2 x season average for an even
-    season), the indices are the mean detrended value of each phase over the rows where the
-    trend exists, centred to sum to 0 (statsmodels' ``seasonal_decompose``, additive).
-
-    Example:
-        >>> t = np.arange(24.0)
-        >>> classical_seasonal_pattern(0.5 * t + np.tile([1.0, -1.0, 3.0, -3.0], 6), 4)
-        array([ 1., -1.,  3., -3.])
-    """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 1 or season < 2 or len(values) < 2 * season:
-        raise ValueError(
-            f"need a 1-D series of at least 2 seasons ({2 * season} rows), season >= 2; got "
-            f"shape {values.shape}, season {season}"
-        )
-    if season % 2:
-        weights = np.full(season, 1.0 / season)
-    else:
-        weights = np.r_[0.5, np.ones(season - 1), 0.5] / season
-    trend = np.convolve(values, weights, mode="valid")  # rows half .. n - half - 1
-    half = len(weights) // 2
-    rows = np.arange(half, half + len(trend))
-    detrended = values[rows] - trend
-    phase = rows % season
-    pattern = np.array([detrended[phase == p].mean() for p in range(season)])
-    return pattern - pattern.mean()
-
-
 @dataclass(frozen=True)
 class Transform:
     """The benchmark-side target transform of one series: ``model = f(y)`` and back.
@@ -344,11 +313,13 @@ def make_transform(y: np.ndarray, recipe: Recipe, season: int, n_train: int) -> 
     with a season (>= 2) and at least 2 seasons of training rows. Otherwise the part is left
     out (the table notes it).
     """
+    from stacklstm.data.season import classical_pattern  # the library's own decomposition
+
     log = recipe.log and bool(np.all(y >= 0))
     pattern = None
     if recipe.deseason and season >= 2 and n_train >= 2 * season:
         base = np.log1p(y[:n_train]) if log else y[:n_train]
-        pattern = classical_seasonal_pattern(base, season)
+        pattern = classical_pattern(base, season)
     return Transform(log=log, pattern=pattern)
 
 

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stacklstm.data.season import classical_pattern
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,28 +36,26 @@ def _monthly(y) -> pd.DataFrame:
     return pd.DataFrame({"date": pd.date_range("2000-01-01", periods=len(y), freq="MS"), "y": y})
 
 
-def test_classical_seasonal_pattern_exact_on_trend_plus_season():
+def test_classical_pattern_exact_on_trend_plus_season():
     # linear trend + a zero-sum pattern: the centred moving average is the trend exactly
     pattern = np.array([3.0, -1.0, 0.5, -2.5])
     t = np.arange(40.0)
     for season_pattern, season in ((pattern, 4), (np.array([2.0, -3.0, 1.0]), 3)):
         y = 7.0 - 0.4 * t + np.tile(season_pattern, 14)[:40]
-        np.testing.assert_allclose(
-            acc.classical_seasonal_pattern(y, season), season_pattern, atol=1e-12
-        )
+        np.testing.assert_allclose(classical_pattern(y, season), season_pattern, atol=1e-12)
 
 
-def test_classical_seasonal_pattern_matches_statsmodels():
+def test_classical_pattern_matches_statsmodels():
     statsmodels = pytest.importorskip("statsmodels.tsa.seasonal")
     y = np.random.default_rng(0).normal(size=50).cumsum() + np.tile([1.0, 4.0, -2.0, 0.0, 3.0], 10)
     for season in (4, 5):
         expected = statsmodels.seasonal_decompose(y, period=season).seasonal[:season]
-        np.testing.assert_allclose(acc.classical_seasonal_pattern(y, season), expected, atol=1e-12)
+        np.testing.assert_allclose(classical_pattern(y, season), expected, atol=1e-12)
 
 
-def test_classical_seasonal_pattern_refuses_short_series():
+def test_classical_pattern_refuses_short_series():
     with pytest.raises(ValueError, match="at least 2 seasons"):
-        acc.classical_seasonal_pattern(np.arange(7.0), 4)
+        classical_pattern(np.arange(7.0), 4)
 
 
 def test_transform_uses_training_rows_only_and_inverts_exactly():
@@ -66,7 +66,7 @@ def test_transform_uses_training_rows_only_and_inverts_exactly():
     recipe = acc.Recipe("x", log=True, deseason=True)
     first, late = (acc.make_transform(v, recipe, 4, n_train=30) for v in (y, y_late))
     np.testing.assert_array_equal(first.pattern, late.pattern)
-    expected_pattern = acc.classical_seasonal_pattern(np.log1p(y[:30]), 4)
+    expected_pattern = classical_pattern(np.log1p(y[:30]), 4)
     np.testing.assert_array_equal(first.pattern, expected_pattern)
     model = first.forward(y)
     np.testing.assert_allclose(model, np.log1p(y) - np.tile(expected_pattern, 12), rtol=1e-14)
