@@ -167,4 +167,5 @@ def test_docstring_examples_run():
     import doctest
 
     result = doctest.testmod(acc, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 7 and result.failed == 0
+    # (the decomposition's example lives with the library's classical_pattern now)
+    assert result.attempted >= 5 and result.failed == 0
