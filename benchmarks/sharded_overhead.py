@@ -17,8 +17,13 @@ the overhead of splitting the batch and all-reducing the gradients, not a scalin
 
 ``--processes`` measures the scaling instead, at the same global batch: one process on one core
 against two processes (``jax.distributed`` over gloo on 127.0.0.1), each pinned to its own core
-with one thread (XLA, OpenMP and oneMKL), each fed its own half of the batch. Each process runs
-the CPU kernel on its own rows only (``kernels/native.py``, ``_PerShard``), so the ideal is 2x.
+with one thread of computation, each fed its own half of the batch. Each process runs the CPU
+kernel on its own rows only (``kernels/native.py``, ``_PerShard``), so the ideal is 2x, less
+one all-reduce of the gradients per step. On CPU that all-reduce costs milliseconds whatever
+its size (gloo on loopback), so small steps do not scale; for example:
+
+    python benchmarks/sharded_overhead.py --processes                         # ~7 ms steps
+    python benchmarks/sharded_overhead.py --processes --window 50 --hidden 128 --steps 20
 """
 
 from __future__ import annotations
@@ -32,12 +37,9 @@ import sys
 import time
 
 ROWS = (("unsharded", 1), ("sharded", 1), ("sharded", 2), ("sharded", 4))
-# One thread per process: XLA's CPU thread pools, the kernel's OpenMP team, oneMKL.
-ONE_THREAD = {
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-}
+# One thread of computation per process: XLA's Eigen pool off, oneMKL sequential; the
+# kernel's row blocks use XLA's intra-op pool, one thread on a process pinned to one core.
+ONE_THREAD = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false", "MKL_NUM_THREADS": "1"}
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -105,22 +107,18 @@ def _pinned(core: int) -> dict:
 
 
 def processes(args: argparse.Namespace, settings: list[str]) -> list[dict]:
-    """One process on one core, then two processes on a core each, at the same global batch."""
+    """One process on one core, then two processes on a core each, at the same global batch.
+
+    The pair is measured ``--rounds`` times, one after the other, and the samples of all
+    rounds pooled: on a shared machine the load changes between rounds, and alternating keeps
+    both rows exposed to the same changes.
+    """
     import socket
 
     base = {**os.environ, "JAX_PLATFORMS": "cpu", **ONE_THREAD}
     command = [sys.executable, __file__, *settings]
-    one = subprocess.run(
-        [*command, "--worker", "unsharded", "1"], env=base, capture_output=True, text=True,
-        check=False, **_pinned(0),
-    )  # fmt: skip
-    if one.returncode:
-        raise SystemExit(f"one process failed:\n{one.stderr[-2000:]}")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
 
-    def start(i: int) -> subprocess.Popen:
+    def start(i: int, port: int) -> subprocess.Popen:
         env = {**base, "STACKLSTM_COORDINATOR": f"127.0.0.1:{port}",
                "STACKLSTM_NUM_PROCESSES": "2", "STACKLSTM_PROCESS_ID": str(i)}  # fmt: skip
         return subprocess.Popen(
@@ -128,13 +126,26 @@ def processes(args: argparse.Namespace, settings: list[str]) -> list[dict]:
             stderr=subprocess.PIPE, text=True, **_pinned(i),
         )  # fmt: skip
 
-    procs = [start(i) for i in range(2)]
-    outputs = [p.communicate(timeout=1800) for p in procs]
-    for p, (_, err) in zip(procs, outputs, strict=True):
-        if p.returncode:
-            raise SystemExit(f"two processes failed:\n{err[-2000:]}")
-    rows = [json.loads(one.stdout.strip().splitlines()[-1])]
-    rows.append(json.loads([ln for ln in outputs[0][0].splitlines() if ln.startswith("{")][-1]))
+    rows = [{"mode": "unsharded", "devices": 1, "steps_per_s": []},
+            {"mode": "process", "devices": 2, "steps_per_s": []}]  # fmt: skip
+    for _ in range(args.rounds):
+        one = subprocess.run(
+            [*command, "--worker", "unsharded", "1"], env=base, capture_output=True, text=True,
+            check=False, **_pinned(0),
+        )  # fmt: skip
+        if one.returncode:
+            raise SystemExit(f"one process failed:\n{one.stderr[-2000:]}")
+        rows[0]["steps_per_s"] += json.loads(one.stdout.strip().splitlines()[-1])["steps_per_s"]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = [start(i, port) for i in range(2)]
+        outputs = [p.communicate(timeout=1800) for p in procs]
+        for p, (_, err) in zip(procs, outputs, strict=True):
+            if p.returncode:
+                raise SystemExit(f"two processes failed:\n{err[-2000:]}")
+        line = [ln for ln in outputs[0][0].splitlines() if ln.startswith("{")][-1]
+        rows[1]["steps_per_s"] += json.loads(line)["steps_per_s"]
     return rows
 
 
@@ -148,6 +159,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="repeats (the median is shown)")
     parser.add_argument(
         "--processes", action="store_true", help="1 process vs 2 (gloo), one core each"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="--processes: alternate the two rows this often"
     )
     parser.add_argument("--worker", nargs=2, metavar=("MODE", "DEVICES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -178,7 +192,8 @@ def main() -> None:
     base = statistics.median(results[0]["steps_per_s"])
     print(
         f"train step, batch {args.batch}, window {args.window}, hidden {args.hidden} x "
-        f"{args.layers} layers; median of {args.repeats} x {args.steps} steps\n"
+        f"{args.layers} layers; median of {args.repeats} x {args.steps} steps"
+        + (f", {args.rounds} rounds\n" if args.processes else "\n")
     )
     if args.processes:
         print("one thread per process, each process pinned to its own core\n")

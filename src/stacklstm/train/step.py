@@ -227,10 +227,9 @@ def forecast_loss(kind: str | OutputHead, pred: Array, y: Array) -> Array:
     return jnp.mean(per_entry, axis=-1)
 
 
-def _weighted_mean(per_window: Array, weight: Array) -> Array:
+def _check_weight(per_window: Array, weight: Array) -> None:
     if weight.shape != per_window.shape:
         raise ValueError(f"weight must be (batch,) = {per_window.shape}, got {weight.shape}")
-    return jnp.sum(per_window * weight) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
 def train_step(
@@ -250,13 +249,21 @@ def train_step(
     """
     dropout_rng = jax.random.fold_in(rng, state.step)
 
-    def loss_fn(params: PyTree) -> Array:
+    def loss_sum(params: PyTree) -> Array:
         pred = model.apply(
             {"params": params}, batch.x, deterministic=False, rngs={"dropout": dropout_rng}
         )  # (batch, horizon * n_targets)
-        return _weighted_mean(forecast_loss(loss_kind, pred, batch.y), batch.weight)
+        per_window = forecast_loss(loss_kind, pred, batch.y)
+        _check_weight(per_window, batch.weight)
+        return jnp.sum(per_window * batch.weight)
 
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    # The weighted mean's gradient is the weighted sum's, divided by the weight sum after the
+    # backward pass: under a batch-sharded mesh the gradients, the loss and the weight sum are
+    # then independent reductions that XLA sends as ONE all-reduce (a cross-process collective
+    # costs milliseconds on CPU hosts, more than a small step).
+    loss, grads = jax.value_and_grad(loss_sum)(state.params)
+    total = jnp.maximum(jnp.sum(batch.weight), 1.0)
+    loss, grads = loss / total, jax.tree.map(lambda g: g / total, grads)
     grad_norm = optax.tree.norm(grads)
     finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
