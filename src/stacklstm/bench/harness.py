@@ -48,6 +48,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("first_train_call", "first train call, incl. compile (ms)"),
 )
 REFERENCE = "stacklstm"
+BASELINE = "stacklstm@baseline"
+"""The ``stacklstm`` peer of another version (``--baseline DIR``), run next to this one's."""
 
 
 class WorkerError(RuntimeError):
@@ -114,12 +116,16 @@ class WorkerProcess:
             self.stderr.close()
 
 
-def worker_env(threads: int) -> dict[str, str]:
-    """The environment of every worker: the same thread settings for all of them."""
+def worker_env(threads: int, package_dir: Path | None = None) -> dict[str, str]:
+    """The environment of every worker: the same thread settings for all of them.
+
+    Workers import this ``stacklstm``, or the one in ``package_dir`` (a directory holding a
+    ``stacklstm`` package, e.g. another version installed with ``pip install --target``).
+    """
     import stacklstm
 
     threads_text = str(threads)
-    src = str(Path(stacklstm.__file__).resolve().parents[1])
+    src = str(package_dir or Path(stacklstm.__file__).resolve().parents[1])
     env = dict(os.environ)
     env.update(
         STACKLSTM_BENCH_THREADS=threads_text,
@@ -141,9 +147,16 @@ def select_peers(workload: Workload, requested: list[str] | None) -> list[str]:
 
 
 def run_workload(
-    workload: Workload, peers: list[str], args: argparse.Namespace, env: dict[str, str]
+    workload: Workload,
+    peers: list[str],
+    args: argparse.Namespace,
+    env: dict[str, str],
+    baseline_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Runs every peer on one workload, interleaved; returns raw samples and statuses."""
+    """Runs every peer on one workload, interleaved; returns raw samples and statuses.
+
+    A peer named :data:`BASELINE` is the ``stacklstm`` peer in a worker with ``baseline_env``.
+    """
     result: dict[str, Any] = {}
     workers: dict[str, WorkerProcess] = {}
 
@@ -158,8 +171,10 @@ def run_workload(
         for peer in peers:  # started one after the other: setup compiles, which uses every core
             log.info("%s: starting %s", workload.name, peer)
             result[peer] = {"status": "ok", "samples": {}}
-            workers[peer] = WorkerProcess(env, args.timeout)
-            setup = {"cmd": "setup", "peer": peer, "workload": workload.name, "seed": args.seed}
+            baseline = peer == BASELINE
+            workers[peer] = WorkerProcess(baseline_env if baseline else env, args.timeout)
+            setup = {"cmd": "setup", "peer": REFERENCE if baseline else peer,
+                     "workload": workload.name, "seed": args.seed}  # fmt: skip
             try:
                 reply = workers[peer].request(setup)
             except WorkerError as err:
@@ -273,6 +288,10 @@ def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
         "",
         "Cells: median `ms (peer / stacklstm)`; a ratio > 1 means stacklstm is faster (smaller).",
     ]
+    if run["settings"].get("baseline"):
+        lines.append(
+            f"`{BASELINE}`: the `stacklstm` peer of the package in `{run['settings']['baseline']}`."
+        )
     roof = summary["gemm"]
     if roof is not None:
         rates = ", ".join(f"{k[5:]} {v / 1e9:.1f}" for k, v in roof["by_backend"].items())
@@ -379,6 +398,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.cpu_count() or 1,
         help="cores every worker may use (affinity mask, torch threads, OMP/MKL); default all",
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a directory with another version's stacklstm package (pip install --no-deps "
+        "--target DIR <checkout>): its stacklstm peer runs next to this one's, interleaved",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per worker reply")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
@@ -388,6 +415,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--{name} must be >= 1; got {getattr(args, name)}")
     if args.warmup < 0:
         parser.error(f"--warmup must be >= 0; got {args.warmup}")
+    if args.baseline is not None and not (args.baseline / "stacklstm" / "__init__.py").is_file():
+        parser.error(
+            f"--baseline must be a directory holding a stacklstm package; got {args.baseline}"
+        )
     return args
 
 
@@ -398,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     argv_list = sys.argv[1:] if argv is None else list(argv)
     env = worker_env(args.threads)
+    baseline_env = None if args.baseline is None else worker_env(args.threads, args.baseline)
     run: dict[str, Any] = {
         "command": " ".join(shlex.quote(a) for a in ["benchmarks/run.py", *argv_list]),
         "argv": argv_list,
@@ -409,13 +441,16 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "threads": args.threads,
             "xla_flags": env.get("XLA_FLAGS"),
+            "baseline": None if args.baseline is None else str(args.baseline),
         },
         "workloads": {},
     }
     for name in args.workloads:
         w = WORKLOADS[name]
         peers = select_peers(w, args.peers)
-        peers_result = run_workload(w, peers, args, env) if peers else {}
+        if baseline_env is not None and REFERENCE in peers:
+            peers.insert(peers.index(REFERENCE) + 1, BASELINE)
+        peers_result = run_workload(w, peers, args, env, baseline_env) if peers else {}
         run["workloads"][name] = {"spec": dataclasses.asdict(w), "peers": peers_result}
     summary = summarize(run)
     run["summary"] = summary
