@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -329,12 +330,18 @@ struct PhaseState {
   void (*run)(const void*, int64_t, int) = nullptr;
 };
 
+// Waits until done >= target: spins up to ~50 us (a few steps' worth), then yields its core.
 void wait_for(const std::atomic<int64_t>& done, int64_t target) {
-  for (int spins = 0; done.load(std::memory_order_acquire) < target; ++spins) {
-    if (spins < 4000)
-      __builtin_ia32_pause();
-    else
+  if (done.load(std::memory_order_acquire) >= target) return;
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  bool spinning = true;
+  for (int spins = 1; done.load(std::memory_order_acquire) < target; ++spins) {
+    if (!spinning) {
       std::this_thread::yield();
+    } else {
+      __builtin_ia32_pause();
+      if (spins % 64 == 0) spinning = std::chrono::steady_clock::now() < spin_until;
+    }
   }
 }
 
@@ -403,21 +410,22 @@ struct Plan {
 };
 
 constexpr int64_t kUnitsMinHidden = 128;  // and at least 64 units a block
-std::atomic<bool> units_split_on{true};    // off only for measurements (_lstm_cpu.unit_split)
+// Off only for measurements (_lstm_cpu.unit_split): the forward calls' and the backward's.
+std::atomic<bool> units_split_on[2] = {{true}, {true}};
 
-Plan plan_for(int64_t pool_threads, int64_t batch, int64_t hidden) {
+Plan plan_for(int64_t pool_threads, int64_t batch, int64_t hidden, bool backward = false) {
   Plan plan;
   const int64_t threads = std::max<int64_t>(1, pool_threads);
   const int64_t step_flops = 2 * batch * 4 * hidden * hidden;
   if (step_flops >= (int64_t{1} << 19))
     plan.rows = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, batch / 4)));
-  if (plan.rows == 1 && hidden >= kUnitsMinHidden && units_split_on.load())
+  if (plan.rows == 1 && hidden >= kUnitsMinHidden && units_split_on[backward].load())
     plan.units = static_cast<int>(std::min<int64_t>(threads, hidden / 64));
   return plan;
 }
 
-Plan plan_for(ffi::ThreadPool& pool, int64_t batch, int64_t hidden) {
-  return plan_for(pool.num_threads(), batch, hidden);
+Plan plan_for(ffi::ThreadPool& pool, int64_t batch, int64_t hidden, bool backward) {
+  return plan_for(pool.num_threads(), batch, hidden, backward);
 }
 
 // The units [lo, hi) of block k of `blocks`, in multiples of 16 (whole cache lines).
@@ -664,7 +672,7 @@ ffi::Error forward(ffi::ThreadPool& pool, int64_t time, int64_t batch, int64_t f
     });
   }
   advise_huge_pages(ys, sizeof(float) * time * bh);
-  const Plan plan = plan_for(pool, batch, hidden);
+  const Plan plan = plan_for(pool, batch, hidden, false);
   if (plan.units > 1)
     return forward_units(pool, plan.units, time, batch, features, hidden, xp, w_ih.typed_data(),
                          w_hh.typed_data(), bias.typed_data(), m, ys, h, c, acts, cs, h_prev);
@@ -911,7 +919,7 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> acts, ffi::Buffe
     return out_of_memory();
   }
   float* dg = gate_grads.data();
-  const Plan plan = plan_for(pool, batch, hidden);
+  const Plan plan = plan_for(pool, batch, hidden, true);
   const auto by_rows = [&](int64_t lo, int64_t rows) {
     PackedWeight w(w_hh.typed_data(), CblasTrans, rows, hidden, g4);
     if (!w.ok()) return false;
@@ -1041,12 +1049,15 @@ PyObject* split_plan(PyObject*, PyObject* args) {
   return Py_BuildValue("{s:i,s:i}", "rows", p.rows, "units", p.units);
 }
 
-// Turns the split by units on or off for the whole process; returns the previous setting. For
-// measurements only (benchmarks/small_batch.py); it is on by default.
+// Turns the split by units of the forward calls and of the backward call on or off for the
+// whole process; returns the previous settings. For measurements only
+// (benchmarks/small_batch.py); both are on by default.
 PyObject* unit_split(PyObject*, PyObject* args) {
-  int on;
-  if (!PyArg_ParseTuple(args, "p", &on)) return nullptr;
-  return PyBool_FromLong(units_split_on.exchange(on != 0));
+  int forward, backward;
+  if (!PyArg_ParseTuple(args, "pp", &forward, &backward)) return nullptr;
+  const bool was_forward = units_split_on[0].exchange(forward != 0);
+  const bool was_backward = units_split_on[1].exchange(backward != 0);
+  return Py_BuildValue("(NN)", PyBool_FromLong(was_forward), PyBool_FromLong(was_backward));
 }
 
 PyMethodDef methods[] = {
@@ -1055,7 +1066,8 @@ PyMethodDef methods[] = {
     {"plan", split_plan, METH_VARARGS,
      "plan(batch, hidden, threads): how a call's recurrence is split over threads."},
     {"unit_split", unit_split, METH_VARARGS,
-     "unit_split(on): turns the split by units on or off (measurements); the previous value."},
+     "unit_split(forward, backward): the split by units on or off (for measurements); the "
+     "previous settings."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lstm_cpu",
