@@ -17,13 +17,16 @@ Calls (1 layer, features ``--features``, float32, ``LSTMModel`` with its default
 - ``train step``: ``jax.jit(jax.value_and_grad(mse))`` (the training forward and backward calls).
 
 Each cell: the median over ``--rounds`` rounds of each round's median of ``--calls`` timed
-calls, in milliseconds; ratio = one thread / split (above 1: the split is faster). "backward on
+calls, in milliseconds, and in brackets the fastest single call (on a loaded machine, what the
+call takes when it happens to get its cores); ratio = one thread / split of the medians (above 1:
+the split is faster). "backward on
 one thread": the train step with the forward calls split and the backward call not.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
@@ -52,13 +55,13 @@ def build(batch: int, hidden: int, time_steps: int, features: int):
     }
 
 
-def median_ms(fn, args, calls: int) -> float:
+def timed_ms(fn, args, calls: int) -> list[float]:
     samples = []
     for _ in range(calls):
         start = time.perf_counter()
         jax.block_until_ready(fn(*args))
-        samples.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(samples)
+        samples.append(1e3 * (time.perf_counter() - start))
+    return samples
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> str:
     cases = {b: build(b, args.hidden, args.time, args.features) for b in batches}
     # (forward calls split, backward call split); the backward one matters to training only.
     settings = {"one thread": (False, False), "split": (True, True), "forward only": (True, False)}
-    samples: dict[tuple[int, str, str], list[float]] = {}
+    samples: dict[tuple[int, str, str], list[list[float]]] = {}
     previous = _lstm_cpu.unit_split(True, True)
     try:
         for _ in range(args.rounds + 1):  # the first round compiles and warms up, untimed
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> str:
                         if name == "forward" and setting == "forward only":
                             continue
                         _lstm_cpu.unit_split(*on)
-                        ms = median_ms(fn, fn_args, args.calls)
+                        ms = timed_ms(fn, fn_args, args.calls)
                         samples.setdefault((b, name, setting), []).append(ms)
     finally:
         _lstm_cpu.unit_split(*previous)
@@ -97,23 +100,30 @@ def main(argv: list[str] | None = None) -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     lines = [
         f"hidden {args.hidden}, time {args.time}, features {args.features}, 1 layer, float32; "
-        f"{cores} cores; median of {args.rounds} rounds x {args.calls} calls",
+        f"{cores} cores; median of {args.rounds} rounds' medians of {args.calls} calls "
+        "(fastest call in brackets)",
         "",
         "| batch | call | one thread ms | split ms | ratio | backward on one thread ms | "
         "split (rows, units) |",
         "|---|---|---|---|---|---|---|",
     ]
+
+    def cell(key) -> tuple[float, str]:
+        if key not in samples:
+            return math.nan, "-"
+        rounds = samples[key][1:]  # without the warm-up round
+        median = statistics.median(statistics.median(r) for r in rounds)
+        return median, f"{median:.2f} ({min(min(r) for r in rounds):.2f})"
+
     for b, fns in cases.items():
         plan = _lstm_cpu.plan(b, args.hidden, cores)
         for name in fns:
-            one, split, fwd_only = (
-                statistics.median(samples[(b, name, s)][1:]) if (b, name, s) in samples else None
-                for s in settings
+            (one, one_text), (split, split_text), (_, fwd_text) = (
+                cell((b, name, s)) for s in settings
             )
             lines.append(
-                f"| {b} | {name} | {one:.3f} | {split:.3f} | {one / split:.2f} | "
-                + ("-" if fwd_only is None else f"{fwd_only:.3f}")
-                + f" | {plan['rows']}, {plan['units']} |"
+                f"| {b} | {name} | {one_text} | {split_text} | {one / split:.2f} | {fwd_text} "
+                f"| {plan['rows']}, {plan['units']} |"
             )
     table = "\n".join(lines)
     print(table)

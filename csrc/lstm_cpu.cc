@@ -11,7 +11,8 @@
 // GEMM (cblas_sgemm_pack/compute, the API oneMKL offers for one matrix used at every step), each
 // step is that GEMM plus one vectorised pass over its gates, so there is no per-step dispatch
 // of separate XLA kernels and no while-loop bookkeeping; the rows of the batch, which are
-// independent sequences, are split over threads for the whole call; and after the reverse loop
+// independent sequences, are split over threads for the whole call (a batch too small for that
+// with a large hidden size splits each step by hidden units instead); and after the reverse loop
 // the input, weight and bias gradients are one GEMM each over all steps. The threads are XLA's
 // own intra-op pool (the FFI ThreadPool), oneMKL sequential inside: no OpenMP runtime.
 //
@@ -402,8 +403,11 @@ void run_phases(ffi::ThreadPool& pool, int blocks, int64_t phases, const Fn& fn)
 //   each of the four gate blocks; it packs only its columns of the step weight, computes their
 //   gates for all rows and updates c and h for its units; the next step starts when all of h is
 //   new. The backward pass splits dh_{t-1} = dgates_t @ kernel_hh^T by output units the same way.
-//   Measured (benchmarks/README.md) faster at hidden >= kUnitsMinHidden for batch 1 and 4; at
-//   smaller sizes the barrier costs more than the halved step.
+//   Measured on 2 free cores (benchmarks/README.md, benchmarks/small_batch.py): 1.4-2x faster
+//   at hidden 128, 256 and 512 for batch 1, 4 and 7, forward and training; at hidden 64 the
+//   training step was no faster (the barrier costs about what the halved step saves). On cores
+//   taken by other processes a step waits for a thread that is not running, and the split is
+//   slower than one thread (as every use of several cores is there).
 // - else one thread.
 struct Plan {
   int rows = 1, units = 1;
