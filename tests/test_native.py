@@ -554,6 +554,33 @@ def test_small_batch_hidden_256_matches_oracle(batch, masked, reverse):
 
 
 @needs_kernel
+def test_small_batch_split_with_uneven_units_matches_oracle():
+    """Hidden 200: blocks of units that are not all alike (96 and 104 units on two threads), a
+    batch of 3 with padding: outputs against the oracle, gradients against the pure-JAX path."""
+    p, x, s0 = _case(15, 3, 9, 2, 200)
+    p = jax.tree.map(lambda a: a * 0.3, p)
+    lengths = np.array([9, 4, 6])
+
+    def loss(p, x, s0):
+        y, s = lstm_layer(p, x, s0, lengths)
+        return jnp.sum(jnp.sin(3 * y)) + jnp.sum(s.h * s.c), (y, s)
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2), has_aux=True))
+    with kernels.use("native"):
+        grads, (y, s) = grad(p, x, s0)
+        y_infer, s_infer = jax.jit(lambda p, x: lstm_layer(p, x, s0, lengths))(p, x)
+    with kernels.use("xla"):
+        grads_xla, _ = grad(p, x, s0)
+    y_ref, h_ref, c_ref = lstm_layer_reference(p, x, s0.h, s0.c, lengths)
+    outs = (y, s.h, s.c, y_infer, s_infer.h, s_infer.c)
+    for out, ref in zip(outs, 2 * (y_ref, h_ref, c_ref), strict=True):
+        np.testing.assert_allclose(out, ref, atol=2e-5)
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4), grads, grads_xla
+    )
+
+
+@needs_kernel
 def test_small_batch_split_under_concurrent_callers():
     """Three threads calling the split kernel at once keep the pool busy (a helper may start late
     or never): every call finishes, with the numbers of a call made alone."""
