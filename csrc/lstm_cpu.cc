@@ -127,7 +127,8 @@ void backward_step_math(const float* __restrict acts, const float* __restrict c_
   for (int64_t b = 0; b < batch; ++b) {
     float* d = dg + b * g4;
     if (mask != nullptr && mask[b] <= 0.0f) {
-      for (int64_t q = 0; q < 4; ++q) std::memset(d + q * hidden + lo, 0, sizeof(float) * (hi - lo));
+      for (int64_t q = 0; q < 4; ++q)
+        std::memset(d + q * hidden + lo, 0, sizeof(float) * (hi - lo));
       continue;
     }
     const float* a = acts + b * g4;
