@@ -11,7 +11,8 @@
 // GEMM (cblas_sgemm_pack/compute, the API oneMKL offers for one matrix used at every step), each
 // step is that GEMM plus one vectorised pass over its gates, so there is no per-step dispatch
 // of separate XLA kernels and no while-loop bookkeeping; the rows of the batch, which are
-// independent sequences, are split over threads for the whole call; and after the reverse loop
+// independent sequences, are split over threads for the whole call (a batch too small for that
+// with a large hidden size splits each step by hidden units instead); and after the reverse loop
 // the input, weight and bias gradients are one GEMM each over all steps. The threads are XLA's
 // own intra-op pool (the FFI ThreadPool), oneMKL sequential inside: no OpenMP runtime.
 //
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -34,6 +36,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "xla/ffi/api/c_api.h"
@@ -111,19 +114,21 @@ void forward_step_math(float* __restrict gates, const float* __restrict bias,
   }
 }
 
-// One reverse step. acts (batch, 4H) after the nonlinearities; writes the gate gradients
-// (w.r.t. the pre-activations) to dg and the cell gradient to pass back to dc (in place).
-// dh holds the carried dh on entry.
+// One reverse step over the units [lo, hi) (all units: 0, hidden). acts (batch, 4H) after the
+// nonlinearities; writes the gate gradients (w.r.t. the pre-activations) of these units to dg
+// and the cell gradient to pass back to dc (in place). dh holds the carried dh on entry.
 STACKLSTM_SIMD
 void backward_step_math(const float* __restrict acts, const float* __restrict c_t,
                         const float* __restrict c_prev, const float* __restrict dy,
                         const float* __restrict dh, float* __restrict dc, float* __restrict dg,
-                        const float* __restrict mask, int64_t batch, int64_t hidden) {
+                        const float* __restrict mask, int64_t batch, int64_t hidden, int64_t lo,
+                        int64_t hi) {
   const int64_t g4 = 4 * hidden;
   for (int64_t b = 0; b < batch; ++b) {
     float* d = dg + b * g4;
     if (mask != nullptr && mask[b] <= 0.0f) {
-      std::memset(d, 0, sizeof(float) * g4);
+      for (int64_t q = 0; q < 4; ++q)
+        std::memset(d + q * hidden + lo, 0, sizeof(float) * (hi - lo));
       continue;
     }
     const float* a = acts + b * g4;
@@ -134,7 +139,7 @@ void backward_step_math(const float* __restrict acts, const float* __restrict c_
     const float* dhb = dh + b * hidden;
     float* dcb = dc + b * hidden;
 #pragma omp simd
-    for (int64_t j = 0; j < hidden; ++j) {
+    for (int64_t j = lo; j < hi; ++j) {
       float tc = fast_tanh(cb[j]);
       float dht = dhb[j] + dyb[j];
       float dct = dcb[j] + dht * o[j] * (1.0f - tc * tc);
@@ -143,6 +148,59 @@ void backward_step_math(const float* __restrict acts, const float* __restrict c_
       d[2 * hidden + j] = dct * i[j] * (1.0f - g[j] * g[j]);
       d[3 * hidden + j] = dht * tc * o[j] * (1.0f - o[j]);
       dcb[j] = dct * f[j];
+    }
+  }
+}
+
+// One forward step over the units [lo, lo + w) when the step is split by units (see
+// run_phases): z (batch, 4w) holds this block's columns of the step's GEMM, its i, f, g, o
+// side by side, and bias_w (4w,) the bias in the same order. Adds `proj` (nullptr, or the input
+// projection in the full (batch, 4H) layout: training) and the bias, applies the
+// nonlinearities, writes them back to proj's place (training's activations), then updates c
+// (batch, hidden; in place), reads h_in and writes h_out (rows of length ld_h) and writes the
+// output ys (batch, hidden), all for these units only. A padded row keeps its state and
+// outputs zeros.
+STACKLSTM_SIMD
+void unit_step_math(float* __restrict z, const float* __restrict bias_w, float* __restrict proj,
+                    float* __restrict c, const float* __restrict h_in, float* __restrict h_out,
+                    float* __restrict ys, const float* __restrict mask, int64_t batch,
+                    int64_t hidden, int64_t lo, int64_t w, int64_t ld_h) {
+  for (int64_t b = 0; b < batch; ++b) {
+    float* zb = z + b * 4 * w;
+    for (int64_t q = 0; q < 4; ++q) {  // i, f, g, o
+      const float s = q == 2 ? 1.0f : 0.5f, sh = q == 2 ? 0.0f : 0.5f;
+      float* zq = zb + q * w;
+      const float* bq = bias_w + q * w;
+      float* pq = proj != nullptr ? proj + b * 4 * hidden + q * hidden + lo : nullptr;
+      if (pq != nullptr) {
+#pragma omp simd
+        for (int64_t j = 0; j < w; ++j) {
+          const float a = fast_tanh((zq[j] + pq[j] + bq[j]) * s) * s + sh;
+          zq[j] = a;
+          pq[j] = a;
+        }
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < w; ++j) zq[j] = fast_tanh((zq[j] + bq[j]) * s) * s + sh;
+      }
+    }
+    const float *i = zb, *f = zb + w, *g = zb + 2 * w, *o = zb + 3 * w;
+    float* cb = c + b * hidden + lo;
+    const float* hb_in = h_in + b * ld_h + lo;
+    float* hb = h_out + b * ld_h + lo;
+    float* yb = ys + b * hidden + lo;
+    if (mask == nullptr || mask[b] > 0.0f) {
+#pragma omp simd
+      for (int64_t j = 0; j < w; ++j) {
+        float cn = f[j] * cb[j] + i[j] * g[j];
+        float hn = o[j] * fast_tanh(cn);
+        cb[j] = cn;
+        hb[j] = hn;
+        yb[j] = hn;
+      }
+    } else {
+      std::memcpy(hb, hb_in, sizeof(float) * w);
+      std::memset(yb, 0, sizeof(float) * w);
     }
   }
 }
@@ -167,18 +225,25 @@ void project(const float* x, const float* w_ih, float* out, int64_t rows, int64_
 // C (m, n) = beta * C + A (m, k) @ op(w).
 class PackedWeight {
  public:
-  PackedWeight(const float* w, CBLAS_TRANSPOSE trans, int64_t m, int64_t n, int64_t k)
-      : m_(m), n_(n), k_(k) {
+  PackedWeight() = default;
+  PackedWeight(const float* w, CBLAS_TRANSPOSE trans, int64_t m, int64_t n, int64_t k) {
+    pack(w, trans, m, n, k);
+  }
+  ~PackedWeight() { mkl_free(data_); }
+  PackedWeight(const PackedWeight&) = delete;
+  PackedWeight& operator=(const PackedWeight&) = delete;
+  // Packs w: (k, n) row-major, or (n, k) with trans. Never throws; false when out of memory.
+  bool pack(const float* w, CBLAS_TRANSPOSE trans, int64_t m, int64_t n, int64_t k) {
+    mkl_free(data_);
+    m_ = m, n_ = n, k_ = k;
     const size_t bytes =
         cblas_sgemm_pack_get_size(CblasBMatrix, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k);
     data_ = static_cast<float*>(mkl_malloc(bytes, 64));
     if (data_ != nullptr)
       cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, trans, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k,
                        1.0f, w, trans == CblasNoTrans ? (MKL_INT)n : (MKL_INT)k, data_);
+    return data_ != nullptr;
   }
-  ~PackedWeight() { mkl_free(data_); }
-  PackedWeight(const PackedWeight&) = delete;
-  PackedWeight& operator=(const PackedWeight&) = delete;
   bool ok() const { return data_ != nullptr; }
   void multiply(const float* a, float beta, float* c) const {
     cblas_sgemm_compute(CblasRowMajor, CblasNoTrans, CblasPacked, (MKL_INT)m_, (MKL_INT)n_,
@@ -186,7 +251,7 @@ class PackedWeight {
   }
 
  private:
-  int64_t m_, n_, k_;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
   float* data_ = nullptr;
 };
 
@@ -242,14 +307,136 @@ void run_blocks(ffi::ThreadPool& pool, int blocks, const Fn& fn) {
   state->all_done.wait(lock, [&] { return state->done == state->blocks; });
 }
 
-// Threads for the recurrence of one call. The rows of a batch are independent sequences, so
-// each block runs the whole recurrence over its own rows, with no synchronisation between
-// steps. Small steps stay on one thread: waking another costs more.
-int threads_for(ffi::ThreadPool& pool, int64_t batch, int64_t hidden) {
+// Runs fn(phase, k) for every phase in [0, phases) and block k in [0, blocks), phase after
+// phase: no block of a phase starts before every block of the one before has finished (a
+// barrier per phase, e.g. one per step of the recurrence), on the calling thread and up to
+// blocks - 1 pool threads. fn must not throw.
+//
+// The same no-deadlock rule as run_blocks: a block is claimed (per block, the last phase claimed,
+// moved on by compare-and-swap) before it runs, so every claimed block is being run by a running
+// thread, and a thread waits only for the blocks of the phase before, all of them claimed. A pool
+// thread that starts late joins at the current phase; one that never starts leaves its blocks to
+// the others (the caller alone runs them all when the pool is busy). Each thread tries its own
+// block first (the caller block 0, the i-th helper block i), so a block's weights stay in one
+// core's cache from step to step while all threads keep up. A waiting thread spins briefly, then
+// yields its core (the machine may have fewer free cores than the pool has threads). The caller
+// returns when all blocks of the last phase are done; a helper still in its loop then finds
+// nothing to claim and never touches fn (the state is shared, as in run_blocks).
+struct PhaseState {
+  int blocks = 0;
+  int64_t phases = 0;
+  std::atomic<int64_t> done{0};  // blocks finished over all phases: phase p is over at (p+1)*blocks
+  std::atomic<int> helpers{0};
+  std::unique_ptr<std::atomic<int64_t>[]> claimed;  // per block: the last phase claimed
+  const void* fn = nullptr;
+  void (*run)(const void*, int64_t, int) = nullptr;
+};
+
+// Waits until done >= target: spins up to ~50 us (a few steps' worth), then yields its core.
+void wait_for(const std::atomic<int64_t>& done, int64_t target) {
+  if (done.load(std::memory_order_acquire) >= target) return;
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  bool spinning = true;
+  for (int spins = 1; done.load(std::memory_order_acquire) < target; ++spins) {
+    if (!spinning) {
+      std::this_thread::yield();
+    } else {
+      __builtin_ia32_pause();
+      if (spins % 64 == 0) spinning = std::chrono::steady_clock::now() < spin_until;
+    }
+  }
+}
+
+void work_on_phases(PhaseState& state, int first) {
+  const int blocks = state.blocks;
+  for (int64_t p = state.done.load(std::memory_order_acquire) / blocks; p < state.phases; ++p) {
+    wait_for(state.done, p * blocks);
+    for (int i = 0; i < blocks; ++i) {
+      const int k = (first + i) % blocks;
+      int64_t last = p - 1;
+      if (state.claimed[k].load(std::memory_order_relaxed) != last ||
+          !state.claimed[k].compare_exchange_strong(last, p))
+        continue;
+      state.run(state.fn, p, k);
+      state.done.fetch_add(1, std::memory_order_release);
+    }
+  }
+}
+
+template <typename Fn>
+void run_phases(ffi::ThreadPool& pool, int blocks, int64_t phases, const Fn& fn) {
+  std::shared_ptr<PhaseState> state;
+  try {
+    state = std::make_shared<PhaseState>();
+    state->claimed.reset(new std::atomic<int64_t>[std::max(blocks, 1)]);
+  } catch (const std::bad_alloc&) {
+    state.reset();
+  }
+  if (state == nullptr || blocks <= 1) {
+    for (int64_t p = 0; p < phases; ++p)
+      for (int k = 0; k < blocks; ++k) fn(p, k);
+    return;
+  }
+  state->blocks = blocks;
+  state->phases = phases;
+  for (int k = 0; k < blocks; ++k) state->claimed[k].store(-1, std::memory_order_relaxed);
+  state->fn = &fn;
+  state->run = [](const void* f, int64_t p, int k) { (*static_cast<const Fn*>(f))(p, k); };
+  for (int k = 1; k < blocks; ++k) {
+    try {
+      pool.Schedule([state] { work_on_phases(*state, 1 + state->helpers.fetch_add(1)); });
+    } catch (const std::bad_alloc&) {
+      break;  // the caller runs what is left
+    }
+  }
+  work_on_phases(*state, 0);
+  wait_for(state->done, phases * blocks);
+}
+
+// How one call's recurrence is split over threads, from its batch, hidden size and the pool's
+// threads (exposed to Python as _lstm_cpu.plan()).
+//
+// - rows: the rows of a batch are independent sequences, so each block runs the whole
+//   recurrence over its own rows, with no synchronisation between steps: batches of 8 and more
+//   (at least 4 rows a thread), once a step is big enough that waking a thread pays.
+// - units: a smaller batch with a large hidden size splits each STEP by hidden units instead
+//   (run_phases, one barrier per step): thread k owns the units [a, b), i.e. those columns of
+//   each of the four gate blocks; it packs only its columns of the step weight, computes their
+//   gates for all rows and updates c and h for its units; the next step starts when all of h is
+//   new. The backward pass splits dh_{t-1} = dgates_t @ kernel_hh^T by output units the same way.
+//   Measured on 2 free cores (benchmarks/README.md, benchmarks/small_batch.py): 1.4-2x faster
+//   at hidden 128, 256 and 512 for batch 1, 4 and 7, forward and training; at hidden 64 the
+//   training step was no faster (the barrier costs about what the halved step saves). On cores
+//   taken by other processes a step waits for a thread that is not running, and the split is
+//   slower than one thread (as every use of several cores is there).
+// - else one thread.
+struct Plan {
+  int rows = 1, units = 1;
+};
+
+constexpr int64_t kUnitsMinHidden = 128;  // and at least 64 units a block
+// Off only for measurements (_lstm_cpu.unit_split): the forward calls' and the backward's.
+std::atomic<bool> units_split_on[2] = {{true}, {true}};
+
+Plan plan_for(int64_t pool_threads, int64_t batch, int64_t hidden, bool backward = false) {
+  Plan plan;
+  const int64_t threads = std::max<int64_t>(1, pool_threads);
   const int64_t step_flops = 2 * batch * 4 * hidden * hidden;
-  if (step_flops < (int64_t{1} << 19)) return 1;
-  const int64_t threads = std::min<int64_t>(std::max<int64_t>(1, pool.num_threads()), batch / 4);
-  return static_cast<int>(std::max<int64_t>(1, threads));
+  if (step_flops >= (int64_t{1} << 19))
+    plan.rows = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, batch / 4)));
+  if (plan.rows == 1 && hidden >= kUnitsMinHidden && units_split_on[backward].load())
+    plan.units = static_cast<int>(std::min<int64_t>(threads, hidden / 64));
+  return plan;
+}
+
+Plan plan_for(ffi::ThreadPool& pool, int64_t batch, int64_t hidden, bool backward) {
+  return plan_for(pool.num_threads(), batch, hidden, backward);
+}
+
+// The units [lo, hi) of block k of `blocks`, in multiples of 16 (whole cache lines).
+void unit_range(int64_t hidden, int blocks, int k, int64_t& lo, int64_t& hi) {
+  lo = k == 0 ? 0 : (hidden * k / blocks) & ~int64_t{15};
+  hi = k + 1 == blocks ? hidden : (hidden * (k + 1) / blocks) & ~int64_t{15};
 }
 
 // Runs fn(first_row, n_rows) once per block over a split of the rows; false if any call
@@ -380,6 +567,81 @@ ffi::Error out_of_memory() {
   return ffi::Error(ffi::ErrorCode::kResourceExhausted, "stacklstm LSTM kernel: out of memory");
 }
 
+// The forward recurrence split by hidden units (Plan::units; see plan_for and run_phases):
+// phase 0 lays out and packs each block's columns of the step weight, phase 1 + t is step t.
+// Shapes checked and the state copied in by forward().
+ffi::Error forward_units(ffi::ThreadPool& pool, int blocks, int64_t time, int64_t batch,
+                         int64_t f, int64_t hidden, const float* xp, const float* w_ih,
+                         const float* w_hh, const float* bias, const float* m, float* ys,
+                         float* h, float* c, float* acts, float* cs, float* h_prev) {
+  const bool saving = acts != nullptr;
+  // A step's GEMM rows: [x_t, h] (inference: one GEMM with [kernel_ih; kernel_hh], as on the
+  // rows path) or h (training: the activations already hold x_t @ kernel_ih).
+  const int64_t g4 = 4 * hidden, x_cols = saving ? 0 : f, k = x_cols + hidden;
+  // Made here, before any thread runs: each block's columns of the step weight (k, 4w) and of
+  // the bias (4w,), its i, f, g, o side by side, blocks one after the other; each block's gates
+  // (batch, 4w); and two buffers of GEMM rows (batch, k), step t reading one and writing the
+  // other (another block may still be reading this step's h when a block writes its units).
+  std::vector<float> weights, biases, gates, step_rows;
+  std::unique_ptr<PackedWeight[]> packed;
+  try {
+    weights.resize(k * g4);
+    biases.resize(g4);
+    gates.resize(batch * g4);
+    step_rows.resize(2 * batch * k);
+    packed.reset(new PackedWeight[blocks]);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    if (x_cols > 0) std::memcpy(step_rows.data() + b * k, xp + b * f, sizeof(float) * f);
+    std::memcpy(step_rows.data() + b * k + x_cols, h + b * hidden, sizeof(float) * hidden);
+  }
+  std::atomic<bool> ok{true};
+  run_phases(pool, blocks, time + 1, [&](int64_t p, int kb) {
+    int64_t lo, hi;
+    unit_range(hidden, blocks, kb, lo, hi);
+    const int64_t w = hi - lo;
+    if (w <= 0) return;
+    float* wk = weights.data() + k * 4 * lo;
+    float* bk = biases.data() + 4 * lo;
+    float* zk = gates.data() + batch * 4 * lo;
+    if (p == 0) {
+      for (int64_t r = 0; r < k; ++r) {
+        const float* src = r < x_cols ? w_ih + r * g4 : w_hh + (r - x_cols) * g4;
+        for (int64_t q = 0; q < 4; ++q)
+          std::memcpy(wk + r * 4 * w + q * w, src + q * hidden + lo, sizeof(float) * w);
+      }
+      for (int64_t q = 0; q < 4; ++q)
+        std::memcpy(bk + q * w, bias + q * hidden + lo, sizeof(float) * w);
+      if (!packed[kb].pack(wk, CblasNoTrans, batch, 4 * w, k)) ok = false;
+      return;
+    }
+    if (!packed[kb].ok()) return;
+    const int64_t t = p - 1, row = t * batch;
+    const float* in = step_rows.data() + (t % 2) * batch * k;
+    float* out = step_rows.data() + ((t + 1) % 2) * batch * k;
+    if (kb == 0 && x_cols > 0 && t + 1 < time)  // the next step's x_t
+      for (int64_t b = 0; b < batch; ++b)
+        std::memcpy(out + b * k, xp + (row + batch + b) * f, sizeof(float) * f);
+    if (h_prev != nullptr)
+      for (int64_t b = 0; b < batch; ++b)
+        std::memcpy(h_prev + (row + b) * hidden + lo, in + b * k + x_cols + lo,
+                    sizeof(float) * w);
+    packed[kb].multiply(in, 0.0f, zk);  // this block's columns of the step's GEMM
+    unit_step_math(zk, bk, saving ? acts + row * g4 : nullptr, c, in + x_cols, out + x_cols,
+                   ys + row * hidden, m ? m + row : nullptr, batch, hidden, lo, w, k);
+    if (saving)
+      for (int64_t b = 0; b < batch; ++b)
+        std::memcpy(cs + (row + b) * hidden + lo, c + b * hidden + lo, sizeof(float) * w);
+  });
+  if (!ok) return out_of_memory();
+  const float* last = step_rows.data() + (time % 2) * batch * k + x_cols;
+  for (int64_t b = 0; b < batch; ++b)
+    std::memcpy(h + b * hidden, last + b * k, sizeof(float) * hidden);
+  return ffi::Error::Success();
+}
+
 // The forward recurrence. With `saved` (training) the activations, the cell states and the h
 // each step starts from are written for the backward pass; the input projection of all steps goes
 // straight into the activations array. Without it, nothing of the sequence is stored but the
@@ -415,6 +677,10 @@ ffi::Error forward(ffi::ThreadPool& pool, int64_t time, int64_t batch, int64_t f
     });
   }
   advise_huge_pages(ys, sizeof(float) * time * bh);
+  const Plan plan = plan_for(pool, batch, hidden, false);
+  if (plan.units > 1)
+    return forward_units(pool, plan.units, time, batch, features, hidden, xp, w_ih.typed_data(),
+                         w_hh.typed_data(), bias.typed_data(), m, ys, h, c, acts, cs, h_prev);
   const float* bias_p = bias.typed_data();
   // Training: the gates already hold x_t @ kernel_ih; a step adds h @ kernel_hh. Inference: a
   // step is ONE GEMM [x_t, h] @ [kernel_ih; kernel_hh] (no projection array at all), its gates
@@ -435,8 +701,7 @@ ffi::Error forward(ffi::ThreadPool& pool, int64_t time, int64_t batch, int64_t f
     std::memcpy(stacked.data() + f * g4, w_hh.typed_data(), sizeof(float) * hidden * g4);
   }
   const float* step_weight = saving ? w_hh.typed_data() : stacked.data();
-  bool ok = parallel_rows(pool, batch, threads_for(pool, batch, hidden), [&](int64_t lo,
-                                                                              int64_t rows) {
+  bool ok = parallel_rows(pool, batch, plan.rows, [&](int64_t lo, int64_t rows) {
     PackedWeight w(step_weight, CblasNoTrans, rows, g4, k);
     if (!w.ok()) return false;
     float* buffer = saving ? nullptr : gate_rows.data() + lo * g4;
@@ -528,6 +793,51 @@ ffi::Error ForwardTrain(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buff
                  cs->typed_data(), no_h_prev ? nullptr : h_prev->typed_data());
 }
 
+// The reverse recurrence split by hidden units (Plan::units). Step t's gate gradients of a
+// block's units need only those units of dh and dc, but dh_{t-1} = d_gates_t @ kernel_hh^T needs
+// all of step t's gate gradients: each block computes its units of dh_{t-1} (its rows of
+// kernel_hh, packed in phase 0) from the full d_gates_t, one phase after that step's gate
+// gradients. Phase p: dh_{t} for t = time - p (p > 0), then the gate gradients of step
+// time - 1 - p (p < time). dh_new: (batch, hidden) scratch, each block its (batch, w) piece.
+// False when out of memory.
+bool backward_units(ffi::ThreadPool& pool, int blocks, int64_t time, int64_t batch,
+                    int64_t hidden, const float* a, const float* c, const float* c0,
+                    const float* dy, const float* w_hh, const float* m, float* dh, float* dc,
+                    float* dg, float* dh_new) {
+  const int64_t g4 = 4 * hidden;
+  std::unique_ptr<PackedWeight[]> packed;
+  try {
+    packed.reset(new PackedWeight[blocks]);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  std::atomic<bool> ok{true};
+  run_phases(pool, blocks, time + 1, [&](int64_t p, int kb) {
+    int64_t lo, hi;
+    unit_range(hidden, blocks, kb, lo, hi);
+    const int64_t w = hi - lo;
+    if (w <= 0) return;
+    if (p == 0 && !packed[kb].pack(w_hh + lo * g4, CblasTrans, batch, w, g4)) ok = false;
+    if (!packed[kb].ok()) return;
+    float* dh_w = dh_new + batch * lo;
+    if (p > 0) {  // dh_{t-1} = d_gates_t @ kernel_hh^T; a padded row passes dh through unchanged.
+      const int64_t row = (time - p) * batch;
+      const float* m_t = m ? m + row : nullptr;
+      packed[kb].multiply(dg + row * g4, 0.0f, dh_w);
+      for (int64_t b = 0; b < batch; ++b)
+        if (m_t == nullptr || m_t[b] > 0.0f)
+          std::memcpy(dh + b * hidden + lo, dh_w + b * w, sizeof(float) * w);
+    }
+    if (p < time) {
+      const int64_t t = time - 1 - p, row = t * batch;
+      const float* c_prev = t > 0 ? c + (row - batch) * hidden : c0;
+      backward_step_math(a + row * g4, c + row * hidden, c_prev, dy + row * hidden, dh, dc,
+                         dg + row * g4, m ? m + row : nullptr, batch, hidden, lo, hi);
+    }
+  });
+  return ok;
+}
+
 // The one gate-gradient buffer kept across calls (see Backward), at most 256 MB.
 constexpr size_t kKeptGateGrads = size_t{1} << 26;
 std::mutex kept_gate_grads_mutex;
@@ -614,8 +924,8 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> acts, ffi::Buffe
     return out_of_memory();
   }
   float* dg = gate_grads.data();
-  bool ok = parallel_rows(pool, batch, threads_for(pool, batch, hidden), [&](int64_t lo,
-                                                                              int64_t rows) {
+  const Plan plan = plan_for(pool, batch, hidden, true);
+  const auto by_rows = [&](int64_t lo, int64_t rows) {
     PackedWeight w(w_hh.typed_data(), CblasTrans, rows, hidden, g4);
     if (!w.ok()) return false;
     float* dh_new = dh_rows_new.data() + lo * hidden;
@@ -626,7 +936,7 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> acts, ffi::Buffe
       const float* m_t = m ? m + row : nullptr;
       const float* c_prev = t > 0 ? c + (row - batch) * hidden : c0.typed_data() + lo * hidden;
       backward_step_math(a + row * g4, c + row * hidden, c_prev, dy + row * hidden, dh_rows,
-                         dc_rows, dg + row * g4, m_t, rows, hidden);
+                         dc_rows, dg + row * g4, m_t, rows, hidden, 0, hidden);
       // dh_{t-1} = d_gates_t @ kernel_hh^T; a padded row passes dh through unchanged.
       w.multiply(dg + row * g4, 0.0f, dh_new);
       for (int64_t b = 0; b < rows; ++b)
@@ -634,7 +944,11 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> acts, ffi::Buffe
           std::memcpy(dh_rows + b * hidden, dh_new + b * hidden, sizeof(float) * hidden);
     }
     return true;
-  });
+  };
+  const bool ok = plan.units > 1 ? backward_units(pool, plan.units, time, batch, hidden, a, c,
+                                                  c0.typed_data(), dy, w_hh.typed_data(), m, dh,
+                                                  dc, dg, dh_rows_new.data())
+                                 : parallel_rows(pool, batch, plan.rows, by_rows);
   if (!ok) return out_of_memory();
   // The input, weight and bias gradients: one GEMM each over all (time * batch) rows, on all
   // of oneMKL's threads.
@@ -732,9 +1046,33 @@ PyObject* build_info(PyObject*, PyObject*) {
                        "jaxlib", STACKLSTM_JAXLIB_VERSION);
 }
 
+// The split plan_for chooses for (batch, hidden, pool threads): {"rows": n, "units": n}.
+PyObject* split_plan(PyObject*, PyObject* args) {
+  long long batch, hidden, threads;
+  if (!PyArg_ParseTuple(args, "LLL", &batch, &hidden, &threads)) return nullptr;
+  const Plan p = plan_for(threads, batch, hidden);
+  return Py_BuildValue("{s:i,s:i}", "rows", p.rows, "units", p.units);
+}
+
+// Turns the split by units of the forward calls and of the backward call on or off for the
+// whole process; returns the previous settings. For measurements only
+// (benchmarks/small_batch.py); both are on by default.
+PyObject* unit_split(PyObject*, PyObject* args) {
+  int forward, backward;
+  if (!PyArg_ParseTuple(args, "pp", &forward, &backward)) return nullptr;
+  const bool was_forward = units_split_on[0].exchange(forward != 0);
+  const bool was_backward = units_split_on[1].exchange(backward != 0);
+  return Py_BuildValue("(NN)", PyBool_FromLong(was_forward), PyBool_FromLong(was_backward));
+}
+
 PyMethodDef methods[] = {
     {"handlers", handlers, METH_NOARGS, "The XLA FFI handlers of the CPU LSTM kernel."},
     {"build_info", build_info, METH_NOARGS, "The FFI API and jaxlib versions of this build."},
+    {"plan", split_plan, METH_VARARGS,
+     "plan(batch, hidden, threads): how a call's recurrence is split over threads."},
+    {"unit_split", unit_split, METH_VARARGS,
+     "unit_split(forward, backward): the split by units on or off (for measurements); the "
+     "previous settings."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lstm_cpu",

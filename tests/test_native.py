@@ -500,3 +500,115 @@ def test_batch_16_hidden_64_matches_oracle(path, masked, reverse):
         with kernels.use("xla"):
             grads_xla, _ = jax.jit(jax.grad(loss, argnums=(0, 1), has_aux=True))(p, x)
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-4), grads, grads_xla)
+
+
+# --- small batches, large hidden sizes: each step split by hidden units ----------------------
+
+
+@needs_kernel
+def test_split_plan_rows_for_big_batches_units_for_small_ones():
+    """The kernel's choice: rows of a batch of 8 and more over the threads; a smaller batch with
+    hidden >= 128 splits each step by hidden units (at least 64 a thread); one thread else."""
+    from stacklstm import _lstm_cpu
+
+    plan = lambda batch, hidden, threads: tuple(_lstm_cpu.plan(batch, hidden, threads).values())  # noqa: E731
+    assert plan(16, 64, 2) == (2, 1)  # test_batch_16_hidden_64_matches_oracle's rows
+    assert plan(64, 256, 8) == (8, 1)
+    assert plan(1, 256, 2) == plan(4, 256, 2) == plan(7, 128, 2) == (1, 2)
+    assert plan(1, 256, 8) == (1, 4) and plan(8, 256, 2) == (2, 1)
+    assert plan(1, 256, 1) == plan(4, 64, 2) == plan(1, 96, 4) == (1, 1)
+
+
+@needs_kernel
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("masked, reverse", [(False, False), (True, True)])
+def test_small_batch_hidden_256_matches_oracle(batch, masked, reverse):
+    """Batch 1 and 4 at hidden 256: the kernel splits each step (and each reverse step) by hidden
+    units over its threads where two cores are there. Inference and training outputs and final
+    states against the oracle, all gradients (weights, inputs, initial state) against the
+    pure-JAX path's."""
+    p, x, s0 = _case(10 + batch, batch, 20, 5, 256)
+    p = jax.tree.map(lambda a: a * 0.3, p)
+    lengths = np.array([20, 7, 13, 1][:batch]) if masked else None
+    if masked and batch == 1:
+        lengths = np.array([13])
+
+    def loss(p, x, s0):
+        y, s = lstm_layer(p, x, s0, lengths, reverse)
+        return jnp.sum(jnp.sin(3 * y)) + jnp.sum(s.h * s.c), (y, s)
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2), has_aux=True))
+    with kernels.use("native"):
+        grads, (y, s) = grad(p, x, s0)
+        y_infer, s_infer = jax.jit(lambda p, x: lstm_layer(p, x, s0, lengths, reverse))(p, x)
+    y_ref, h_ref, c_ref = lstm_layer_reference(p, x, s0.h, s0.c, lengths, reverse)
+    outs = (y, s.h, s.c, y_infer, s_infer.h, s_infer.c)
+    for out, ref in zip(outs, 2 * (y_ref, h_ref, c_ref), strict=True):
+        np.testing.assert_allclose(out, ref, atol=2e-5)
+    with kernels.use("xla"):
+        grads_xla, _ = grad(p, x, s0)
+    assert max(float(np.max(np.abs(g))) for g in jax.tree.leaves(grads_xla)) > 10
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4), grads, grads_xla
+    )
+
+
+@needs_kernel
+def test_small_batch_split_with_uneven_units_matches_oracle():
+    """Hidden 200: blocks of units that are not all alike (96 and 104 units on two threads), a
+    batch of 3 with padding: outputs against the oracle, gradients against the pure-JAX path."""
+    p, x, s0 = _case(15, 3, 9, 2, 200)
+    p = jax.tree.map(lambda a: a * 0.3, p)
+    lengths = np.array([9, 4, 6])
+
+    def loss(p, x, s0):
+        y, s = lstm_layer(p, x, s0, lengths)
+        return jnp.sum(jnp.sin(3 * y)) + jnp.sum(s.h * s.c), (y, s)
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2), has_aux=True))
+    with kernels.use("native"):
+        grads, (y, s) = grad(p, x, s0)
+        y_infer, s_infer = jax.jit(lambda p, x: lstm_layer(p, x, s0, lengths))(p, x)
+    with kernels.use("xla"):
+        grads_xla, _ = grad(p, x, s0)
+    y_ref, h_ref, c_ref = lstm_layer_reference(p, x, s0.h, s0.c, lengths)
+    outs = (y, s.h, s.c, y_infer, s_infer.h, s_infer.c)
+    for out, ref in zip(outs, 2 * (y_ref, h_ref, c_ref), strict=True):
+        np.testing.assert_allclose(out, ref, atol=2e-5)
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4), grads, grads_xla
+    )
+
+
+@needs_kernel
+def test_small_batch_split_under_concurrent_callers():
+    """Three threads calling the split kernel at once keep the pool busy (a helper may start late
+    or never): every call finishes, with the numbers of a call made alone."""
+    import threading
+
+    p, x, s0 = _case(14, 1, 20, 5, 256)
+    p = jax.tree.map(lambda a: a * 0.3, p)
+    lengths = np.array([17])
+
+    def loss(p, x):
+        y, s = lstm_layer(p, x, s0, lengths)
+        return jnp.sum(jnp.sin(3 * y)) + jnp.sum(s.h * s.c)
+
+    with kernels.use("native"):
+        step = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+        alone = jax.block_until_ready(step(p, x))
+    results = []
+
+    def call():
+        for _ in range(10):
+            results.append(jax.block_until_ready(step(p, x)))
+
+    callers = [threading.Thread(target=call) for _ in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join(timeout=120)
+    assert not any(c.is_alive() for c in callers) and len(results) == 30
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # noqa: E731
+    for got in results:  # the same program on the same inputs
+        jax.tree.map(close, got, alone)
