@@ -332,6 +332,15 @@ struct PhaseState {
   void (*run)(const void*, int64_t, int) = nullptr;
 };
 
+// A hint to the core that this thread is spinning (frees the pipeline for a sibling thread).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Waits until done >= target: spins up to ~50 us (a few steps' worth), then yields its core.
 void wait_for(const std::atomic<int64_t>& done, int64_t target) {
   if (done.load(std::memory_order_acquire) >= target) return;
@@ -341,7 +350,7 @@ void wait_for(const std::atomic<int64_t>& done, int64_t target) {
     if (!spinning) {
       std::this_thread::yield();
     } else {
-      __builtin_ia32_pause();
+      cpu_relax();
       if (spins % 64 == 0) spinning = std::chrono::steady_clock::now() < spin_until;
     }
   }
