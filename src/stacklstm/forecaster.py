@@ -46,14 +46,13 @@ import jax.numpy as jnp
 from .checks import check_int
 from .inputs import ForecastInputs as ForecastInputs
 from .kernels.lstm import LSTMState
-from .layers import zero_state
-from .model import check_model_args, check_model_input, encode, head
+from .model import StackSettings, check_model_input, encode, head
 
 Array = jax.Array
 Dtype = Any
 
 
-class Forecaster(nn.Module):
+class Forecaster(StackSettings):
     """A stacked-LSTM forecaster with known-future and static covariates (see the module).
 
     Attributes:
@@ -65,44 +64,21 @@ class Forecaster(nn.Module):
         n_static: Static covariates per series (0: ``static`` is not given).
     """
 
-    lstm_hidden_size: int = 64
-    num_lstm_layers: int = 2
-    linear_layer_sizes: Sequence[int] = (32, 16)
-    mean_aggregation: bool = False
-    output_size: int = 1
-    bidirectional: bool = False
-    dropout_rate: float = 0.0
-    dtype: Dtype | None = None
-    param_dtype: Dtype = jnp.float32
-    remat: bool | int = False
     future_steps: int = 0
     n_future: int = 0
     n_static: int = 0
 
     def __post_init__(self) -> None:
-        check_model_args(
-            self.lstm_hidden_size, self.num_lstm_layers, self.linear_layer_sizes,
-            self.mean_aggregation, self.output_size, self.bidirectional, self.dropout_rate,
-        )  # fmt: skip
         check_int("n_future", self.n_future, 0)
         check_int("n_static", self.n_static, 0)
         check_int("future_steps", self.future_steps, 1 if self.n_future else 0)
-        super().__post_init__()
-
-    @property
-    def num_states(self) -> int:
-        """Number of ``LSTMState``s in a carry: layers times directions."""
-        return self.num_lstm_layers * (2 if self.bidirectional else 1)
+        super().__post_init__()  # the shared settings' checks
 
     @property
     def n_covariates(self) -> int:
         """Columns the covariates add to the head's input: ``future_steps * n_future +
         n_static``."""
         return self.future_steps * self.n_future + self.n_static
-
-    def initialize_carry(self, batch_size: int, dtype: Dtype = jnp.float32):
-        """The zero carry, as ``LSTMModel.initialize_carry``."""
-        return zero_state(batch_size, self.lstm_hidden_size, self.num_states, dtype)
 
     @nn.compact
     def __call__(

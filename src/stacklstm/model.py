@@ -55,7 +55,45 @@ def aggregate(outputs: Array, seq_lengths: Array | None, mean: bool) -> Array:
     return jnp.take_along_axis(outputs, (seq_lengths - 1)[:, None, None], axis=1)[:, 0]
 
 
-class LSTMModel(nn.Module):
+class StackSettings(nn.Module):
+    """The settings ``LSTMModel`` and ``Forecaster`` share, their checks and their carry.
+
+    A base of both, not a model: ``Forecaster`` is not an ``LSTMModel`` (``isinstance`` tells a
+    model without covariates from one with them).
+    """
+
+    lstm_hidden_size: int = 64
+    num_lstm_layers: int = 2
+    linear_layer_sizes: Sequence[int] = (32, 16)
+    mean_aggregation: bool = False
+    output_size: int = 1
+    bidirectional: bool = False
+    dropout_rate: float = 0.0
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    remat: bool | int = False
+
+    def __post_init__(self) -> None:
+        check_model_args(
+            self.lstm_hidden_size, self.num_lstm_layers, self.linear_layer_sizes,
+            self.mean_aggregation, self.output_size, self.bidirectional, self.dropout_rate,
+        )  # fmt: skip
+        super().__post_init__()
+
+    @property
+    def num_states(self) -> int:
+        """Number of ``LSTMState``s in a carry: layers times directions."""
+        return self.num_lstm_layers * (2 if self.bidirectional else 1)
+
+    def initialize_carry(self, batch_size: int, dtype: Dtype = jnp.float32):
+        """The zero carry: ``num_lstm_layers * D`` ``LSTMState(h, c)``, ``(batch, hidden)`` each.
+
+        Needs no RNG and creates no parameters; works on an unbound module.
+        """
+        return zero_state(batch_size, self.lstm_hidden_size, self.num_states, dtype)
+
+
+class LSTMModel(StackSettings):
     """A stacked-LSTM regressor: ``StackedLSTM`` -> mean or last step -> Dense+ELU head.
 
     The model many forecasting tutorials build in PyTorch or Keras, working in Flax. Input
@@ -90,36 +128,6 @@ class LSTMModel(nn.Module):
         >>> model.apply(params, x, carry).shape
         (32, 1)
     """
-
-    lstm_hidden_size: int = 64
-    num_lstm_layers: int = 2
-    linear_layer_sizes: Sequence[int] = (32, 16)
-    mean_aggregation: bool = False
-    output_size: int = 1
-    bidirectional: bool = False
-    dropout_rate: float = 0.0
-    dtype: Dtype | None = None
-    param_dtype: Dtype = jnp.float32
-    remat: bool | int = False
-
-    def __post_init__(self) -> None:
-        check_model_args(
-            self.lstm_hidden_size, self.num_lstm_layers, self.linear_layer_sizes,
-            self.mean_aggregation, self.output_size, self.bidirectional, self.dropout_rate,
-        )  # fmt: skip
-        super().__post_init__()
-
-    @property
-    def num_states(self) -> int:
-        """Number of ``LSTMState``s in a carry: layers times directions."""
-        return self.num_lstm_layers * (2 if self.bidirectional else 1)
-
-    def initialize_carry(self, batch_size: int, dtype: Dtype = jnp.float32):
-        """The zero carry: ``num_lstm_layers * D`` ``LSTMState(h, c)``, ``(batch, hidden)`` each.
-
-        Needs no RNG and creates no parameters; works on an unbound module.
-        """
-        return zero_state(batch_size, self.lstm_hidden_size, self.num_states, dtype)
 
     @nn.compact
     def __call__(
