@@ -213,7 +213,14 @@ class RunCheckpoints:
                 enable_async_checkpointing=False,  # a finished save is durable
                 cleanup_tmp_directories=not read_only,  # saves cut short by a crash
             )
-            self._managers[which] = ocp.CheckpointManager(self.run_dir / name, options=options)
+            for attempt in range(3):
+                try:
+                    manager = ocp.CheckpointManager(self.run_dir / name, options=options)
+                    break
+                except OSError:  # a reader listed a step folder as a writer deleted it
+                    if not read_only or attempt == 2:
+                        raise
+            self._managers[which] = manager
 
     def directory(self, which: Which) -> Path:
         return self.run_dir / (LATEST_DIR if which == "latest" else BEST_DIR)
@@ -359,17 +366,26 @@ class RunCheckpoints:
                 by a newer one meanwhile).
         """
         manager = self._managers[which]
+
+        def newest() -> int | None:  # the steps on disk now, not when the manager was opened
+            for attempt in range(3):
+                try:
+                    manager.reload()
+                    return manager.latest_step()
+                except OSError:  # Orbax looked at a step folder as the writer deleted it
+                    if attempt == 2:
+                        raise
+            return None  # not reached
+
         tried: set[int] = set()
         while True:
-            manager.reload()  # the steps on disk now, not when the manager was opened
-            step = manager.latest_step()
+            step = newest()
             if step is None:
                 raise ValueError(f"no checkpoint in {self.directory(which)}")
             try:
                 return (step, *self.restore(which, target, step))
-            except ValueError:
-                manager.reload()
-                if step in tried or manager.latest_step() == step:
+            except (ValueError, OSError):  # OSError: e.g. NotADirectoryError, a folder going
+                if step in tried or newest() == step:
                     raise  # still the newest: a damaged checkpoint, not a moving one
                 tried.add(step)
                 log.debug("step %d of %s was replaced while read", step, self.directory(which))
