@@ -78,6 +78,22 @@ inline float fast_tanh(float x) {
   return p / q;
 }
 
+// The cell update of n units of one row: c = f * c + i * g, h = o * tanh(c), y = h. Inlined
+// into its callers' vectorised clones, as fast_tanh is.
+inline void update_cell(const float* __restrict i, const float* __restrict f,
+                        const float* __restrict g, const float* __restrict o,
+                        float* __restrict c, float* __restrict h, float* __restrict y,
+                        int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    float cn = f[j] * c[j] + i[j] * g[j];
+    float hn = o[j] * fast_tanh(cn);
+    c[j] = cn;
+    h[j] = hn;
+    y[j] = hn;
+  }
+}
+
 // gates (batch, 4H) holds x@W_ih + h@W_hh; adds the bias and applies the nonlinearities in
 // place, then updates c, h (batch, hidden). mask: nullptr or (batch,) 1/0. ys: output row
 // (batch, hidden) of this step.
@@ -100,14 +116,7 @@ void forward_step_math(float* __restrict gates, const float* __restrict bias,
     float* hb = h + b * hidden;
     float* yb = ys + b * hidden;
     if (mask == nullptr || mask[b] > 0.0f) {
-#pragma omp simd
-      for (int64_t j = 0; j < hidden; ++j) {
-        float cn = f[j] * cb[j] + i[j] * g[j];
-        float hn = o[j] * fast_tanh(cn);
-        cb[j] = cn;
-        hb[j] = hn;
-        yb[j] = hn;
-      }
+      update_cell(i, f, g, o, cb, hb, yb, hidden);
     } else {
       std::memset(yb, 0, sizeof(float) * hidden);
     }
@@ -190,14 +199,7 @@ void unit_step_math(float* __restrict z, const float* __restrict bias_w, float* 
     float* hb = h_out + b * ld_h + lo;
     float* yb = ys + b * hidden + lo;
     if (mask == nullptr || mask[b] > 0.0f) {
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j) {
-        float cn = f[j] * cb[j] + i[j] * g[j];
-        float hn = o[j] * fast_tanh(cn);
-        cb[j] = cn;
-        hb[j] = hn;
-        yb[j] = hn;
-      }
+      update_cell(i, f, g, o, cb, hb, yb, w);
     } else {
       std::memcpy(hb, hb_in, sizeof(float) * w);
       std::memset(yb, 0, sizeof(float) * w);
