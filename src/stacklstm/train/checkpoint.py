@@ -31,17 +31,21 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import jax
 import numpy as np
 
 from ..signals import deferred, test_hook
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +189,20 @@ def state_checksum(tree: Any, progress: Progress | None = None) -> str:
     return digest.hexdigest()
 
 
+def _listing(list_steps: Callable[[], T]) -> T:
+    """``list_steps()`` (Orbax opening or re-reading a checkpoint folder), tried again, three
+    times in all, on an ``OSError``: Orbax looks at each step folder, and one that a writer
+    deletes meanwhile raises (``NotADirectoryError``). For readers: a writer deletes the older
+    steps only after committing a newer one, so a second look lists it."""
+    for attempt in range(3):
+        try:
+            return list_steps()
+        except OSError:
+            if attempt == 2:
+                raise
+    raise AssertionError("not reached")
+
+
 class RunCheckpoints:
     """The two Orbax ``CheckpointManager``s of a run folder: ``latest`` and ``best``.
 
@@ -213,14 +231,9 @@ class RunCheckpoints:
                 enable_async_checkpointing=False,  # a finished save is durable
                 cleanup_tmp_directories=not read_only,  # saves cut short by a crash
             )
-            for attempt in range(3):
-                try:
-                    manager = ocp.CheckpointManager(self.run_dir / name, options=options)
-                    break
-                except OSError:  # a reader listed a step folder as a writer deleted it
-                    if not read_only or attempt == 2:
-                        raise
-            self._managers[which] = manager
+            path = self.run_dir / name
+            open_manager = functools.partial(ocp.CheckpointManager, path, options=options)
+            self._managers[which] = _listing(open_manager) if read_only else open_manager()
 
     def directory(self, which: Which) -> Path:
         return self.run_dir / (LATEST_DIR if which == "latest" else BEST_DIR)
@@ -368,14 +381,8 @@ class RunCheckpoints:
         manager = self._managers[which]
 
         def newest() -> int | None:  # the steps on disk now, not when the manager was opened
-            for attempt in range(3):
-                try:
-                    manager.reload()
-                    return manager.latest_step()
-                except OSError:  # Orbax looked at a step folder as the writer deleted it
-                    if attempt == 2:
-                        raise
-            return None  # not reached
+            _listing(manager.reload)
+            return manager.latest_step()
 
         tried: set[int] = set()
         while True:
