@@ -185,75 +185,84 @@ def test_meter_mean_counts_only_the_steps_taken():
     assert set(Progress().to_dict()) >= {"interval_loss_sum", "interval_steps", "interval_skipped"}
 
 
-@ORBAX_ABANDONS_READS
-def test_a_reader_follows_a_checkpoint_replaced_while_it_reads(tmp_path, monkeypatch):
-    def state(value):
-        return {"w": jnp.full(3, float(value))}
+def _filled(value):
+    """A tiny training state: three entries equal to ``value``."""
+    return {"w": jnp.full(3, float(value))}
 
+
+@pytest.fixture
+def writer_and_reader(tmp_path):
+    """A writer and a reader of one run folder, steps 1 and 2 in ``latest``:
+    ``(reader, save)``, ``save(step)`` writing ``_filled(step)`` as ``step``."""
     key = jax.random.key(0)
     with RunCheckpoints(tmp_path) as writer, RunCheckpoints(tmp_path, read_only=True) as reader:
+
+        def save(step):
+            writer.save("latest", step, _filled(step), key, Progress(epoch=step))
+
         for step in (1, 2):
-            writer.save("latest", step, state(step), key, Progress(epoch=step))
-        restore, raced = reader.restore, []
+            save(step)
+        yield reader, save
 
-        def racing(which, target, step=None):  # the writer moves on between list and read
-            if not raced:
-                raced.append(step)
-                for newer in (3, 4):  # keeps two: deletes the steps the reader listed
-                    writer.save("latest", newer, state(newer), key, Progress(epoch=newer))
-            return restore(which, target, step)
 
-        monkeypatch.setattr(reader, "restore", racing)
-        (tmp_path / "checkpoints" / "5.orbax-checkpoint-tmp-0").mkdir()  # being written
-        step, restored, _, progress = reader.restore_newest("latest", state(0))
-        assert raced == [2]  # it listed step 2, which was deleted before it was read
-        assert step == 4 and progress.epoch == 4 and restored["w"].tolist() == [4.0] * 3
-        with pytest.raises(ValueError, match="cannot restore step 2"):
-            restore("latest", state(0), 2)  # what readers did before: read the listed step
+@ORBAX_ABANDONS_READS
+def test_a_reader_follows_a_checkpoint_replaced_while_it_reads(
+    tmp_path, monkeypatch, writer_and_reader
+):
+    reader, save = writer_and_reader
+    restore, raced = reader.restore, []
+
+    def racing(which, target, step=None):  # the writer moves on between list and read
+        if not raced:
+            raced.append(step)
+            for newer in (3, 4):  # keeps two: deletes the steps the reader listed
+                save(newer)
+        return restore(which, target, step)
+
+    monkeypatch.setattr(reader, "restore", racing)
+    (tmp_path / "checkpoints" / "5.orbax-checkpoint-tmp-0").mkdir()  # being written
+    step, restored, _, progress = reader.restore_newest("latest", _filled(0))
+    assert raced == [2]  # it listed step 2, which was deleted before it was read
+    assert step == 4 and progress.epoch == 4 and restored["w"].tolist() == [4.0] * 3
+    with pytest.raises(ValueError, match="cannot restore step 2"):
+        restore("latest", _filled(0), 2)  # what readers did before: read the listed step
 
 
 @ORBAX_ABANDONS_READS
 def test_a_reader_follows_a_step_folder_that_vanishes_while_orbax_looks_at_it(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, writer_and_reader
 ):
     """Orbax checks ``path.exists() and not path.is_dir()``: a folder deleted between the two
     raises NotADirectoryError (an OSError), while listing the steps or while reading one.
     The reader lists again and reads the newer step, as for a step deleted before it is read."""
+    reader, save = writer_and_reader
+    manager = reader._managers["latest"]
+    reload, restore, raced = manager.reload, reader.restore, []
 
-    def state(value):
-        return {"w": jnp.full(3, float(value))}
+    def vanishing_reload():  # the first listing meets a folder being deleted
+        if not raced:
+            raced.append("reload")
+            raise NotADirectoryError(f"Path is not a directory: {tmp_path / '1'}")
+        return reload()
 
-    key = jax.random.key(0)
-    with RunCheckpoints(tmp_path) as writer, RunCheckpoints(tmp_path, read_only=True) as reader:
-        for step in (1, 2):
-            writer.save("latest", step, state(step), key, Progress(epoch=step))
-        manager = reader._managers["latest"]
-        reload, restore, raced = manager.reload, reader.restore, []
+    def vanishing_read(which, target, step=None):  # so does the first read
+        if len(raced) == 1:
+            raced.append(step)
+            for newer in (3, 4):  # keeps two: deletes the step being read
+                save(newer)
+            raise NotADirectoryError(f"Path is not a directory: {tmp_path / str(step)}")
+        return restore(which, target, step)
 
-        def vanishing_reload():  # the first listing meets a folder being deleted
-            if not raced:
-                raced.append("reload")
-                raise NotADirectoryError(f"Path is not a directory: {tmp_path / '1'}")
-            return reload()
+    monkeypatch.setattr(manager, "reload", vanishing_reload)
+    monkeypatch.setattr(reader, "restore", vanishing_read)
+    step, restored, _, progress = reader.restore_newest("latest", _filled(0))
+    assert raced == ["reload", 2]
+    assert step == 4 and progress.epoch == 4 and restored["w"].tolist() == [4.0] * 3
 
-        def vanishing_read(which, target, step=None):  # so does the first read
-            if len(raced) == 1:
-                raced.append(step)
-                for newer in (3, 4):  # keeps two: deletes the step being read
-                    writer.save("latest", newer, state(newer), key, Progress(epoch=newer))
-                raise NotADirectoryError(f"Path is not a directory: {tmp_path / str(step)}")
-            return restore(which, target, step)
+    # a step that stays the newest is a damaged checkpoint: the error is not swallowed
+    def broken(which, target, step=None):
+        raise NotADirectoryError("Path is not a directory")
 
-        monkeypatch.setattr(manager, "reload", vanishing_reload)
-        monkeypatch.setattr(reader, "restore", vanishing_read)
-        step, restored, _, progress = reader.restore_newest("latest", state(0))
-        assert raced == ["reload", 2]
-        assert step == 4 and progress.epoch == 4 and restored["w"].tolist() == [4.0] * 3
-
-        # a step that stays the newest is a damaged checkpoint: the error is not swallowed
-        def broken(which, target, step=None):
-            raise NotADirectoryError("Path is not a directory")
-
-        monkeypatch.setattr(reader, "restore", broken)
-        with pytest.raises(NotADirectoryError):
-            reader.restore_newest("latest", state(0))
+    monkeypatch.setattr(reader, "restore", broken)
+    with pytest.raises(NotADirectoryError):
+        reader.restore_newest("latest", _filled(0))
