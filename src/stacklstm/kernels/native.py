@@ -47,6 +47,9 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
+from . import scan
+from .reference import lstm_layer_reference
+
 Array = jax.Array
 _F32 = jnp.float32
 CHOICES = ("auto", "native", "xla")
@@ -149,8 +152,6 @@ def _smoke_test() -> None:
     """One tiny forward and gradient through the custom calls, against the float64 numpy oracle
     (``reference.py``; the gradient along one random direction against a central difference).
     Raises on any failure or difference."""
-    from stacklstm.kernels.reference import lstm_layer_reference
-
     rng = np.random.default_rng(0)
     shapes = ((3, 2, 2), (2, 12), (3, 12), (12,), (2, 3), (2, 3))  # time 3, batch 2, hidden 3
     args = [rng.normal(0, 0.5, s) for s in shapes]  # x, kernel_ih, kernel_hh, bias, h0, c0
@@ -508,9 +509,7 @@ def portable_derivatives(portable):
 
 def _portable_forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
     """What ``_forward`` computes, in pure JAX (the portable path's scan)."""
-    from stacklstm.kernels import lstm
-
-    hs, h, c, saved = lstm._forward_scan(
+    hs, h, c, saved = scan.forward_scan(
         x, kernel_ih, kernel_hh, bias, h0, c0, mask, True, _F32, _F32, 1, save=save
     )
     if not save:
@@ -524,15 +523,13 @@ def _portable_forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
 
 def _portable_backward(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask, x, kernel_ih, h0, h_seq):
     """What the backward custom call computes, in pure JAX (the portable path's reverse scan)."""
-    from stacklstm.kernels import lstm
-
     # The portable backward reads the state after each step (hs_carried[t] = h_prev[t + 1]);
     # without a mask h_seq is the outputs, which are that already.
     padded = mask.ndim > 0
     hs_carried = jnp.concatenate([h_seq[1:], jnp.zeros_like(h_seq[:1])]) if padded else h_seq
     bias = jnp.zeros((kernel_hh.shape[1],), _F32)  # read for its dtype only
     residuals = ((acts, cs, hs_carried), x, kernel_ih, kernel_hh, bias, h0, c0, mask)
-    d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, _ = lstm._recurrence_bwd(
+    d_x, d_kernel_ih, d_kernel_hh, d_bias, dh0, dc0, _ = scan.recurrence_backward(
         True, _F32, _F32, 1, residuals, (d_ys, d_h, d_c)
     )
     return dh0, dc0, d_x, d_kernel_ih, d_kernel_hh, d_bias
