@@ -156,3 +156,10 @@ def test_phases_from_whole_number_stamps_and_row_numbers():
         serving.origin_steps([2.5], rows)
     with pytest.raises(ValueError, match=r"cannot count time steps of 'YS-FEB'.*phase="):
         serving.origin_steps(["2001-02-01"], {"freq": "YS-FEB", "step": None})
+
+
+def test_the_runtime_has_one_name_and_keeps_its_older_one_as_an_alias():
+    import stacklstm
+
+    assert serving.Forecaster is serving.ExportedForecaster
+    assert serving.ExportedForecaster is not stacklstm.Forecaster  # that one is the Flax module
