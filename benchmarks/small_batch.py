@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--calls", type=int, default=20, help="timed calls per setting and round")
     args = parser.parse_args(argv)
 
-    from stacklstm import _lstm_cpu, kernels
+    from stacklstm import kernels
+    from stacklstm.kernels import _lstm_cpu
 
     if kernels.info().path != "native":
         raise SystemExit(f"the compiled kernel does not run here: {kernels.info().reason}")

@@ -131,8 +131,8 @@ def test_kernel_not_built_is_quietly_the_pure_jax_path(monkeypatch, fresh_load):
     the pure-JAX path, without a warning; info() says why."""
     import stacklstm
 
-    monkeypatch.setitem(sys.modules, "stacklstm._lstm_cpu", None)  # import fails
-    monkeypatch.delattr(stacklstm, "_lstm_cpu", raising=False)
+    monkeypatch.setitem(sys.modules, "stacklstm.kernels._lstm_cpu", None)  # import fails
+    monkeypatch.delattr(stacklstm.kernels, "_lstm_cpu", raising=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         info = kernels.info()
@@ -145,7 +145,7 @@ def test_kernel_not_built_is_quietly_the_pure_jax_path(monkeypatch, fresh_load):
 
 @needs_kernel
 def test_ffi_api_mismatch_falls_back_with_one_warning(monkeypatch, fresh_load):
-    from stacklstm import _lstm_cpu
+    from stacklstm.kernels import _lstm_cpu
 
     major, minor = _lstm_cpu.build_info()["ffi_api_version"]
     monkeypatch.setattr(native, "_running_ffi_api", lambda: (major, minor - 1))
@@ -509,7 +509,7 @@ def test_batch_16_hidden_64_matches_oracle(path, masked, reverse):
 def test_split_plan_rows_for_big_batches_units_for_small_ones():
     """The kernel's choice: rows of a batch of 8 and more over the threads; a smaller batch with
     hidden >= 128 splits each step by hidden units (at least 64 a thread); one thread else."""
-    from stacklstm import _lstm_cpu
+    from stacklstm.kernels import _lstm_cpu
 
     plan = lambda batch, hidden, threads: tuple(_lstm_cpu.plan(batch, hidden, threads).values())  # noqa: E731
     assert plan(16, 64, 2) == (2, 1)  # test_batch_16_hidden_64_matches_oracle's rows

@@ -195,7 +195,7 @@ def _load() -> _Loaded:
 @functools.cache
 def _load_once() -> _Loaded:
     try:
-        from stacklstm import _lstm_cpu  # the compiled module, built by the package's build
+        from . import _lstm_cpu  # the compiled module, built by the package's build
     except ImportError as e:
         return _Loaded(False, f"the compiled kernel is not built or not importable ({e})")
     info = _lstm_cpu.build_info() if hasattr(_lstm_cpu, "build_info") else {}
