@@ -91,11 +91,11 @@ def _future(frame, changes):
         (_arange_frame(future_rows=3), "holds 3 rows after"),
         (
             _future(_arange_frame(future_rows=2), {(21, "f"): np.nan}),
-            "future feature 'f' has no value for 2024-01-22; .*nothing is filled in",
+            r"future feature 'f' has no value for 2024-01-22 \(row 22\); .*nothing is filled in",
         ),
         (
             _future(_arange_frame(future_rows=2), {(20, "f"): "", (21, "f"): np.nan}),
-            "future feature 'f' has no value for 2024-01-21, 2024-01-22",
+            r"future feature 'f' has no value for 2024-01-21, 2024-01-22 \(rows 21, 22\)",
         ),
         (
             _future(_arange_frame(future_rows=2), {(21, "date"): pd.Timestamp("2024-01-24")}),

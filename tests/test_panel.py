@@ -125,7 +125,13 @@ def _one_line_error(code, out, err):
         ("mixed", [], "series 'a' (id column 'store') has irregular time stamps"),
         ("", ["--test-size", "3", "--test-fraction", "0.2"], "--test-size and --test-fraction"),
         ("", ["--val-size", "-1"], "--val-size must be an integer in [0, 2147483647], got -1"),
-        ("", ["--strict"], "1 series cannot be used for training: 'c' (8 rows"),
+        (
+            "",
+            ["--strict"],
+            "1 series cannot be used for training: 'c' (the series has 8 rows but "
+            "the run needs at least 18: window (4) + horizon (2) = 6 for one training window, then "
+            "the validation and test rows (val_size=6, test_size=6)); drop them",
+        ),
     ],
 )
 def test_bad_panels_are_one_line_and_write_nothing(tmp_path, change, flags, message):

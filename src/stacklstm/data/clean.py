@@ -13,6 +13,7 @@ import pandas as pd
 from ..checks import DataError
 from ..config import DataConfig
 from .season import resolve_data_config
+from .table import written_text
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,13 @@ class Series:
         )
 
 
+def _file_rows(raw: pd.Series | pd.DataFrame, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+    """``(n,)`` int64 row numbers in the table (row 1 is the first row below the header) of
+    the cells at ``positions`` of ``raw``: its index labels, the table's row positions that
+    :func:`prepare_series` gives every row (kept when rows are set apart), plus one."""
+    return raw.index.to_numpy(dtype=np.int64)[np.asarray(positions, dtype=np.int64)] + 1
+
+
 def _rows_text(rows: Sequence[int] | np.ndarray) -> str:
     rows = [int(r) for r in rows]
     text = ", ".join(str(r) for r in rows[:_MAX_ROWS_LISTED])
@@ -155,7 +163,7 @@ def _numeric_column(raw: pd.Series, name: str, role: str) -> np.ndarray:
     if bad.size:
         row = int(bad[0])
         raise DataError(
-            f"{role} column {name!r} must be numeric; row {row + 1} holds "
+            f"{role} column {name!r} must be numeric; row {_file_rows(raw, [row])[0]} holds "
             f"{_as_written(raw.iloc[row])}"
         )
     return numeric.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -169,7 +177,9 @@ def _parse_times(raw: pd.Series, name: str) -> np.ndarray:
     if pd.api.types.is_integer_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
         missing = np.flatnonzero(raw.isna().to_numpy())
         if missing.size:
-            raise DataError(f"time column {name!r} has no time stamp in row {missing[0] + 1}")
+            raise DataError(
+                f"time column {name!r} has no time stamp in row {_file_rows(raw, missing)[0]}"
+            )
         return raw.to_numpy(dtype=np.int64)  # years, say: whole numbers with a step
     if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
         raise DataError(
@@ -185,6 +195,9 @@ def _parse_times(raw: pd.Series, name: str) -> np.ndarray:
             if pd.api.types.is_datetime64_any_dtype(raw)
             else pd.to_datetime(raw, errors="coerce", utc=True)
         )
+        retry = parsed.isna() & raw.map(_has_digit).astype(bool)
+        if retry.any():  # written in another format than the first stamp: parse each alone
+            parsed[retry] = pd.to_datetime(raw[retry], format="mixed", errors="coerce", utc=True)
         if getattr(parsed.dt, "tz", None) is not None:
             parsed = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
     except (ValueError, TypeError, OverflowError) as err:
@@ -193,13 +206,19 @@ def _parse_times(raw: pd.Series, name: str) -> np.ndarray:
     if bad.size:
         row = int(bad[0])
         value = raw.iloc[row]
+        number = _file_rows(raw, [row])[0]
         if pd.isna(value):
-            raise DataError(f"time column {name!r} has no time stamp in row {row + 1}")
+            raise DataError(f"time column {name!r} has no time stamp in row {number}")
         raise DataError(
-            f"time column {name!r}: cannot parse {_as_written(value)} in row {row + 1} as a date "
+            f"time column {name!r}: cannot parse {_as_written(value)} in row {number} as a date "
             "(expected e.g. 2001-12-29)"
         )
     return parsed.to_numpy()
+
+
+def _has_digit(value: object) -> bool:
+    """A text cell with a digit: a stamp worth parsing alone (not ``today`` or ``now``)."""
+    return isinstance(value, str) and any(c.isdigit() for c in value)
 
 
 def _calendar_grid(times: np.ndarray, median_days: float) -> tuple[np.ndarray, str] | None:
@@ -286,7 +305,13 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
     the rows are ordered by series name, then time; each series is cleaned on its own (gaps
     are filled within it, never across two); every series needs the same regular time step.
     Its series may differ in length and start; which are too short for a window is decided
-    when the windows are cut (:func:`~stacklstm.data.make_splits`).
+    when the windows are cut (:func:`~stacklstm.data.make_splits`). The series' names are
+    text: a CSV table's id cells exactly as written (``01`` and ``1`` are two series; ``NA``,
+    ``None``, ``null`` and ``nan`` are names like any other), other cells as ``str`` writes
+    their values (a Parquet column of integers: ``1``).
+
+    Messages name rows by their number in the table: row 1 is its first row (the first row
+    below a file's header, its line 2).
 
     Args:
         frame: The table, e.g. from :func:`read_table`; row 1 is its first row.
@@ -301,7 +326,8 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         DataError: Unknown column (the message lists those available), non-numeric value
             (names the row), all-empty column, Inf (names rows), unparseable or repeated
             time stamp, gaps with ``gaps="reject"`` (names rows), or fewer rows than
-            ``window + horizon`` (+1 with ``difference``). For a panel also: an empty id, a
+            ``window + horizon`` (+1 with ``difference``). For a panel also: an empty id (names
+            the row), a
             series that repeats a time stamp, has irregular stamps, another time step than
             the others, or a column without any value.
 
@@ -315,10 +341,39 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, got {type(frame).__name__}")
     cfg.validate()
+    if cfg.id_column is not None and cfg.id_column in frame.columns:
+        frame = _with_text_ids(frame, cfg.id_column)
+    if not (
+        isinstance(frame.index, pd.RangeIndex) and frame.index.equals(pd.RangeIndex(len(frame)))
+    ):
+        frame = frame.set_axis(pd.RangeIndex(len(frame)), axis=0)  # labels: the row positions
     if cfg.has_covariates:  # future, static and calendar columns around the same cleaning
         from .covariates import prepare_with_covariates
 
         return prepare_with_covariates(frame, cfg, forecast_only=forecast_only)
+    return _prepare_rows(frame, cfg, forecast_only=forecast_only)
+
+
+def _with_text_ids(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``frame`` with its id column ``name`` as written in its CSV file (see
+    :func:`~stacklstm.data.table.written_text`); ``frame`` itself where the column holds text
+    already or the file is not known."""
+    raw = frame[name]
+    if not isinstance(raw, pd.Series):  # the name twice: refused by the column checks
+        return frame
+    if raw.dtype == object and raw.map(lambda v: isinstance(v, str)).all():
+        return frame  # pandas keeps text cells as written
+    text = written_text(frame, name)
+    if text is None:
+        return frame
+    frame = frame.copy(deep=False)
+    frame[name] = text
+    return frame
+
+
+def _prepare_rows(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool) -> Series:
+    """:func:`prepare_series` without covariates, on ``frame`` whose index labels are the
+    row positions of the table (rows set apart keep theirs: messages name them)."""
     if len(frame) == 0:
         raise DataError("the table has no data rows; expected a header row and data rows")
     columns = cfg.target + cfg.features
@@ -344,14 +399,14 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         infinite = np.flatnonzero(np.isinf(values[:, j]))
         if infinite.size:
             raise DataError(
-                f"{role} column {name!r} holds infinite values in rows {_rows_text(infinite + 1)};"
-                " expected finite numbers"
+                f"{role} column {name!r} holds infinite values in rows "
+                f"{_rows_text(_file_rows(frame, infinite))}; expected finite numbers"
             )
     if cfg.gaps == "reject":
         empty = np.flatnonzero(np.isnan(values).any(axis=1))
         if empty.size:
             raise DataError(
-                f"gaps='reject' but rows {_rows_text(empty + 1)} hold empty values; "
+                f"gaps='reject' but rows {_rows_text(_file_rows(frame, empty))} hold empty values; "
                 "fill them or use gaps='interpolate'"
             )
 
@@ -368,7 +423,8 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         repeated = np.flatnonzero(times[1:] == times[:-1])
         if repeated.size:
             i = int(repeated[0])
-            rows = f"rows {order[i] + 1} and {order[i + 1] + 1}"
+            first, second = _file_rows(frame, order[i : i + 2])
+            rows = f"rows {first} and {second}"
             raise DataError(
                 f"time column {cfg.time_column!r} repeats {_stamp_text(times[i])} ({rows}); "
                 "expected one row per time stamp"
@@ -408,15 +464,24 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         needed = cfg.window + int(cfg.difference)
         if values.shape[0] < needed:
             raise DataError(
-                f"the series has {values.shape[0]} rows but one input window needs window "
-                f"({cfg.window}){extra} = {needed}"
+                f"the series has {_count(values.shape[0], 'row')} but one input window needs "
+                f"window ({cfg.window}){extra} = {needed}"
             )
     else:
         needed = cfg.window + cfg.horizon + int(cfg.difference)
         if values.shape[0] < needed:
+            from .windows import fewest_rows  # (it imports this module)
+
+            fewest = fewest_rows(cfg)
+            rest = (
+                f"; with the validation and test rows the run needs at least {fewest}"
+                if fewest > needed
+                else ""
+            )
             raise DataError(
-                f"the series has {values.shape[0]} rows but window ({cfg.window}) + horizon "
-                f"({cfg.horizon}){extra} = {needed} are needed"
+                f"the series has {_count(values.shape[0], 'row')} but window ({cfg.window}) + "
+                f"horizon ({cfg.horizon}){extra} = {needed} are needed for one training "
+                f"window{rest}"
             )
     return Series(
         values=values,
@@ -426,6 +491,11 @@ def prepare_series(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool 
         n_filled=n_filled,
         freq=freq,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 row``, ``3 rows``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _step_text(step: np.timedelta64 | np.integer) -> str:
@@ -439,11 +509,16 @@ def _step_text(step: np.timedelta64 | np.integer) -> str:
 
 
 def _series_ids(raw: pd.Series, name: str) -> np.ndarray:
-    """``(rows,)`` object array of each row's series name (as text)."""
-    missing = np.flatnonzero(raw.isna().to_numpy())
+    """``(rows,)`` object array of each row's series name: text as it is, other values as
+    ``str`` writes them. DataError for an empty cell (missing, or blank text)."""
+    blank = raw.map(lambda v: isinstance(v, str) and not v.strip()).to_numpy(dtype=bool)
+    missing = np.flatnonzero(raw.isna().to_numpy() | blank)
     if missing.size:
-        raise DataError(f"id column {name!r} has no series name in row {missing[0] + 1}")
-    return raw.astype(str).to_numpy(dtype=object)
+        raise DataError(
+            f"id column {name!r} has no series name in row {_file_rows(raw, missing)[0]}; "
+            "every row needs the name of its series"
+        )
+    return raw.map(lambda v: v if isinstance(v, str) else str(v)).to_numpy(dtype=object)
 
 
 def _prepare_panel(
@@ -466,9 +541,10 @@ def _prepare_panel(
         repeated = np.flatnonzero((codes[1:] == codes[:-1]) & (times[1:] == times[:-1]))
         if repeated.size:
             i = int(repeated[0])
+            first, second = _file_rows(frame, order[i : i + 2])
             raise DataError(
                 f"series {ids[codes[i]]!r} (id column {name!r}) repeats "
-                f"{_stamp_text(times[i])} in rows {order[i] + 1} and {order[i + 1] + 1}; "
+                f"{_stamp_text(times[i])} in rows {first} and {second}; "
                 "expected one row per series and time stamp"
             )
     bounds = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1, [codes.size]])

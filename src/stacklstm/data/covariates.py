@@ -26,6 +26,7 @@ Example:
     ...                       "size": 7.0})
     >>> cfg = DataConfig(target=("y",), future_features=("promo",), static_features=("size",),
     ...                  window=2, horizon=2)
+    >>> from stacklstm.data import prepare_series
     >>> s = prepare_series(frame, cfg, forecast_only=True)
     >>> s.columns, s.n_future, s.values[:, 0].tolist(), s.static.tolist()
     (('y', 'promo'), 1, [1.0, 2.0, 3.0], [[7.0]])
@@ -44,7 +45,15 @@ import pandas as pd
 from ..checks import DataError
 from ..config import CALENDAR_PREFIX, DataConfig
 from .calendar import calendar_features, utc_offsets, wall_clock
-from .clean import Series, _numeric_column, _parse_times, _stamp_text, prepare_series
+from .clean import (
+    Series,
+    _file_rows,
+    _numeric_column,
+    _parse_times,
+    _prepare_rows,
+    _series_ids,
+    _stamp_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +100,7 @@ def _series_codes(frame: pd.DataFrame, cfg: DataConfig) -> tuple[np.ndarray, tup
     """``(rows,)`` position of each row's series among the sorted names, and the names."""
     if cfg.id_column is None:
         return np.zeros(len(frame), dtype=np.int64), ("",)
-    raw = frame[cfg.id_column]
-    missing = np.flatnonzero(raw.isna().to_numpy())
-    if missing.size:
-        raise DataError(f"id column {cfg.id_column!r} has no series name in row {missing[0] + 1}")
-    codes, uniques = pd.factorize(raw.astype(str).to_numpy(dtype=object), sort=True)
+    codes, uniques = pd.factorize(_series_ids(frame[cfg.id_column], cfg.id_column), sort=True)
     return codes.astype(np.int64), tuple(str(u) for u in uniques)
 
 
@@ -181,6 +186,40 @@ def _next_stamps(last: np.datetime64 | np.integer, freq: str | None, count: int)
     return stamps.to_numpy().astype(np.asarray(last).dtype)
 
 
+def _listed(rows: np.ndarray) -> str:
+    """``row 4``, ``rows 4, 5``: table rows (row 1 is the first row below the header)."""
+    shown = ", ".join(str(int(r)) for r in rows[:_MAX_LISTED])
+    more = f" and {len(rows) - _MAX_LISTED} more" if len(rows) > _MAX_LISTED else ""
+    return ("row " if len(rows) == 1 else "rows ") + shown + more
+
+
+def _check_on_step(
+    stamps: np.ndarray, last: np.datetime64 | np.integer, freq: str, rows: np.ndarray, where: str
+) -> None:
+    """DataError naming the first of the future rows' ``stamps`` (in table rows ``rows``)
+    that is not on the series' time step ``freq`` counted from its last stamp ``last``, with
+    the steps just before and after it."""
+    for stamp, row in zip(stamps, rows, strict=True):
+        if isinstance(last, np.integer):
+            step = int(freq)
+            before = last + (int(stamp) - int(last)) // step * step
+            after = before + step
+        else:
+            grid = pd.date_range(pd.Timestamp(last), end=pd.Timestamp(stamp), freq=freq)
+            if not len(grid):  # before the last stamp: the message on the dates says so
+                return
+            before = grid[-1].to_datetime64().astype(np.asarray(last).dtype)
+            following = pd.date_range(grid[-1], periods=2, freq=freq)[1]
+            after = following.to_datetime64().astype(np.asarray(last).dtype)
+        if before != stamp:
+            raise DataError(
+                f"the future row {row}{where} has the time stamp {_stamp_text(stamp)}, which "
+                f"parses but is not on the series' time step of {freq} from its last observed "
+                f"target ({_stamp_text(last)}): the nearest steps are {_stamp_text(before)} and "
+                f"{_stamp_text(after)}"
+            )
+
+
 def _tail(
     future: pd.DataFrame,
     cfg: DataConfig,
@@ -222,6 +261,7 @@ def _tail(
             if series.times is not None:
                 expected = _next_stamps(last, series.freq, h) if series.freq else None
                 if expected is not None and not np.array_equal(stamps, expected):
+                    _check_on_step(stamps, last, series.freq, _file_rows(future, mine), where)
                     raise DataError(
                         f"the rows after the last observed target{where} ({last_text}) are "
                         f"{_dates_text(stamps)} but the horizon's steps of {series.freq} are "
@@ -233,18 +273,24 @@ def _tail(
                         f"come after it, got {_dates_text(stamps)}"
                     )
             part = values[mine]  # (horizon, n_future_features)
+            rows = _file_rows(future, mine)
             for j, name in enumerate(names):
-                missing = np.flatnonzero(~np.isfinite(part[:, j]))
-                if missing.size:
-                    dates = (
-                        _dates_text(stamps[missing])
-                        if series.times is not None
-                        else f"steps {', '.join(str(k + 1) for k in missing)} of the horizon"
-                    )
-                    raise DataError(
-                        f"future feature {name!r}{where} has no value for {dates}; forecasting "
-                        "needs every future value (nothing is filled in)"
-                    )
+                for bad, what, needs in (
+                    (np.isnan(part[:, j]), "has no value", "every future value (nothing is "
+                     "filled in)"),
+                    (np.isinf(part[:, j]), "holds an infinite value", "finite future values"),
+                ):  # fmt: skip
+                    at = np.flatnonzero(bad)
+                    if at.size:
+                        dates = (
+                            f"{_dates_text(stamps[at])} "
+                            if series.times is not None
+                            else f"steps {', '.join(str(k + 1) for k in at)} of the horizon "
+                        )
+                        raise DataError(
+                            f"future feature {name!r}{where} {what} for {dates}"
+                            f"({_listed(rows[at])}); forecasting needs {needs}"
+                        )
             tail[i] = part
         if stamps_out is None:
             stamps_out = np.empty((len(ids), h), dtype=np.asarray(stamps).dtype)
@@ -337,7 +383,8 @@ def prepare_with_covariates(
                 )
             if len(frame) == 0:
                 raise DataError("every row of the table has an empty target")
-    series = prepare_series(frame, core, forecast_only=forecast_only)
+    core.validate()
+    series = _prepare_rows(frame, core, forecast_only=forecast_only)
     n_future = len(cfg.future_features)
     series = dataclasses.replace(series, n_future=n_future)
     written = _row_times(frame, cfg) if cfg.time_column is not None else None

@@ -509,6 +509,23 @@ def _aligned_origins(last: int, lowest: int, step: int) -> np.ndarray:
     return np.arange(last, lowest - 1, -step, dtype=np.int64)[::-1].copy()
 
 
+def fewest_rows(cfg: DataConfig) -> int:
+    """The fewest rows of a series whose training split holds one window: ``window +
+    horizon`` (+1 with ``difference``) training rows, then its validation and test rows.
+
+    Example:
+        >>> fewest_rows(DataConfig(window=8, horizon=1, val_size=14, test_size=14))
+        37
+        >>> fewest_rows(DataConfig(window=8, horizon=1)), split_rows(13, DataConfig())
+        (13, (9, 2, 2))
+    """
+    needed = cfg.window + cfg.horizon + int(cfg.difference)
+    n_rows = needed
+    while split_rows(n_rows, cfg)[0] < needed:  # fractions below 1 in all: it ends
+        n_rows += 1
+    return n_rows
+
+
 def _split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> str | None:
     """Why a series of ``n_rows`` rows split as ``rows`` gives no training window, or None."""
     n_train, n_val, n_test = rows
@@ -522,9 +539,17 @@ def _split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> 
             else f"{split}_fraction={getattr(cfg, split + '_fraction')}"
             for split in ("val", "test")
         )
+        fewest = fewest_rows(cfg)
+        if n_train < 1:  # no training row at all: the series itself is too short
+            return (
+                f"the series has {n_rows} row{'s' if n_rows != 1 else ''} but the run needs at "
+                f"least {fewest}: window ({w}) + horizon ({h}){extra} = {needed} for one "
+                f"training window, then the validation and test rows ({given})"
+            )
         return (
             f"the training split has {n_train} of {n_rows} rows ({given}) but window ({w}) + "
-            f"horizon ({h}){extra} = {needed} rows are needed"
+            f"horizon ({h}){extra} = {needed} rows are needed; the series needs at least "
+            f"{fewest} rows"
         )
     for name, count, split in (("validation", n_val, "val"), ("test", n_test, "test")):
         if 0 < count < h:
@@ -592,7 +617,8 @@ def make_splits(
         series: From :func:`prepare_series` with the same ``cfg``.
         cfg: Window, split and scaling settings.
         scaler: A fitted scaler to use instead of fitting one (a run's saved one, to score
-            it); for a panel, the series it lacks are left out.
+            it); for a panel, the series it lacks are left out, in an info line (the run
+            named them, as warnings, when it was trained), or refused with ``cfg.strict``.
         static_scaler: A fitted scaler of the static features (a run's saved one); None:
             fitted over the series kept (``splits.static_scaler``).
 
@@ -616,16 +642,25 @@ def make_splits(
         if problem is not None:
             raise DataError(problem)
     else:
-        problems = {
-            i: f"{n} rows: {problem}"
-            for i, n in enumerate(lengths)
-            if (problem := _split_problem(int(n), rows[i], cfg)) is not None
-        }
+        problems: dict[int, str] = {}
         if isinstance(scaler, PanelScaler):
+            # left out when the run was trained (and named then): noted, not warned again
             known = set(scaler.ids)
-            for i, name in enumerate(series.ids):
-                if name not in known and i not in problems:
-                    problems[i] = "no scaler: the run was not trained on it"
+            untrained = [i for i, name in enumerate(series.ids) if name not in known]
+            if untrained and not cfg.strict and len(untrained) < series.n_series:
+                names = ", ".join(repr(series.ids[i]) for i in untrained[:_MAX_NAMED])
+                more = len(untrained) - _MAX_NAMED
+                log.info("left out %d series the run was not trained on: %s%s", len(untrained),
+                         names, f" and {more} more" if more > 0 else "")  # fmt: skip
+                keep = [i for i, name in enumerate(series.ids) if name in known]
+                series, rows, lengths = series.select(keep), [rows[i] for i in keep], lengths[keep]
+            else:
+                problems = dict.fromkeys(untrained, "no scaler: the run was not trained on it")
+        for i, n in enumerate(lengths):
+            if i not in problems and (problem := _split_problem(int(n), rows[i], cfg)) is not None:
+                # "the series has 1 row but ..." names the rows itself
+                problems[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
+        problems = dict(sorted(problems.items()))
         kept = [i for i in range(series.n_series) if i not in problems]
         series = _skip_series(series, problems, cfg, "training")
         rows = [rows[i] for i in kept]

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..checks import DataError
+from ..config import AUTO, DataConfig
+from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
 
 #: Bytes per held value: float64 values, float64 model-space copy, float64 working copy.
 _VALUE_BYTES = 3 * 8
@@ -65,6 +67,25 @@ def series_bytes(
     return rows * per_row, batch_size * window * n_columns * _BATCH_BYTES
 
 
+def planned_window(cfg: DataConfig) -> tuple[int, bool]:
+    """``(window, exact)``: the input steps per window of a run on ``cfg``, before its data
+    is read. ``exact`` is False where ``window="auto"`` follows a season that follows the
+    time step (``season="auto"`` with a time column): then ``window`` is the largest it can
+    become (:data:`~stacklstm.data.season.MAX_AUTO_WINDOW`).
+
+    Example:
+        >>> planned_window(DataConfig(window=8))
+        (8, True)
+        >>> planned_window(DataConfig(season=4)), planned_window(DataConfig())
+        ((8, True), (52, False))
+    """
+    if cfg.window != AUTO:
+        return int(cfg.window), True
+    if cfg.season != AUTO or cfg.time_column is None:  # the season, so the window, is known
+        return int(resolve_data_config(cfg, None).window), True
+    return MAX_AUTO_WINDOW, False
+
+
 def check_series_fit(
     rows: int,
     n_columns: int,
@@ -72,9 +93,13 @@ def check_series_fit(
     window: int,
     batch_size: int,
     available: int | None = None,
+    *,
+    exact: bool = True,
 ) -> None:
     """Raise DataError if the series of ``rows`` rows and one batch need more memory than
     is available (see :func:`series_bytes`); passes where the available memory is unknown.
+    ``window`` is the run's (``exact``) or the largest it can become (see
+    :func:`planned_window`), and the message says which.
 
     Example:
         >>> check_series_fit(1000, 1, 1, 32, 64, available=10**9)
@@ -86,10 +111,11 @@ def check_series_fit(
     available = available_memory() if available is None else available
     held, batch = series_bytes(rows, n_columns, n_targets, window, batch_size)
     if available is not None and held + batch > available:
+        steps = f"{window} steps" if exact else f"up to {window} steps (`window` is 'auto')"
         raise DataError(
             f"the series of {rows} rows x {n_columns} columns need about "
             f"{held / 2**30:.2f} GiB held in memory, and one batch of {batch_size} windows of "
-            f"{window} steps {batch / 2**30:.2f} GiB more, but {available / 2**30:.2f} GiB of "
+            f"{steps} {batch / 2**30:.2f} GiB more, but {available / 2**30:.2f} GiB of "
             "memory is available; use fewer rows or columns, or lower `window` or `batch_size`"
         )
 
