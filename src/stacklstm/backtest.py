@@ -375,12 +375,27 @@ def format_table(result: dict[str, Any]) -> str:
             text = "n/a" if mean is None else f"{mean:.4f} ({std:.4f})"
             cells.append(f"{text + ('*' if best[key] == name else ' '):>24}")
         lines.append(f"{name:<16}{''.join(cells)}".rstrip())
+    lines += _undefined_notes(summary, keys)
     settings = result["settings"]
     lines.append(
         f"{settings['folds']} folds of {settings['step']} origins, horizon {result['horizon']}, "
         f"refit {settings['refit']}; cut-offs at rows {result['cutoffs']}"
     )
     return "\n".join(lines)
+
+
+def _undefined_notes(summary: dict[str, Any], keys: Sequence[str]) -> list[str]:
+    """One note line per shown metric that a forecaster with forecasts has no mean of
+    (``n/a``: undefined in some fold), saying why (:data:`stacklstm.train.report.UNDEFINED`)."""
+    from .train.report import UNDEFINED
+
+    lines = []
+    for key in keys:
+        if key in UNDEFINED and any(
+            s["overall"] is not None and s["overall"]["mean"][key] is None for s in summary.values()
+        ):
+            lines.append(f"{key.upper()} n/a: in some fold {UNDEFINED[key]}")
+    return lines
 
 
 def _plot(path: Path, result: dict[str, Any]) -> None:

@@ -48,15 +48,33 @@ def mae(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     return float(np.mean(np.abs(pred - true)))
 
 
+# Errors whose largest magnitude lies in this range square without underflow or overflow
+# (their mean square stays inside float64's normal range for any count of entries).
+_PLAIN_RMSE = (1e-140, 1e140)
+
+
 def rmse(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Root mean squared error.
+
+    Scale-safe: where the errors are so small (or large) that their squares would underflow
+    to 0 (or overflow to Inf), they are divided by the largest absolute error before
+    squaring, ``peak * sqrt(mean((e / peak)^2))``; otherwise it is the plain
+    ``sqrt(mean(e^2))``. So errors of 1e-300 give an RMSE of that size, not 0.
 
     Example:
         >>> rmse([1.0, 1.0], [4.0, -2.0])
         3.0
+        >>> round(rmse([0.0, 0.0], [3e-300, 4e-300]) / 1e-300, 6)
+        3.535534
     """
     true, pred = _pair(y_true, y_pred)
-    return float(np.sqrt(np.mean(np.square(pred - true))))
+    errors = np.abs(pred - true)
+    peak = float(np.max(errors))
+    if peak == 0.0 or not np.isfinite(peak):
+        return peak
+    if _PLAIN_RMSE[0] <= peak <= _PLAIN_RMSE[1]:
+        return float(np.sqrt(np.mean(np.square(errors))))
+    return peak * float(np.sqrt(np.mean(np.square(errors / peak))))
 
 
 def mape(y_true: ArrayLike, y_pred: ArrayLike) -> float:
@@ -147,11 +165,20 @@ def forecast_metrics(
     y_true: ArrayLike, y_pred: ArrayLike, scale: ArrayLike | None = None
 ) -> dict[str, float | None]:
     """All metrics as a JSON-able dict with keys ``mae``, ``rmse``, ``mape``, ``smape`` and,
-    given a ``scale`` (see :func:`mase`), ``mase``."""
+    given a ``scale`` (see :func:`mase`), ``mase``.
+
+    An undefined metric is None, never NaN (which JSON cannot hold): ``mape`` when every
+    target is 0, ``mase`` when a scale is 0.
+
+    Example:
+        >>> forecast_metrics([0.0, 0.0], [1.0, 0.0])["mape"] is None
+        True
+    """
+    percentage = mape(y_true, y_pred)
     out: dict[str, float | None] = {
         "mae": mae(y_true, y_pred),
         "rmse": rmse(y_true, y_pred),
-        "mape": mape(y_true, y_pred),
+        "mape": None if np.isnan(percentage) else percentage,
         "smape": smape(y_true, y_pred),
     }
     if scale is not None:

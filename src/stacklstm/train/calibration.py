@@ -3,8 +3,11 @@
 With ``conformal=True`` the intervals are calibrated on the validation windows of the run's
 own table (:func:`stacklstm.intervals.conformal_offsets`). ``evaluate_run`` computes the
 offsets while scoring and keeps them in ``calibration.json`` beside the checkpoint they
-belong to; ``predict`` reads that file, or computes the offsets again from the run's own
-table when the file is missing or belongs to another checkpoint.
+belong to, with the SHA-256 of its content; ``predict`` reads that file, or computes the
+offsets again from the run's own table when the file is missing, belongs to another
+checkpoint, or differs from its checksum (edited or damaged: a one-line warning says so,
+and no edited offset ever moves an interval). Files written before checksums existed have
+none and are read as they are.
 
 Example:
     >>> CALIBRATION_FILE
@@ -17,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -52,10 +56,48 @@ def fit_calibration(cfg: TrainConfig, y_val: np.ndarray, val: Forecast) -> Calib
     return conformal_offsets(y_val, val)
 
 
+def calibration_checksum(content: dict[str, Any]) -> str:
+    """SHA-256 (hex) of ``content`` (``calibration.json`` without its ``sha256`` key) as
+    JSON with sorted keys; floats round-trip exactly, so a re-read file gives it back.
+
+    Example:
+        >>> calibration_checksum({"offsets": [0.343]}) == calibration_checksum({"offsets": [5.343]})
+        False
+    """
+    text = json.dumps(content, sort_keys=True, allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def write_calibration(run_dir: Path, calibration: Calibration, checkpoint: dict[str, Any]) -> None:
-    """Keep ``calibration`` in the run folder, with the checkpoint it was computed for."""
-    text = json.dumps({"checkpoint": checkpoint, **calibration.to_dict()}, indent=2) + "\n"
+    """Keep ``calibration`` in the run folder, with the checkpoint it was computed for and
+    the :func:`calibration_checksum` of both."""
+    content = {"checkpoint": checkpoint, **calibration.to_dict()}
+    content["sha256"] = calibration_checksum(content)
+    text = json.dumps(content, indent=2, allow_nan=False) + "\n"
     atomic_write(Path(run_dir) / CALIBRATION_FILE, lambda handle: handle.write(text.encode()))
+
+
+def read_calibration(path: Path, checkpoint: dict[str, Any]) -> Calibration | None:
+    """The offsets kept in ``path`` for ``checkpoint``; None when they belong to another one.
+
+    Raises:
+        ValueError: The file is not a calibration, or differs from the checksum written
+            with it (an edited or damaged file). A file without a checksum (written before
+            checksums existed) is read as it is.
+        OSError: The file cannot be read.
+    """
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(saved, dict):
+        raise ValueError(f"expected a JSON object, got {type(saved).__name__}")
+    if "sha256" in saved:
+        content = {key: value for key, value in saved.items() if key != "sha256"}
+        if calibration_checksum(content) != saved["sha256"]:
+            raise ValueError(
+                "its content differs from the checksum written with it: edited or damaged"
+            )
+    if saved.get("checkpoint") != checkpoint:
+        return None
+    return Calibration.from_dict(saved)
 
 
 def validation_windows(run: TrainedRun) -> WindowSet:
@@ -68,18 +110,24 @@ def validation_windows(run: TrainedRun) -> WindowSet:
 
 def run_calibration(run: TrainedRun, predict_step=None) -> Calibration | None:
     """The run's conformal offsets: from ``calibration.json`` when it belongs to the restored
-    checkpoint, else computed from the validation windows of the run's own table."""
+    checkpoint and matches its checksum, else computed from the validation windows of the
+    run's own table (with a one-line warning when the file is there but unusable)."""
     cfg = run.info.config.train
     if not cfg.conformal:
         return None
     path = run.run_dir / CALIBRATION_FILE
     if path.is_file():
         try:
-            saved = json.loads(path.read_text())
-            if saved.get("checkpoint") == run.checkpoint:
-                return Calibration.from_dict(saved)
+            kept = read_calibration(path, run.checkpoint)
+            if kept is not None:
+                return kept
         except (ValueError, KeyError, TypeError, OSError) as err:
-            log.warning("cannot read %s (%s); calibrating again", path, err)
+            reason = " ".join(str(err).split()) or type(err).__name__
+            log.warning(
+                "cannot use %s (%s); calibrating again from the validation windows of the "
+                "run's own table",
+                path, reason,
+            )  # fmt: skip
     val = validation_windows(run)
     return fit_calibration(cfg, val.y_true, forecast_quantiles(run, val, predict_step))
 

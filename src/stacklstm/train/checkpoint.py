@@ -281,15 +281,31 @@ class RunCheckpoints:
             manager.save(step, args=ocp.args.Composite(**items))
             manager.wait_until_finished()
         except Exception as err:  # OSError, or the TensorStore error a full disk raises
-            intact = [s for s in manager.all_steps() if s != step]
-            reason = " ".join(str(err).split())[:300] or type(err).__name__
-            message = f"cannot write checkpoint step {step} to {self.directory(which)}: {reason}"
-            if intact:
-                message += (
-                    f"; the newest complete checkpoint is still step {max(intact)}: fix the "
-                    "cause (a full disk?) and continue from it with `resume=True`"
-                )
-            raise OSError(getattr(err, "errno", None) or errno.EIO, message) from err
+            raise OSError(
+                getattr(err, "errno", None) or errno.EIO, self._write_failure(which, step, err)
+            ) from err
+
+    def _write_failure(self, which: Which, step: int, err: Exception) -> str:
+        """The one line of a failed write of ``step``: what failed and, when there is one,
+        the newest complete latest checkpoint (the one ``resume=True`` continues from), which
+        the failed write leaves intact; after a failed best checkpoint, with its folder."""
+        reason = " ".join(str(err).split())[:300] or type(err).__name__
+        message = f"cannot write checkpoint step {step} to {self.directory(which)}: {reason}"
+        try:
+            intact = [
+                s
+                for s in self._managers["latest"].all_steps()
+                if not (which == "latest" and s == step)
+            ]
+        except Exception:  # the write's error is the one to report
+            intact = []
+        if intact:
+            where = "" if which == "latest" else f" in {self.directory('latest')}"
+            message += (
+                f"; the newest complete checkpoint is still step {max(intact)}{where}: fix "
+                "the cause (a full disk?) and continue from it with `resume=True`"
+            )
+        return message
 
     def restore(
         self, which: Which, target: Any, step: int | None = None

@@ -47,7 +47,7 @@ from ..data import (
     read_table,
     steps_per_epoch,
 )
-from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
+from ..data.season import resolve_data_config
 from ..distributed import (
     check_batch_size,
     host_values,
@@ -65,7 +65,12 @@ from .budget import BASE_BATCH_SIZE, resolve_train_config
 from .checkpoint import Progress, RunCheckpoints, abstract_target
 from .inference import sync_every, window_batches
 from .lock import RunLock
-from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
+from .memory import (
+    check_fits_float32,
+    check_series_fit,
+    memory_errors_as_data_errors,
+    planned_window,
+)
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
@@ -216,11 +221,10 @@ def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path 
     frame = read_table(source)
     n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
     # before the series are allocated (rows may double where missing stamps are inserted);
-    # an "auto" window or batch is at most MAX_AUTO_WINDOW or 32
-    known = cfg.data.season != AUTO or cfg.data.time_column is None  # no time step needed
-    window = resolve_data_config(cfg.data, None).window if known else MAX_AUTO_WINDOW
+    # the run's window, or the largest an "auto" one can become; an "auto" batch is at most 32
+    window, exact = planned_window(cfg.data)
     batch = BASE_BATCH_SIZE if cfg.train.batch_size == AUTO else cfg.train.batch_size
-    check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch)
+    check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch, exact=exact)
     with memory_errors_as_data_errors(len(frame), n_columns):
         series = prepare_series(frame, cfg.data)
         del frame
@@ -450,7 +454,7 @@ class _Trainer:
             progress.epoch, progress.step_in_epoch = self.epoch, i + 1
             if end_of_epoch:
                 self._end_epoch()
-                save_now = save_now or progress.finished
+                save_now = True  # every epoch end, besides each `checkpoint_every` steps
             if save_now:
                 self._save()
             if stop_now or progress.finished:

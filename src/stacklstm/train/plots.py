@@ -98,7 +98,8 @@ def read_metric_records(metrics_path: Path) -> list[dict[str, Any]]:
 
 
 def plot_loss(path: Path, metrics_path: Path) -> None:
-    """Train loss per log interval and validation loss per epoch, log scale."""
+    """Train loss per log interval and validation loss per epoch, log scale (losses of 0,
+    as a constant series may give, cannot be shown there: the plot then says so)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -116,15 +117,20 @@ def plot_loss(path: Path, metrics_path: Path) -> None:
         if r["kind"] == "epoch" and isinstance(r.get("val_loss"), int | float)
     ]
     fig, ax = plt.subplots(figsize=(8, 4))
+    plotted = False
     for points, label, style in ((train, "train", "-"), (val, "validation", "o-")):
         points = [(s, v) for s, v in points if math.isfinite(v) and v > 0]
         if points:
             steps, values = zip(*points, strict=True)
             ax.plot(steps, values, style, ms=3, label=label)
+            plotted = True
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (scaled units)")
-    ax.legend()
+    if plotted:  # no positive loss (a constant series fits exactly): an empty plot, no legend
+        ax.legend()
+    else:
+        ax.set_title("no positive finite loss to show on a log scale")
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)

@@ -180,6 +180,7 @@ def format_table(data: dict[str, Any]) -> str:
         if split == "test":  # a seed ensemble: its best and worst member
             lines += table_lines(data, COLUMNS)
     lines += _interval_table(data)
+    lines += undefined_notes(data)
     lines.append(
         f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
         f"horizon {data['horizon']}); season={data['season']}"
@@ -190,6 +191,31 @@ def format_table(data: dict[str, Any]) -> str:
             "MASE; per_series in report.json"
         )
     return "\n".join(lines)
+
+
+#: Why a metric can be undefined (None in ``report.json``, ``n/a`` in the table).
+UNDEFINED = {
+    "mape": "every target is 0, where a percentage error is undefined",
+    "mase": "the in-sample seasonal naive error is 0 (a constant history), which scales it",
+}
+
+
+def undefined_notes(data: dict[str, Any]) -> list[str]:
+    """One note line per metric that some forecaster of a split could not be given (None,
+    printed ``n/a``), saying why; forecasters without finite forecasts are not counted."""
+    lines = []
+    for key, why in UNDEFINED.items():
+        splits = [
+            split
+            for split in ("test", "val")
+            if any(
+                m is not None and m.get(key, 0.0) is None for m in (data.get(split) or {}).values()
+            )
+        ]
+        if splits:
+            title = dict(COLUMNS).get(key, key).split()[0]
+            lines.append(f"{title} n/a ({' and '.join(splits)}): {why}")
+    return lines
 
 
 def _interval_table(data: dict[str, Any]) -> list[str]:
