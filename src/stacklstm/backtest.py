@@ -47,7 +47,7 @@ from .checks import DataError, SettingError, check_positive_int, is_int
 from .config import DataConfig, RunConfig
 from .data import bundled_dataset_path, make_inference_windows, prepare_series, read_table
 from .data.season import resolve_data_config
-from .data.windows import split_rows
+from .data.splits import split_rows
 from .metrics import forecast_metrics, seasonal_scale
 
 log = logging.getLogger(__name__)

@@ -52,6 +52,7 @@ from .covariates import covariate_sizes as covariate_sizes
 from .scale import PanelScaler as PanelScaler
 from .scale import Scaler as Scaler
 from .scale import scaler_from_dict as scaler_from_dict
+from .splits import split_rows as split_rows
 from .table import bundled_dataset_path as bundled_dataset_path
 from .table import bundled_panel_path as bundled_panel_path
 from .table import read_table as read_table
@@ -62,4 +63,3 @@ from .windows import fit_static_scaler as fit_static_scaler
 from .windows import make_inference_windows as make_inference_windows
 from .windows import make_splits as make_splits
 from .windows import select_series as select_series
-from .windows import split_rows as split_rows

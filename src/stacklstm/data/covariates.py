@@ -45,15 +45,8 @@ import pandas as pd
 from ..checks import DataError
 from ..config import CALENDAR_PREFIX, DataConfig
 from .calendar import calendar_features, utc_offsets, wall_clock
-from .clean import (
-    Series,
-    _file_rows,
-    _numeric_column,
-    _parse_times,
-    _prepare_rows,
-    _series_ids,
-    _stamp_text,
-)
+from .columns import file_rows, numeric_column, parse_times, series_ids, stamp_text
+from .rows import Series, prepare_rows
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +85,7 @@ def _core_config(cfg: DataConfig) -> DataConfig:
 
 
 def _dates_text(stamps: np.ndarray) -> str:
-    shown = ", ".join(_stamp_text(s) for s in stamps[:_MAX_LISTED])
+    shown = ", ".join(stamp_text(s) for s in stamps[:_MAX_LISTED])
     return shown + (f" and {len(stamps) - _MAX_LISTED} more" if len(stamps) > _MAX_LISTED else "")
 
 
@@ -100,7 +93,7 @@ def _series_codes(frame: pd.DataFrame, cfg: DataConfig) -> tuple[np.ndarray, tup
     """``(rows,)`` position of each row's series among the sorted names, and the names."""
     if cfg.id_column is None:
         return np.zeros(len(frame), dtype=np.int64), ("",)
-    codes, uniques = pd.factorize(_series_ids(frame[cfg.id_column], cfg.id_column), sort=True)
+    codes, uniques = pd.factorize(series_ids(frame[cfg.id_column], cfg.id_column), sort=True)
     return codes.astype(np.int64), tuple(str(u) for u in uniques)
 
 
@@ -115,7 +108,7 @@ def _row_times(frame: pd.DataFrame, cfg: DataConfig) -> np.ndarray:
     column."""
     if cfg.time_column is None:
         return np.arange(len(frame), dtype=np.int64)
-    return _parse_times(frame[cfg.time_column], cfg.time_column)
+    return parse_times(frame[cfg.time_column], cfg.time_column)
 
 
 def _future_rows(frame: pd.DataFrame, cfg: DataConfig, times: np.ndarray) -> np.ndarray:
@@ -152,7 +145,7 @@ def _static_values(frame: pd.DataFrame, cfg: DataConfig, ids: tuple[str, ...]) -
     position = {name: i for i, name in enumerate(names)}
     out = np.full((len(ids), len(cfg.static_features)), np.nan)
     for j, column in enumerate(cfg.static_features):
-        values = _numeric_column(frame[column], column, "static feature")
+        values = numeric_column(frame[column], column, "static feature")
         for i, series_id in enumerate(ids):
             mine = values[codes == position[series_id]] if series_id in position else values[:0]
             distinct = np.unique(mine[~np.isnan(mine)])
@@ -213,10 +206,10 @@ def _check_on_step(
             after = following.to_datetime64().astype(np.asarray(last).dtype)
         if before != stamp:
             raise DataError(
-                f"the future row {row}{where} has the time stamp {_stamp_text(stamp)}, which "
+                f"the future row {row}{where} has the time stamp {stamp_text(stamp)}, which "
                 f"parses but is not on the series' time step of {freq} from its last observed "
-                f"target ({_stamp_text(last)}): the nearest steps are {_stamp_text(before)} and "
-                f"{_stamp_text(after)}"
+                f"target ({stamp_text(last)}): the nearest steps are {stamp_text(before)} and "
+                f"{stamp_text(after)}"
             )
 
 
@@ -233,7 +226,7 @@ def _tail(
     codes, code_names = _series_codes(future, cfg) if len(future) else (np.zeros(0, int), ())
     position = {name: i for i, name in enumerate(code_names)}
     values = np.column_stack(
-        [_numeric_column(future[name], name, "future feature") for name in names]
+        [numeric_column(future[name], name, "future feature") for name in names]
         or [np.zeros((len(future), 0))]
     ).reshape(len(future), len(names))
     tail = np.full((len(ids), h, len(names)), np.nan)
@@ -244,7 +237,7 @@ def _tail(
         mine = np.flatnonzero(codes == position[series_id]) if series_id in position else []
         mine = np.asarray(mine, dtype=np.int64)
         last = series.times[bounds[i + 1] - 1] if series.times is not None else bounds[i + 1] - 1
-        last_text = _stamp_text(last) if series.times is not None else f"row {last + 1}"
+        last_text = stamp_text(last) if series.times is not None else f"row {last + 1}"
         if len(mine) == 0 and not names:  # calendar only: the stamps follow the step
             stamps = _next_stamps(last, series.freq, h)
         else:
@@ -261,7 +254,7 @@ def _tail(
             if series.times is not None:
                 expected = _next_stamps(last, series.freq, h) if series.freq else None
                 if expected is not None and not np.array_equal(stamps, expected):
-                    _check_on_step(stamps, last, series.freq, _file_rows(future, mine), where)
+                    _check_on_step(stamps, last, series.freq, file_rows(future, mine), where)
                     raise DataError(
                         f"the rows after the last observed target{where} ({last_text}) are "
                         f"{_dates_text(stamps)} but the horizon's steps of {series.freq} are "
@@ -273,7 +266,7 @@ def _tail(
                         f"come after it, got {_dates_text(stamps)}"
                     )
             part = values[mine]  # (horizon, n_future_features)
-            rows = _file_rows(future, mine)
+            rows = file_rows(future, mine)
             for j, name in enumerate(names):
                 for bad, what, needs in (
                     (np.isnan(part[:, j]), "has no value", "every future value (nothing is "
@@ -384,7 +377,7 @@ def prepare_with_covariates(
             if len(frame) == 0:
                 raise DataError("every row of the table has an empty target")
     core.validate()
-    series = _prepare_rows(frame, core, forecast_only=forecast_only)
+    series = prepare_rows(frame, core, forecast_only=forecast_only)
     n_future = len(cfg.future_features)
     series = dataclasses.replace(series, n_future=n_future)
     written = _row_times(frame, cfg) if cfg.time_column is not None else None

@@ -24,6 +24,7 @@ from . import season as seasons
 from .clean import Series
 from .covariates import expected_columns
 from .scale import PanelScaler, Scaler
+from .splits import split_problem, split_rows
 
 log = logging.getLogger(__name__)
 
@@ -345,23 +346,6 @@ class Splits:
     static_scaler: Scaler | None = None
 
 
-def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
-    """Rows ``(n_train, n_val, n_test)`` of a series of ``n_rows`` rows, in time order.
-
-    ``test_size``/``val_size`` give the rows themselves; otherwise ``round(fraction *
-    n_rows)`` (Python's ``round``, half to even).
-
-    Example:
-        >>> split_rows(20, DataConfig(val_fraction=0.2, test_fraction=0.2))
-        (12, 4, 4)
-        >>> split_rows(20, DataConfig(val_size=3, test_size=5))
-        (12, 3, 5)
-    """
-    n_test = cfg.test_size if cfg.test_size is not None else round(cfg.test_fraction * n_rows)
-    n_val = cfg.val_size if cfg.val_size is not None else round(cfg.val_fraction * n_rows)
-    return n_rows - n_val - n_test, n_val, n_test
-
-
 def _check_series(series: Series, cfg: DataConfig) -> None:
     cfg.validate()
     expected = cfg.target + cfg.features + cfg.future_features
@@ -509,58 +493,6 @@ def _aligned_origins(last: int, lowest: int, step: int) -> np.ndarray:
     return np.arange(last, lowest - 1, -step, dtype=np.int64)[::-1].copy()
 
 
-def fewest_rows(cfg: DataConfig) -> int:
-    """The fewest rows of a series whose training split holds one window: ``window +
-    horizon`` (+1 with ``difference``) training rows, then its validation and test rows.
-
-    Example:
-        >>> fewest_rows(DataConfig(window=8, horizon=1, val_size=14, test_size=14))
-        37
-        >>> fewest_rows(DataConfig(window=8, horizon=1)), split_rows(13, DataConfig())
-        (13, (9, 2, 2))
-    """
-    needed = cfg.window + cfg.horizon + int(cfg.difference)
-    n_rows = needed
-    while split_rows(n_rows, cfg)[0] < needed:  # fractions below 1 in all: it ends
-        n_rows += 1
-    return n_rows
-
-
-def _split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> str | None:
-    """Why a series of ``n_rows`` rows split as ``rows`` gives no training window, or None."""
-    n_train, n_val, n_test = rows
-    w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
-    needed = w + h + first
-    if n_train < needed:
-        extra = " + 1 (difference)" if first else ""
-        given = ", ".join(
-            f"{split}_size={getattr(cfg, split + '_size')}"
-            if getattr(cfg, split + "_size") is not None
-            else f"{split}_fraction={getattr(cfg, split + '_fraction')}"
-            for split in ("val", "test")
-        )
-        fewest = fewest_rows(cfg)
-        if n_train < 1:  # no training row at all: the series itself is too short
-            return (
-                f"the series has {n_rows} row{'s' if n_rows != 1 else ''} but the run needs at "
-                f"least {fewest}: window ({w}) + horizon ({h}){extra} = {needed} for one "
-                f"training window, then the validation and test rows ({given})"
-            )
-        return (
-            f"the training split has {n_train} of {n_rows} rows ({given}) but window ({w}) + "
-            f"horizon ({h}){extra} = {needed} rows are needed; the series needs at least "
-            f"{fewest} rows"
-        )
-    for name, count, split in (("validation", n_val, "val"), ("test", n_test, "test")):
-        if 0 < count < h:
-            what = "its fraction" if getattr(cfg, split + "_size") is None else f"`{split}_size`"
-            return (
-                f"the {name} split has {count} rows, fewer than horizon ({h}); raise {what} "
-                "or set it to 0"
-            )
-    return None
-
-
 def _skip_series(series: Series, problems: dict[int, str], cfg: DataConfig, what: str) -> Series:
     """The panel without the series in ``problems`` (position -> why it cannot be used for
     ``what``), each named in a warning; with ``cfg.strict``, a DataError instead. DataError
@@ -638,7 +570,7 @@ def make_splits(
     lengths = np.diff(series.bounds)
     rows = [split_rows(int(n), cfg) for n in lengths]
     if series.ids is None:
-        problem = _split_problem(int(lengths[0]), rows[0], cfg)
+        problem = split_problem(int(lengths[0]), rows[0], cfg)
         if problem is not None:
             raise DataError(problem)
     else:
@@ -657,7 +589,7 @@ def make_splits(
             else:
                 problems = dict.fromkeys(untrained, "no scaler: the run was not trained on it")
         for i, n in enumerate(lengths):
-            if i not in problems and (problem := _split_problem(int(n), rows[i], cfg)) is not None:
+            if i not in problems and (problem := split_problem(int(n), rows[i], cfg)) is not None:
                 # "the series has 1 row but ..." names the rows itself
                 problems[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
         problems = dict(sorted(problems.items()))

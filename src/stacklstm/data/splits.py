@@ -1,0 +1,79 @@
+"""How many rows each split of a series gets, and the fewest rows a run needs.
+
+Row counts are taken on the rows of each prepared series (after gap filling, before
+differencing); a window belongs to the split that holds all of its targets."""
+
+from __future__ import annotations
+
+from ..config import DataConfig
+
+__all__ = ["fewest_rows", "split_problem", "split_rows"]
+
+
+def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
+    """Rows ``(n_train, n_val, n_test)`` of a series of ``n_rows`` rows, in time order.
+
+    ``test_size``/``val_size`` give the rows themselves; otherwise ``round(fraction *
+    n_rows)`` (Python's ``round``, half to even).
+
+    Example:
+        >>> split_rows(20, DataConfig(val_fraction=0.2, test_fraction=0.2))
+        (12, 4, 4)
+        >>> split_rows(20, DataConfig(val_size=3, test_size=5))
+        (12, 3, 5)
+    """
+    n_test = cfg.test_size if cfg.test_size is not None else round(cfg.test_fraction * n_rows)
+    n_val = cfg.val_size if cfg.val_size is not None else round(cfg.val_fraction * n_rows)
+    return n_rows - n_val - n_test, n_val, n_test
+
+
+def fewest_rows(cfg: DataConfig) -> int:
+    """The fewest rows of a series whose training split holds one window: ``window +
+    horizon`` (+1 with ``difference``) training rows, then its validation and test rows.
+
+    Example:
+        >>> fewest_rows(DataConfig(window=8, horizon=1, val_size=14, test_size=14))
+        37
+        >>> fewest_rows(DataConfig(window=8, horizon=1)), split_rows(13, DataConfig())
+        (13, (9, 2, 2))
+    """
+    needed = cfg.window + cfg.horizon + int(cfg.difference)
+    n_rows = needed
+    while split_rows(n_rows, cfg)[0] < needed:  # fractions below 1 in all: it ends
+        n_rows += 1
+    return n_rows
+
+
+def split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> str | None:
+    """Why a series of ``n_rows`` rows split as ``rows`` gives no training window, or None."""
+    n_train, n_val, n_test = rows
+    w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
+    needed = w + h + first
+    if n_train < needed:
+        extra = " + 1 (difference)" if first else ""
+        given = ", ".join(
+            f"{split}_size={getattr(cfg, split + '_size')}"
+            if getattr(cfg, split + "_size") is not None
+            else f"{split}_fraction={getattr(cfg, split + '_fraction')}"
+            for split in ("val", "test")
+        )
+        fewest = fewest_rows(cfg)
+        if n_train < 1:  # no training row at all: the series itself is too short
+            return (
+                f"the series has {n_rows} row{'s' if n_rows != 1 else ''} but the run needs at "
+                f"least {fewest}: window ({w}) + horizon ({h}){extra} = {needed} for one "
+                f"training window, then the validation and test rows ({given})"
+            )
+        return (
+            f"the training split has {n_train} of {n_rows} rows ({given}) but window ({w}) + "
+            f"horizon ({h}){extra} = {needed} rows are needed; the series needs at least "
+            f"{fewest} rows"
+        )
+    for name, count, split in (("validation", n_val, "val"), ("test", n_test, "test")):
+        if 0 < count < h:
+            what = "its fraction" if getattr(cfg, split + "_size") is None else f"`{split}_size`"
+            return (
+                f"the {name} split has {count} rows, fewer than horizon ({h}); raise {what} "
+                "or set it to 0"
+            )
+    return None
