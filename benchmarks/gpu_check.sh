@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU checks, in one call on a machine with a CUDA GPU: parity of the cuDNN path first,
-# then the side-by-side benchmark on S, M, L, G1 and G2. Runs from the source tree
+# The GPU checks, in one call on a machine with a CUDA GPU: the cuDNN path's self-check verdict
+# first (kernels.info(): which path runs and why), then parity of the cuDNN path, then the
+# side-by-side benchmark on S, M, L, G1 and G2. Runs from the source tree
 # (PYTHONPATH=src, no build: the CPU kernel is not needed there) and writes each result to
 # $OUT (default benchmarks/results/gpu) as soon as it has it, so a run cut short keeps what
-# it measured. About 4 minutes on an H200.
+# it measured. About 4 minutes on an H200 before the self-check tests; allow 6.
 #
 #   bash benchmarks/gpu_check.sh            # or: OUT=/tmp/gpu bash benchmarks/gpu_check.sh
 set -uo pipefail
@@ -14,18 +15,32 @@ export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # the workers share one GPU
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/progress.log"; }
 
+log "the cuDNN path's self-check (kernels.info())"
+timeout 120 python - > "$OUT/self_check.txt" 2>&1 <<'PY'
+from stacklstm import kernels
+info = kernels.info()  # runs the self-check on a CUDA GPU
+print("path:", info.path)
+print("reason:", info.reason)
+print("kernel info:", info)
+PY
+log "self-check exit code $? ($(head -n 1 "$OUT/self_check.txt"))"
+cat "$OUT/self_check.txt"
+
 log "devices and versions"
 python - > "$OUT/devices.txt" 2>&1 <<'PY'
-import jax, torch
-from stacklstm import kernels
+import jax
 print("jax", jax.__version__, jax.devices())
-print("torch", torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name(0))
-print("kernel info:", kernels.info())
+try:
+    import torch
+except ImportError as e:
+    print("torch not importable:", e)
+else:
+    print("torch", torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name(0))
 PY
 cat "$OUT/devices.txt"
 
 log "parity: the cuDNN path against the portable path, forward and gradients"
-timeout 150 python -m pytest -q -p no:cacheprovider tests/test_cudnn.py tests/test_cudnn_gpu.py \
+timeout 300 python -m pytest -q -p no:cacheprovider tests/test_cudnn.py tests/test_cudnn_gpu.py \
     > "$OUT/parity.txt" 2>&1
 log "parity exit code $? ($(tail -n 1 "$OUT/parity.txt"))"
 

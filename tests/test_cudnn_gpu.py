@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 
 from stacklstm import LSTMModel, StackedLSTM, kernels
+from stacklstm.kernels import cudnn
 
 pytestmark = pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (cuDNN)")
+
+
+def test_the_real_cudnn_call_passes_its_self_check():
+    verdict = cudnn.self_check()
+    assert verdict.ok, verdict.reason
+    info = kernels.info()
+    assert info.path == "cudnn" and "passed its self-check" in info.reason, info
 
 
 @pytest.mark.parametrize(("layers", "bidirectional", "padded"), [(1, False, False),

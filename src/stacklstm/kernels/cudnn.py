@@ -20,6 +20,12 @@ pseudo-layer, each row's at its own last valid step (``seq_lengths``), the rever
 starting at each row's last valid step: the semantics of the layer-by-layer path, which the
 tests check through ``jax.experimental.rnn.lstm_ref`` (the same packed weights on the CPU).
 
+Before its first use in a process the path checks itself (:func:`self_check`): one tiny
+forward and backward (two layers, both directions, padded rows) against the pure-JAX
+layer-by-layer path, run eagerly, outside any trace. Where they differ beyond float32 rounding
+or the call fails, ``StackedLSTM`` steps aside to the pure-JAX path with one warning, and
+``kernels.info()`` says why; ``kernels.use("cudnn")`` raises instead.
+
 Example:
     >>> import jax, numpy as np
     >>> from stacklstm.layers import StackedLSTM
@@ -27,20 +33,23 @@ Example:
     >>> flat = pack_weights(params, input_size=2, hidden_size=4, num_layers=2)
     >>> flat.shape, jax.tree.map(np.shape, unpack_weights(flat, 2, 4, 2)) == jax.tree.map(
     ...     np.shape, params)
-    ((304,), True)
+    ((288,), True)
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import native
-from .lstm import LSTMState
+from .lstm import LSTMState, lstm_layer
 
 Array = jax.Array
 
@@ -297,3 +306,199 @@ def reference_lstm(x, h0, c0, flat, lengths, input_size, hidden_size, num_layers
     )
     return rnn.lstm_ref(x, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths, input_size, hidden_size,
                         num_layers, dropout, bidirectional)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# The self-check: one tiny call against the pure-JAX path before the first use.
+
+# The case: two layers, both directions, rows padded with seq_lengths, a random initial state.
+_CHECK_BATCH, _CHECK_TIME, _CHECK_FEATURES, _CHECK_HIDDEN, _CHECK_LAYERS = 3, 5, 3, 4, 2
+_CHECK_LENGTHS = (5, 2, 4)
+# The tolerances (absolute; the values and gradients of this case are at most about 6). The
+# pure-JAX path in float32 differs from the float64 oracle (``reference.py``; the gradients
+# against its central differences) on this case by at most 1.7e-7 in the outputs and final
+# states and 8e-7 in the gradients (worst of 5 seeds), so two correct float32 computations
+# differ by about twice that; these leave a factor of about 15 on top. A wrong layout, gate or
+# padding rule is off by 1e-2 or more.
+_CHECK_ATOL_VALUES = 5e-6
+_CHECK_ATOL_GRADIENTS = 2.5e-5
+
+
+class SelfCheck(NamedTuple):
+    """The verdict of the cuDNN path's self-check (:func:`self_check`).
+
+    Attributes:
+        ok: the one-call path gave the pure-JAX path's outputs, final states and gradients.
+        reason: what passed, or what failed and by how much.
+    """
+
+    ok: bool
+    reason: str
+
+
+def _check_case() -> tuple[dict, np.ndarray, list[LSTMState], np.ndarray, np.ndarray, list]:
+    """``(params, x, initial_state, seq_lengths, d_outputs, d_final_state)`` of the self-check,
+    float32 numpy, from a fixed seed."""
+    rng = np.random.default_rng(0)
+    hidden, gates = _CHECK_HIDDEN, 4 * _CHECK_HIDDEN
+    names = _layer_names(_CHECK_LAYERS, True)
+    params = {}
+    for k, name in enumerate(names):
+        in_features = _CHECK_FEATURES if k < 2 else 2 * hidden
+        params[name] = {
+            "kernel_ih": rng.normal(0, 0.5, (in_features, gates)).astype(np.float32),
+            "kernel_hh": rng.normal(0, 0.5, (hidden, gates)).astype(np.float32),
+            "bias": rng.normal(0, 0.5, (gates,)).astype(np.float32),
+        }
+
+    def normal(*shape):
+        return rng.normal(size=shape).astype(np.float32)
+
+    batch, time = _CHECK_BATCH, _CHECK_TIME
+    x = normal(batch, time, _CHECK_FEATURES)
+    state = [LSTMState(normal(batch, hidden), normal(batch, hidden)) for _ in names]
+    d_y = normal(batch, time, 2 * hidden)
+    d_state = [LSTMState(normal(batch, hidden), normal(batch, hidden)) for _ in names]
+    return params, x, state, np.asarray(_CHECK_LENGTHS, np.int32), d_y, d_state
+
+
+def _layer_by_layer(params, x, initial_state, seq_lengths):
+    """The stack through ``lstm_layer``, layer by layer (``StackedLSTM``'s other path)."""
+    finals = []
+    for layer in range(_CHECK_LAYERS):
+        outs = []
+        for reverse in (False, True):
+            name = f"layer_{layer}" + ("_reverse" if reverse else "")
+            out, final = lstm_layer(params[name], x, initial_state[len(finals)], seq_lengths,
+                                    reverse)  # fmt: skip
+            outs.append(out)
+            finals.append(final)
+        x = jnp.concatenate(outs, axis=-1)
+    return x, tuple(finals)
+
+
+def _in_a_thread_of_its_own(fn):
+    """``fn()``, run in a new thread and waited for: outside any trace of the caller's and of
+    its config contexts (a mesh, ``kernels.use``, x64, the default device), which JAX keeps per
+    thread. (``jax.ensure_compile_time_eval`` would not do: inside the check's own ``jit`` it
+    turns arrays made from constants into captured constants, which ``custom_partitioning``
+    refuses.) Raises what ``fn`` raised."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run, name="stacklstm-cudnn-self-check")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _check_differences(implementation: str) -> list[tuple[str, float, float]]:
+    """``(what, max |difference|, tolerance)`` of every output, final state and gradient of the
+    check's case: the one-call path against the pure-JAX path, both at full float32 precision
+    (no TF32), run eagerly in a thread of their own (also when the first use is inside a
+    trace)."""
+    params, x, state, lengths, d_y, d_state = _check_case()
+
+    def one_call(p, x, s):
+        return run_stack(p, x, s, lengths, hidden_size=_CHECK_HIDDEN, num_layers=_CHECK_LAYERS,
+                         bidirectional=True, implementation=implementation)  # fmt: skip
+
+    def layers(p, x, s):
+        return _layer_by_layer(p, x, s, lengths)
+
+    def values_and_gradients(f):
+        def run(p, x, s, d_y, d_s):
+            (y, final), pullback = jax.vjp(f, p, x, s)
+            return (y, final, *pullback((d_y, d_s)))  # y, final, d_params, d_x, d_state
+
+        return jax.tree.map(np.asarray, jax.jit(run)(params, x, state, d_y, tuple(d_state)))
+
+    def both():
+        device = jax.local_devices()[0]  # this process's own, on the default backend
+        with jax.default_device(device), jax.default_matmul_precision("highest"):
+            got = values_and_gradients(one_call)
+            with native.use("xla"):  # the pure-JAX scan, whatever the backend
+                want = values_and_gradients(layers)
+        return got, want
+
+    got, want = _in_a_thread_of_its_own(both)
+
+    names = _layer_names(_CHECK_LAYERS, True)
+    rows = [("the outputs", got[0], want[0], _CHECK_ATOL_VALUES)]
+    for k, name in enumerate(names):
+        for part in ("h", "c"):
+            values = (getattr(got[1][k], part), getattr(want[1][k], part))
+            rows.append((f"the final {part} of {name}", *values, _CHECK_ATOL_VALUES))
+    for name in names:
+        for key in ("kernel_ih", "kernel_hh", "bias"):
+            values = (got[2][name][key], want[2][name][key])
+            rows.append((f"the gradient of {name}/{key}", *values, _CHECK_ATOL_GRADIENTS))
+    rows.append(("the gradient of x", got[3], want[3], _CHECK_ATOL_GRADIENTS))
+    for k, name in enumerate(names):
+        for part in ("h", "c"):
+            values = (getattr(got[4][k], part), getattr(want[4][k], part))
+            rows.append((f"the gradient of the initial {part} of {name}", *values,
+                         _CHECK_ATOL_GRADIENTS))  # fmt: skip
+    return [(what, float(np.max(np.abs(a - b))), tol) for what, a, b, tol in rows]
+
+
+_check_lock = threading.Lock()
+
+
+def self_check(implementation: str = "cudnn") -> SelfCheck:
+    """Whether the one-call path computes what the pure-JAX path does, here: one tiny forward
+    and backward (two layers, both directions, padded rows; gradients of the inputs, the
+    initial state and every weight) against the layer-by-layer scan, within float32 rounding.
+
+    Runs once per process (the verdict is kept), eagerly, in a thread of its own: also when
+    first asked inside a ``jit`` trace, nothing of it is traced into that function. Never
+    raises: a call that fails is a failed check.
+    """
+    with _check_lock:  # one check, also when several threads trace at once
+        return _self_check_once(implementation, _IMPLEMENTATIONS[implementation])
+
+
+@functools.cache
+def _self_check_once(implementation: str, functions: tuple) -> SelfCheck:
+    """The verdict on ``functions``, the implementation's ``(forward, backward)``: one per
+    process, and a stand-in put in their place (as the tests do) gets its own."""
+    case = (
+        f"{_CHECK_LAYERS} layers, both directions, padded rows, batch {_CHECK_BATCH}, "
+        f"time {_CHECK_TIME}, hidden {_CHECK_HIDDEN}"
+    )
+    try:
+        differences = _check_differences(implementation)
+    except Exception as e:  # any failure: the path is not used, and the reason says why
+        error = f"{type(e).__name__}: {str(e)[:300]}" if str(e) else type(e).__name__
+        return SelfCheck(False, f"its self-check call failed: {error}")
+    for what, difference, tolerance in differences:
+        if not difference <= tolerance:  # NaN fails too
+            return SelfCheck(
+                False,
+                f"its self-check failed on {what}: {difference:.3g} off the pure-JAX path "
+                f"(tolerance {tolerance:g}; {case})",
+            )
+    worst = max(difference for _, difference, _ in differences)
+    return SelfCheck(
+        True,
+        f"it passed its self-check against the pure-JAX path ({case}: forward and gradients "
+        f"within {worst:.2g})",
+    )
+
+
+@functools.cache
+def warn_step_aside(reason: str) -> None:
+    """The one warning that ``StackedLSTM`` steps aside after a failed check (once per reason)."""
+    warnings.warn(
+        f"stacklstm: the cuDNN path is not used, {reason}; StackedLSTM runs layer by layer on "
+        "the pure-JAX path instead (same numbers, slower on the GPU)",
+        RuntimeWarning,
+        stacklevel=3,
+    )

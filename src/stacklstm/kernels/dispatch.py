@@ -2,8 +2,11 @@
 
 ``lstm_layer`` asks :func:`stacklstm.kernels.native.wanted` for each layer (the compiled CPU
 kernel, float32 on the CPU). ``StackedLSTM`` (linen and NNX) asks :func:`stack_path` once per
-call whether the whole stack goes through cuDNN in one call (float32 on a CUDA GPU). Both
-follow ``kernels.use(...)`` / ``STACKLSTM_KERNEL``: ``"xla"`` turns every fast path off.
+call whether the whole stack goes through cuDNN in one call (float32 on a CUDA GPU, once the
+path has passed its self-check, :func:`stacklstm.kernels.cudnn.self_check`). Both follow
+``kernels.use(...)`` / ``STACKLSTM_KERNEL``: ``"xla"`` turns every fast path off; ``"cudnn"``
+insists on the one cuDNN call for every ``StackedLSTM`` call and raises where it cannot run
+(bare ``lstm_layer`` calls then pick their path as under ``"auto"``).
 """
 
 from __future__ import annotations
@@ -14,14 +17,65 @@ import jax.numpy as jnp
 
 from . import cudnn, native
 
+# Every choice: the CPU kernel's, and "cudnn".
+CHOICES = native.CHOICES if "cudnn" in native.CHOICES else (*native.CHOICES, "cudnn")
+
+
+def use(kernel: str):
+    """Context manager: trace the LSTM with the given path.
+
+    Args:
+        kernel: ``"xla"`` (the portable pure-JAX path, e.g. for ``jax.export``), ``"native"``
+            (the compiled CPU kernel; raises where it cannot run), ``"cudnn"`` (each
+            ``StackedLSTM`` call as one cuDNN call; raises where it cannot run or failed its
+            self-check) or ``"auto"``.
+
+    Raises:
+        ValueError: ``kernel`` is none of these.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from stacklstm import kernels
+        >>> from stacklstm.kernels import LSTMState, lstm_layer
+        >>> p = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)),
+        ...      "bias": jnp.zeros(8)}
+        >>> s = LSTMState(jnp.zeros((4, 2)), jnp.zeros((4, 2)))
+        >>> f = jax.jit(lambda x: lstm_layer(p, x, s)[0])
+        >>> with kernels.use("xla"):
+        ...     exported = jax.export.export(f)(jnp.ones((4, 5, 3)))
+    """
+    if kernel not in CHOICES:
+        raise ValueError(f"kernels.use() takes 'cudnn', 'auto', 'native' or 'xla'; got {kernel!r}")
+    if kernel in native.CHOICES:
+        return native.use(kernel)
+    # "cudnn": held where the CPU kernel's choice is (part of JAX's jit cache keys), which
+    # reads it as "auto"
+    return native._choice_context(kernel)
+
+
+def _insisted(source: str, why_not: str) -> RuntimeError:
+    return RuntimeError(
+        f"{source} asks for StackedLSTM's one cuDNN call, but it cannot run: {why_not}. Use "
+        "'auto' to fall back to the pure-JAX path where it cannot."
+    )
+
 
 def stack_path(
     *, dtype: Any, param_dtype: Any, x_dtype: Any, remat: bool | int, proj_size: int,
     dropout_in_training: bool,
 ) -> str:  # fmt: skip
     """``"cudnn"`` when a ``StackedLSTM`` call should run as one cuDNN call, else ``"layers"``
-    (layer by layer through ``lstm_layer``, which picks its own path)."""
-    choice, _ = native._choice()
+    (layer by layer through ``lstm_layer``, which picks its own path).
+
+    The first time the cuDNN path would be taken in a process, it runs its self-check
+    (eagerly, outside any trace); after a failed check it steps aside with one warning.
+
+    Raises:
+        RuntimeError: ``kernels.use("cudnn")`` (or ``STACKLSTM_KERNEL=cudnn``) asks for the
+            cuDNN path where it cannot run: not a CUDA GPU, a case it declines, or a failed
+            self-check.
+    """
+    choice, source = native._choice()
     if choice == "xla":
         return "layers"
     compute = jnp.result_type(x_dtype, param_dtype) if dtype is None else jnp.dtype(dtype)
@@ -33,7 +87,17 @@ def stack_path(
         proj_size=proj_size,
         dropout_in_training=dropout_in_training,
     )
-    return "cudnn" if reason is None else "layers"
+    if reason is None:
+        checked = cudnn.self_check()
+        if checked.ok:
+            return "cudnn"
+        if choice == "cudnn":
+            raise _insisted(source, checked.reason)
+        cudnn.warn_step_aside(checked.reason)
+        return "layers"
+    if choice == "cudnn":
+        raise _insisted(source, reason)
+    return "layers"
 
 
 def info() -> native.KernelInfo:
@@ -41,7 +105,11 @@ def info() -> native.KernelInfo:
 
     ``path`` is ``"native"`` (the compiled CPU kernel), ``"cudnn"`` (on a CUDA GPU: each
     ``StackedLSTM`` call as one cuDNN call; bare ``lstm_layer`` calls and the cases cuDNN
-    declines run the scan) or ``"xla"`` (the pure-JAX scan).
+    declines run the scan) or ``"xla"`` (the pure-JAX scan). On a CUDA GPU this runs the cuDNN
+    path's self-check if it has not run yet, and ``reason`` gives its verdict; after a failed
+    check ``path`` is that of the layer-by-layer path (``"xla"`` on a GPU). Does not raise for
+    ``"cudnn"`` where it cannot run (``reason`` says so; tracing a ``StackedLSTM`` would
+    raise).
 
     Example:
         >>> from stacklstm import kernels
@@ -49,11 +117,28 @@ def info() -> native.KernelInfo:
         True
     """
     base = native.info()
-    if base.choice == "xla" or cudnn.platform() != "cuda":
+    if base.choice == "xla":
         return base
+    insists = f" (tracing a StackedLSTM raises: {base.source} insists on it)"
+    if cudnn.platform() != "cuda":
+        if base.choice == "cudnn":
+            return base._replace(
+                reason=f"{base.reason}; the cuDNN path cannot run: "
+                f"{cudnn.DECLINES['platform']}{insists}"
+            )
+        return base
+    checked = cudnn.self_check()
+    if not checked.ok:  # path: what runs layer by layer (the pure-JAX scan on a GPU)
+        reason = (
+            f"float32 on a CUDA GPU, but the cuDNN path is not used, {checked.reason}; "
+            "StackedLSTM runs layer by layer instead"
+        )
+        if base.choice == "cudnn":
+            reason += insists
+        return base._replace(reason=reason)
     declines = "; ".join(f"{k}: {v}" for k, v in cudnn.DECLINES.items() if k != "platform")
     reason = (
         "float32 on a CUDA GPU: each StackedLSTM call is one cuDNN call "
-        f"(jax.experimental.rnn.lstm); it steps aside for {declines}"
+        f"(jax.experimental.rnn.lstm), and {checked.reason}; it steps aside for {declines}"
     )
     return base._replace(path="cudnn", reason=reason)

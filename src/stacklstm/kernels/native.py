@@ -8,11 +8,12 @@ same tests.
 
 Which path runs (read when a function is traced):
 
-- ``use("auto" | "native" | "xla")``, a context manager, wins; JAX's jit caches key on it, so a
-  function traced once under each gets one program for each.
+- ``use("auto" | "native" | "cudnn" | "xla")``, a context manager, wins; JAX's jit caches key
+  on it, so a function traced once under each gets one program for each.
 - else ``STACKLSTM_KERNEL`` in the environment, ``auto`` by default.
 - ``auto`` takes this path where it applies (float32, the CPU, the kernel built and loaded);
-  ``native`` insists on it and raises where it cannot run; ``xla`` turns it off.
+  ``native`` insists on it and raises where it cannot run; ``xla`` turns it off; ``cudnn``
+  insists on StackedLSTM's one cuDNN call on a CUDA GPU (``cudnn.py``) and is ``auto`` here.
 
 ``info()`` says which path runs and why. Loading checks that the extension was built for an FFI
 API version the running jaxlib accepts and makes one tiny call; any failure falls back to the
@@ -52,7 +53,7 @@ from .reference import lstm_layer_reference
 
 Array = jax.Array
 _F32 = jnp.float32
-CHOICES = ("auto", "native", "xla")
+CHOICES = ("auto", "native", "cudnn", "xla")
 _TARGETS = ("stacklstm_lstm_forward", "stacklstm_lstm_forward_train", "stacklstm_lstm_backward")
 
 
@@ -104,7 +105,7 @@ def use(kernel: str):
         ...     exported = jax.export.export(f)(jnp.ones((4, 5, 3)))
     """
     if kernel not in CHOICES:
-        raise ValueError(f"kernels.use() takes 'auto', 'native' or 'xla'; got {kernel!r}")
+        raise ValueError(f"kernels.use() takes 'cudnn', 'auto', 'native' or 'xla'; got {kernel!r}")
     return _choice_context(kernel)
 
 
@@ -114,7 +115,9 @@ def _choice() -> tuple[str, str]:
         return _choice_context.value, f"kernels.use({_choice_context.value!r})"
     choice = os.environ.get("STACKLSTM_KERNEL", "auto")
     if choice not in CHOICES:
-        raise ValueError(f"STACKLSTM_KERNEL must be 'auto', 'native' or 'xla'; got {choice!r}")
+        raise ValueError(
+            f"STACKLSTM_KERNEL must be 'auto', 'native', 'cudnn' or 'xla'; got {choice!r}"
+        )
     return choice, f"STACKLSTM_KERNEL={choice}" if "STACKLSTM_KERNEL" in os.environ else "default"
 
 
