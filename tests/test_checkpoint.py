@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from helpers import ORBAX_ABANDONS_READS, PROPERTY, _truncate
 from stacklstm.train import TrainConfig
-from stacklstm.train.checkpoint import Meter, Progress, RunCheckpoints
+from stacklstm.train.checkpoint import RunCheckpoints
+from stacklstm.train.progress import Meter, Progress
 from stacklstm.train.step import TrainState, make_optimizer
 
 

@@ -11,8 +11,6 @@ from ..config import ModelConfig as ModelConfig
 from ..config import RunConfig as RunConfig
 from ..config import TrainConfig as TrainConfig
 from ..config import load_config as load_config
-from .checkpoint import Meter as Meter
-from .checkpoint import Progress as Progress
 from .checkpoint import RunCheckpoints as RunCheckpoints
 from .ensemble import EnsembleRun as EnsembleRun
 from .ensemble import load_model as load_model
@@ -27,6 +25,8 @@ from .loop import EpochEnd as EpochEnd
 from .loop import FitResult as FitResult
 from .loop import NonFiniteError as NonFiniteError
 from .loop import fit as fit
+from .progress import Meter as Meter
+from .progress import Progress as Progress
 from .report import Report as Report
 from .report import evaluate_run as evaluate_run
 from .report import format_table as format_table

@@ -62,7 +62,7 @@ from ..intervals import OutputHead
 from ..signals import check as check_signals
 from ..signals import test_hook
 from .budget import BASE_BATCH_SIZE, resolve_train_config
-from .checkpoint import Progress, RunCheckpoints, abstract_target
+from .checkpoint import RunCheckpoints, abstract_target
 from .inference import sync_every, window_batches
 from .lock import RunLock
 from .memory import (
@@ -71,6 +71,7 @@ from .memory import (
     memory_errors_as_data_errors,
     planned_window,
 )
+from .progress import Progress
 from .report import Report, evaluate_run
 from .rundir import (
     METRICS_FILE,
