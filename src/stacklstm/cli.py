@@ -452,9 +452,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def _train(args: argparse.Namespace) -> int:
     from . import distributed
     from .train.lock import unique_dir
+    from .train.outputs import check_new_folder
 
     if args.resume and args.out is None:
         raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
+    if args.out is not None and not args.resume:  # not inside another run's own files
+        check_new_folder(args.out)
     # Before anything touches a device: join the other processes, if there are any.
     if distributed.initialize(args.coordinator, args.num_processes, args.process_id):
         if args.out is None:  # each process would pick its own date-time folder
@@ -496,10 +499,13 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
 
 def _tune(args: argparse.Namespace) -> int:
     from .config import load_config_and_space
+    from .train.outputs import check_new_folder
     from .tune import tune
 
     space = None
     base = RunConfig()
+    if args.out is not None:
+        check_new_folder(args.out)
     if args.config is not None:
         base, space = load_config_and_space(args.config)
     out = (
@@ -526,7 +532,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     from .backtest import BACKTEST_FILE, backtest, read_plan
+    from .train.outputs import check_new_folder
 
+    if not args.resume:
+        check_new_folder(args.out)
     out = Path(args.out)
     _RUNNING["backtest_out"] = out
     if args.config is not None:
@@ -571,7 +580,8 @@ def _export(args: argparse.Namespace) -> int:
             f"median, and an exported file holds one model; export a member instead, e.g. "
             f"stacklstm export {member}"
         )
-    output = Path(args.output) if args.output else Path(args.run_dir) / EXPORT_FILE
+    # as typed: a path written `dir/` names a folder, which Path() would hide
+    output = args.output if args.output else str(Path(args.run_dir) / EXPORT_FILE)
     meta = export_run(args.run_dir, output)
     print(
         f"wrote {output}: windows (batch, {meta['input_steps']}, {len(meta['columns'])}) of "

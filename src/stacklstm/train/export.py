@@ -44,6 +44,7 @@ from ..data.season import SeasonalPattern
 from ..intervals import OutputHead
 from ..kernels.lstm import LSTMState
 from .inference import TrainedRun, load_run
+from .outputs import check_output
 from .rundir import atomic_write, read_run_info
 
 log = logging.getLogger(__name__)
@@ -268,10 +269,12 @@ def export_run(
         platforms: Where the program may run (``jax.export`` platform names).
 
     Raises:
-        ValueError: Not a run folder, no checkpoint, or ``output`` is a folder or in a folder
-            that does not exist.
+        ValueError: Not a run folder, no checkpoint, or ``output`` is refused by
+            :func:`stacklstm.train.outputs.check_output`: a folder (or a path ending in
+            ``/``), in a folder that does not exist, or a file or folder of a run folder.
         OSError: ``output`` cannot be written.
     """
+    check_output(output)  # before Path(), which drops the / of a folder written `dir/`
     output = Path(output)
     info = read_run_info(run_dir)  # a bad run folder is reported before anything is traced
     if info.config.data.id_column is not None:
@@ -284,10 +287,6 @@ def export_run(
             f"{run_dir} was trained with covariates (future_features, static_features or "
             "calendar='auto'); export writes forecasters of the past window only"
         )
-    if output.is_dir():
-        raise ValueError(f"cannot write {output}: it is a folder; name a file in `output`")
-    if not output.parent.is_dir():
-        raise ValueError(f"cannot write {output}: folder {output.parent} does not exist")
     run = load_run(run_dir)
     exported, metadata = export_forecaster(run, platforms)
     data = serving.pack(metadata, bytes(exported.serialize()))
@@ -298,6 +297,7 @@ def export_run(
         os.umask(umask)
         os.fchmod(handle.fileno(), 0o666 & ~umask)  # as open() would, not mkstemp's 0o600
 
+    check_output(output)  # again: a run may have begun at `output` while this one traced
     try:
         atomic_write(output, write)
     except OSError as err:

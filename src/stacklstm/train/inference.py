@@ -180,6 +180,19 @@ def forecast_quantiles(
     return to_forecast(run.info.config.train, raw, windows)  # (n, output_size) -> Forecast
 
 
+def table_path(info: RunInfo, data_path: str | Path | None) -> Path:
+    """The table :func:`load_series` reads: ``data_path``, else the run's own table, else the
+    bundled CO2 data."""
+    source = Path(data_path) if data_path is not None else info.data_path
+    return bundled_dataset_path() if source is None else source
+
+
+def _some(names: Sequence[str]) -> str:
+    """Up to five names, quoted (``'a', 'b' and 3 more``; ``none`` for no names)."""
+    shown = ", ".join(map(repr, names[:5])) or "none"
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
 def load_series(
     info: RunInfo, data_path: str | Path | None, *, forecast_only: bool = False
 ) -> tuple[Path, Series]:
@@ -190,8 +203,7 @@ def load_series(
         DataError: Besides the table's own problems, series too large for the memory
             available (checked before they are allocated).
     """
-    source = Path(data_path) if data_path is not None else info.data_path
-    source = bundled_dataset_path() if source is None else source
+    source = table_path(info, data_path)
     frame = read_table(source)
     cfg = info.config
     n_columns = len(info.scaler.columns)
@@ -224,7 +236,8 @@ def predict(
             feature, time (and id) columns.
         output: CSV to write (None: write nothing): a file, replaced atomically; a symlink,
             whose target is written; a FIFO or device, written as a stream; ``-``, standard
-            output. See :mod:`stacklstm.train.outputs`.
+            output. Never a folder, a run folder's own file, or the table read (checked
+            before anything is computed). See :mod:`stacklstm.train.outputs`.
         ids: For a panel run: forecast only these series (None: all).
 
     Returns:
@@ -236,7 +249,11 @@ def predict(
         :mod:`stacklstm.train.calibration`).
 
     Raises:
-        DataError: ``ids`` for a run on one series, or naming a series the table lacks.
+        DataError: ``ids`` for a run on one series, empty, naming a series the table lacks,
+            or selecting no series the run can forecast.
+        ValueError: ``output`` is refused by :func:`stacklstm.train.outputs.check_output`:
+            a folder, a file or folder of a run folder, or the table itself.
+        OSError: ``output`` cannot be written (for ``-``: standard output is closed).
     """
     if output is not None:
         check_output(output)
@@ -246,6 +263,9 @@ def predict(
     cfg = run.info.config.data
     if ids is not None and cfg.id_column is None:
         raise DataError("the run was trained on one series (no `id_column`); `ids` needs a panel")
+    source = table_path(run.info, data_path)
+    if output is not None:  # the forecasts may not replace the table they are made from
+        check_output(output, inputs=(source,))
     source, series = load_series(run.info, data_path, forecast_only=True)  # `window` rows do
     if run.freq is not None and series.freq is not None and series.freq != run.freq:
         raise DataError(
@@ -254,7 +274,17 @@ def predict(
             "table of the same frequency"
         )
     if ids is not None:
-        series = select_series(series, ids)
+        if not ids:
+            raise DataError(
+                f"`ids` is empty: name at least one series; the table has {_some(series.ids)}"
+            )
+        series = select_series(series, ids)  # a name the table lacks: refused there
+        trained = list(run.info.scaler.ids)
+        if not set(trained) & set(ids):
+            raise DataError(
+                f"`ids` {','.join(ids)!r} select no series the run was trained on, so none "
+                f"can be forecast; it was trained on {_some(trained)}"
+            )
     windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
     from .calibration import interval_forecast, run_calibration  # (it imports this module)
 
@@ -272,5 +302,5 @@ def predict(
                 columns[f"{name}_h{k + 1}_q{level_key(level)}"] = out.quantiles[:, k, j, i]
     frame = pd.DataFrame(columns)
     if output is not None:
-        write_output(output, frame.to_csv(index=False).encode())
+        write_output(output, frame.to_csv(index=False).encode(), inputs=(source,))
     return frame

@@ -245,6 +245,79 @@ def is_resumable(run_dir: str | Path) -> bool:
     return False
 
 
+def _folder_kinds() -> tuple[tuple[str, Callable[[str], bool], Callable[[Path], bool]], ...]:
+    """``(what, owns, is_one)`` per kind of folder that stacklstm writes: a run folder, a
+    backtest folder, a search folder. ``owns(name)``: whether the entry ``name`` is one that
+    the folder's command writes (each name is defined once, by the module that writes it);
+    ``is_one(folder)``: whether ``folder`` is such a folder (checks files only)."""
+    from ..backtest import BACKTEST_FILE, BACKTEST_PLOT, PLAN_FILE, fold_dir_name
+    from ..tune import BEST_CONFIG, HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
+    from .calibration import CALIBRATION_FILE
+    from .checkpoint import BEST_DIR, LATEST_DIR
+    from .ensemble import MEMBERS_DIR
+    from .report import FORECAST_PLOT, LOSS_PLOT, REPORT_FILE
+
+    run = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, LATEST_DIR, BEST_DIR, MEMBERS_DIR,
+                     REPORT_FILE, FORECAST_PLOT, LOSS_PLOT, CALIBRATION_FILE})  # fmt: skip
+    search = frozenset({STUDY_FILE, BEST_CONFIG, TRIALS_TABLE, HISTORY_PLOT, IMPORTANCE_PLOT})
+
+    def is_run(folder: Path) -> bool:  # a run being created has its lock before config.json
+        return (folder / LOCK_FILE).exists() or (
+            (folder / CONFIG_FILE).is_file()
+            and any((folder / name).is_dir() for name in (LATEST_DIR, BEST_DIR, MEMBERS_DIR))
+        )
+
+    def is_backtest(folder: Path) -> bool:
+        return (folder / PLAN_FILE).is_file() and (
+            (folder / BACKTEST_FILE).exists() or (folder / fold_dir_name(0)).is_dir()
+        )
+
+    def is_search(folder: Path) -> bool:
+        return (folder / STUDY_FILE).is_file() or all(
+            (folder / name).is_file() for name in (TRIALS_TABLE, BEST_CONFIG)
+        )
+
+    backtest = frozenset({PLAN_FILE, BACKTEST_FILE, BACKTEST_PLOT})
+
+    def backtest_owns(name: str) -> bool:  # its files and its folds, fold_00, fold_01, ...
+        number = name.removeprefix(fold_dir_name(0)[:-2])
+        return name in backtest or (number.isdigit() and name == fold_dir_name(int(number)))
+
+    return (
+        ("run folder", run.__contains__, is_run),
+        ("backtest folder", backtest_owns, is_backtest),
+        ("search folder", search.__contains__, is_search),
+    )
+
+
+def run_folder_owner(path: str | Path) -> tuple[Path, str, str] | None:
+    """The folder stacklstm writes that owns ``path``, or None for a path of the user's own.
+
+    ``path`` is resolved through symlinks first. It is owned when it is, or lies under, an
+    entry that a run folder, a backtest folder or a search folder writes: ``config.json``,
+    ``.lock``, ``metrics.jsonl``, ``report.json``, ``calibration.json``, the plots, the
+    checkpoint folders, the members of a seed ensemble, a backtest's ``plan.json``, results
+    and folds, a search's study, tables and plots. A lock file (``.lock``) is owned in any
+    folder. A new file of the user's own in a run folder (``runs/co2/forecasts.csv``) is not
+    owned (checks files only, writes nothing).
+
+    Returns:
+        ``(folder, what, entry)``: the owning folder, ``"run folder"``, ``"backtest folder"``
+        or ``"search folder"``, and its entry that holds ``path``.
+    """
+    real = Path(os.path.realpath(path))
+    if real.name == LOCK_FILE:
+        return real.parent, "run folder", LOCK_FILE
+    kinds = _folder_kinds()
+    entry = real
+    for folder in real.parents:
+        for what, owns, is_one in kinds:
+            if owns(entry.name) and is_one(folder):
+                return folder, what, entry.name
+        entry = folder
+    return None
+
+
 def check_new_run_dir(out_dir: str | Path) -> None:
     """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
 
