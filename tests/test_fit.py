@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 import stacklstm.train.loop as loop
+import stacklstm.train.plan as plan
 from helpers import (
     CRASH_FLAGS,
     CRASH_RUN,
@@ -211,7 +212,7 @@ def test_nonfinite_loss_stops_naming_the_steps_and_last_good_checkpoint(
     tmp_path, overflowing, monkeypatch
 ):
     path, cfg, bad_steps = overflowing
-    monkeypatch.setattr(loop, "check_fits_float32", _no_check)  # let the Inf reach training
+    monkeypatch.setattr(plan, "check_fits_float32", _no_check)  # let the Inf reach training
     first = int(np.argmax(bad_steps[0])) + 1  # the first step whose batch holds Inf
     checked = (first - 1) // 10 * 10 + 1, min((first - 1) // 10 * 10 + 10, 24)
     with pytest.raises(NonFiniteError) as info:
@@ -230,7 +231,7 @@ def test_skip_nonfinite_counts_skipped_updates_and_keeps_checkpoints_finite(
     tmp_path, overflowing, monkeypatch
 ):
     path, cfg, bad_steps = overflowing
-    monkeypatch.setattr(loop, "check_fits_float32", _no_check)  # let the Inf reach training
+    monkeypatch.setattr(plan, "check_fits_float32", _no_check)  # let the Inf reach training
     cfg = cfg.replace({"train": {"skip_nonfinite": True}})
     result = fit(cfg, tmp_path / "run", data_path=path, quiet=True)
     lines = _metric_lines(tmp_path / "run")

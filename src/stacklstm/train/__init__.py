@@ -22,7 +22,6 @@ from .inference import load_run as load_run
 from .inference import predict as predict
 from .loop import EpochCallback as EpochCallback
 from .loop import EpochEnd as EpochEnd
-from .loop import FitResult as FitResult
 from .loop import NonFiniteError as NonFiniteError
 from .loop import fit as fit
 from .progress import Meter as Meter
@@ -30,6 +29,7 @@ from .progress import Progress as Progress
 from .report import Report as Report
 from .report import evaluate_run as evaluate_run
 from .report import format_table as format_table
+from .results import FitResult as FitResult
 from .rundir import RunInfo as RunInfo
 from .rundir import read_run_info as read_run_info
 from .step import Batch as Batch

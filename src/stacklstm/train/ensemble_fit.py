@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +30,9 @@ from ..config import RunConfig
 from ..distributed import is_primary, sync
 from .ensemble import MEMBERS_DIR, member_config, member_dir
 from .lock import RunLock
-from .loop import FitResult, _prepare, fit
+from .plan import make_plan
 from .report import REPORT_FILE, evaluate_run
+from .results import FitResult
 from .rundir import CONFIG_FILE, creating_run_dir, write_run_info
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ class EnsembleResult(FitResult):
 def fit_ensemble(
     run_cfg: RunConfig,
     out_dir: str | Path,
+    fit_member: Callable[..., FitResult],
     *,
     resume: bool = False,
     quiet: bool = False,
@@ -75,6 +78,8 @@ def fit_ensemble(
         run_cfg: The settings, with ``ensemble`` members (``seed``: member 0's seed).
         out_dir: The ensemble's folder: absent or empty, or with ``resume=True`` an
             ensemble's folder.
+        fit_member: Trains one member into its folder: :func:`~stacklstm.train.fit` itself
+            (passed in, so that this module stays below the loop that dispatches to it).
         resume: Skip the finished members, resume the unfinished one, train the rest.
         quiet: No progress bar.
         data_path: CSV/Parquet table (None: the bundled data, or with ``resume`` the
@@ -89,7 +94,7 @@ def fit_ensemble(
     n = run_cfg.train.ensemble
     if is_primary() and out_dir.is_dir():
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
-    plan = _prepare(run_cfg, out_dir, resume, data_path)  # the data and settings, resolved
+    plan = make_plan(run_cfg, out_dir, resume, data_path)  # the data and settings, resolved
     sync("stacklstm: ensemble settings checked")
     if resume:
         lock = RunLock.acquire(out_dir) if is_primary() else None
@@ -104,7 +109,7 @@ def fit_ensemble(
         done = 0  # updates of the members before the current one
         for k in range(n):
             limit = None if stop_after_steps is None else stop_after_steps - done
-            result = _member(plan.cfg, out_dir, k, plan.data_path, quiet, limit)
+            result = _member(fit_member, plan.cfg, out_dir, k, plan.data_path, quiet, limit)
             if result is None:  # the step budget ended before this member
                 break
             members.append(result)
@@ -133,6 +138,7 @@ def fit_ensemble(
 
 
 def _member(
+    fit: Callable[..., FitResult],
     cfg: RunConfig,
     out_dir: Path,
     k: int,

@@ -33,54 +33,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import baselines, kernels
-from ..config import AUTO, RunConfig
+from .. import kernels
+from ..config import RunConfig
 from ..data import (
-    DataError,
     WindowSet,
-    bundled_dataset_path,
-    covariate_sizes,
     iterate_batches,
-    make_splits,
-    prepare_series,
     process_slice,
-    read_table,
-    steps_per_epoch,
 )
-from ..data.season import resolve_data_config
 from ..distributed import (
-    check_batch_size,
     host_values,
     is_primary,
-    make_mesh,
     replicate,
     replicated,
     shard_batch,
     sync,
 )
-from ..intervals import OutputHead
 from ..signals import check as check_signals
 from ..signals import test_hook
-from .budget import BASE_BATCH_SIZE, resolve_train_config
 from .checkpoint import RunCheckpoints, abstract_target
+from .ensemble_fit import fit_ensemble
 from .inference import sync_every, window_batches
 from .lock import RunLock
-from .memory import (
-    check_fits_float32,
-    check_series_fit,
-    memory_errors_as_data_errors,
-    planned_window,
-)
+from .plan import RunPlan, make_plan
 from .progress import Progress
 from .report import Report, evaluate_run
+from .results import FitResult
 from .rundir import (
     METRICS_FILE,
-    RunInfo,
     atomic_write_text,
     check_config_unchanged,
-    check_new_run_dir,
     creating_run_dir,
-    newest_saved_config,
     read_metrics,
     read_run_info,
     run_copy,
@@ -90,12 +72,8 @@ from .step import (
     Batch,
     StepMetrics,
     TrainState,
-    abstract_state,
-    check_state_fits,
-    example_inputs,
     init_state,
     make_eval_step,
-    make_optimizer,
     make_schedule,
     make_train_step,
 )
@@ -133,32 +111,6 @@ class EpochEnd:
 EpochCallback = Callable[[EpochEnd], bool | None]
 
 
-@dataclass(frozen=True)
-class FitResult:
-    """What :func:`fit` did.
-
-    Attributes:
-        out_dir: The run folder.
-        step: Updates done in total.
-        epochs: Epochs completed.
-        best_val_loss: Best validation loss (None without validation windows).
-        best_step: Step of the best checkpoint.
-        stop_reason: ``"epochs"``, ``"early_stopping"``, ``"callback"`` or
-            ``"stop_after_steps"``.
-        skipped: Updates skipped because their loss or gradients were not finite.
-        report: The test report, written when training finished (None otherwise).
-    """
-
-    out_dir: Path
-    step: int
-    epochs: int
-    best_val_loss: float | None
-    best_step: int | None
-    stop_reason: str
-    skipped: int
-    report: Report | None
-
-
 def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, mesh) -> float:
     """Mean loss over all ``windows`` (padding masked out), gathered a batch at a time.
 
@@ -180,128 +132,6 @@ def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, m
 # --------------------------------------------------------------------------- 1. prepare
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """Everything checked before anything is written: data, model, optimizer, mesh."""
-
-    cfg: RunConfig
-    out_dir: Path
-    data_path: Path | None
-    train: WindowSet
-    val: WindowSet
-    info: RunInfo
-    per_epoch: int
-    total_steps: int
-    model: Any
-    optimizer: Any
-    mesh: Any
-    abstract: TrainState
-    freq: str | None = None  # the data's time step (kept with each checkpoint)
-    example: Any = None  # zero model inputs of a Forecaster (None: an LSTMModel's x)
-
-
-def _prepare(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> _Plan:
-    """Check the settings, the run folder and the data; build the model; allocate nothing."""
-    if not isinstance(cfg, RunConfig):
-        raise TypeError(f"run_cfg must be a RunConfig, got {type(cfg).__name__}")
-    cfg.validate()
-    baselines.require(cfg.train.baselines)  # the report needs them: refuse before training
-    saved = read_run_info(out_dir) if resume else None
-    differences: list[str] = []
-    if saved is not None:
-        newest = newest_saved_config(out_dir)
-        if newest is not None:  # config.json must be what the checkpoints were trained with
-            check_config_unchanged(out_dir, saved, newest[1], newest[0])
-        if data_path is None:
-            data_path = saved.data_path
-        elif saved.data_path is None or Path(data_path).absolute() != saved.data_path:
-            differences.append(f"data: {str(data_path)!r} != {str(saved.data_path)!r}")
-    else:
-        check_new_run_dir(out_dir)
-    source = bundled_dataset_path() if data_path is None else Path(data_path)
-    frame = read_table(source)
-    n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
-    # before the series are allocated (rows may double where missing stamps are inserted);
-    # the run's window, or the largest an "auto" one can become; an "auto" batch is at most 32
-    window, exact = planned_window(cfg.data)
-    batch = BASE_BATCH_SIZE if cfg.train.batch_size == AUTO else cfg.train.batch_size
-    check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch, exact=exact)
-    with memory_errors_as_data_errors(len(frame), n_columns):
-        series = prepare_series(frame, cfg.data)
-        del frame
-        cfg = _resolved(cfg, series.freq, None)
-        splits, scaler = make_splits(series, cfg.data)
-    mesh = make_mesh()
-    given, cfg = cfg, _resolved(cfg, series.freq, (len(splits.train), int(mesh.devices.size)))
-    tcfg = cfg.train
-    if saved is not None:  # compared once "auto" is resolved, as config.json holds it
-        differences = cfg.diff(saved.config) + differences
-        if differences:
-            raise ValueError(
-                f"cannot resume {out_dir}: the settings differ from the saved run's "
-                f"({'; '.join(differences)}); resume with the same settings or start a new run"
-            )
-    per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
-    if per_epoch == 0:
-        raise DataError(
-            f"`batch_size` ({tcfg.batch_size}) is larger than the {len(splits.train)} training "
-            "windows; lower it or use more data"
-        )
-    check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
-    static_scaler = splits.static_scaler
-    if saved is not None and (
-        saved.scaler.to_dict() != scaler.to_dict()
-        or (saved.static_scaler is None) != (static_scaler is None)
-        or (static_scaler is not None and saved.static_scaler.to_dict() != static_scaler.to_dict())
-    ):
-        raise ValueError(
-            f"cannot resume {out_dir}: the data in {source} changed since the run started "
-            "(its training rows give another scaler); start a new run"
-        )
-    check_batch_size(tcfg.batch_size, mesh)
-    total_steps = tcfg.epochs * per_epoch
-    if total_steps > np.iinfo(np.int32).max:  # TrainState.step is an int32
-        raise ValueError(
-            f"`epochs` ({tcfg.epochs}) x {per_epoch} steps per epoch = {total_steps} updates, "
-            f"more than the step counter holds ({np.iinfo(np.int32).max}); lower `epochs`"
-        )
-    if tcfg.conformal and len(splits.val) == 0:
-        raise DataError(
-            f"conformal calibrates on the validation windows but {source} gives none; raise "
-            "`val_fraction` or use more data"
-        )
-    train = splits.train
-    # with known-future or static covariates a Forecaster, else LSTMModel as it always was
-    n_future, n_static = covariate_sizes(cfg.data, scaler.columns)
-    output_size = OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
-    model = cfg.model.build(output_size, train.horizon, n_future, n_static)
-    optimizer = make_optimizer(tcfg, total_steps)
-    example = None
-    if n_future or n_static:
-        example = example_inputs(train.n_columns, train.horizon, n_future, n_static)
-    abstract = abstract_state(model, optimizer, train.n_columns if example is None else example)
-    local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
-    check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
-    data_ref = None if data_path is None else Path(data_path).absolute()
-    derived = [line.replace(" != 'auto'", "") for line in cfg.diff(given)]
-    if derived:  # once everything is checked
-        log.info("settings derived from the data: %s", "; ".join(derived))
-    return _Plan(
-        cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler, static_scaler),
-        per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq, example,
-    )  # fmt: skip
-
-
-def _resolved(cfg: RunConfig, freq: str | None, windows: tuple[int, int] | None) -> RunConfig:
-    """``cfg`` with its ``"auto"`` settings resolved: the data ones from the time step
-    ``freq``; with ``windows = (training windows, devices)``, the training budget too."""
-    data = resolve_data_config(cfg.data, freq)
-    train = cfg.train if windows is None else resolve_train_config(cfg.train, *windows)
-    if data is cfg.data and train is cfg.train:
-        return cfg
-    return RunConfig(data=data, model=cfg.model, train=train)
-
-
 # --------------------------------------------------------------------------- 2. open the run
 
 
@@ -314,7 +144,7 @@ class _Opened:
     lock: RunLock | None = None  # held until `fit` returns (process 0 only)
 
 
-def _open_new(plan: _Plan) -> _Opened:
+def _open_new(plan: RunPlan) -> _Opened:
     """Create the run folder: config first, then a step-0 checkpoint (so resume always works).
 
     If any of it fails (a full disk?), no folder is left behind.
@@ -346,7 +176,7 @@ def _open_new(plan: _Plan) -> _Opened:
     return opened
 
 
-def _open_resumed(plan: _Plan) -> _Opened:
+def _open_resumed(plan: RunPlan) -> _Opened:
     """Lock the run, restore the newest intact checkpoint, drop the metrics lines after it."""
     lock = RunLock.acquire(plan.out_dir) if is_primary() else None
     try:
@@ -357,7 +187,7 @@ def _open_resumed(plan: _Plan) -> _Opened:
         raise
 
 
-def _restore(plan: _Plan, lock: RunLock | None) -> _Opened:
+def _restore(plan: RunPlan, lock: RunLock | None) -> _Opened:
     saved = read_run_info(plan.out_dir)  # config.json as it is now (checked against the flags)
     ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
     target = abstract_target(plan.abstract, replicated(plan.mesh))
@@ -390,7 +220,7 @@ class _Trainer:
 
     def __init__(
         self,
-        plan: _Plan,
+        plan: RunPlan,
         opened: _Opened,
         metrics: TextIO,
         bar: Any,
@@ -664,13 +494,11 @@ def fit(
                 f"{run_cfg.train.ensemble} (several models, one after another); train with "
                 "`ensemble=1` to use callbacks"
             )
-        from .ensemble_fit import fit_ensemble  # (it imports this module)
-
-        return fit_ensemble(run_cfg, out_dir, resume=resume, quiet=quiet, data_path=data_path,
-                            stop_after_steps=stop_after_steps)  # fmt: skip
+        return fit_ensemble(run_cfg, out_dir, fit, resume=resume, quiet=quiet,
+                            data_path=data_path, stop_after_steps=stop_after_steps)  # fmt: skip
     if is_primary() and out_dir.is_dir():
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
-    plan = _prepare(run_cfg, out_dir, resume, data_path)
+    plan = make_plan(run_cfg, out_dir, resume, data_path)
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
     opened = _open_resumed(plan) if resume else _open_new(plan)
     try:
@@ -683,7 +511,7 @@ def fit(
 
 
 def _train_and_report(
-    plan: _Plan,
+    plan: RunPlan,
     opened: _Opened,
     quiet: bool,
     data_path: str | Path | None,

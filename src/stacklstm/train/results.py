@@ -1,0 +1,34 @@
+"""What :func:`~stacklstm.train.fit` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .report import Report
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """What :func:`fit` did.
+
+    Attributes:
+        out_dir: The run folder.
+        step: Updates done in total.
+        epochs: Epochs completed.
+        best_val_loss: Best validation loss (None without validation windows).
+        best_step: Step of the best checkpoint.
+        stop_reason: ``"epochs"``, ``"early_stopping"``, ``"callback"`` or
+            ``"stop_after_steps"``.
+        skipped: Updates skipped because their loss or gradients were not finite.
+        report: The test report, written when training finished (None otherwise).
+    """
+
+    out_dir: Path
+    step: int
+    epochs: int
+    best_val_loss: float | None
+    best_step: int | None
+    stop_reason: str
+    skipped: int
+    report: Report | None
