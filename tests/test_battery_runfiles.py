@@ -325,3 +325,26 @@ def test_a_full_disk_at_a_best_checkpoint_names_the_intact_one_and_resume_is_exa
         assert ours[which][2] == reference[which][2]
     assert _metric_lines(run) == _metric_lines(trained_run.out_dir)
     assert ours["report"] == reference["report"]
+
+
+def test_readers_say_in_one_line_when_they_forecast_before_any_epoch_ended(tmp_path, caplog):
+    import shutil
+
+    from helpers import TINY_RUN
+    from stacklstm.train import fit, load_run
+
+    run = tmp_path / "run"
+    fit(TINY_RUN, run, quiet=True, stop_after_steps=3)  # stopped inside the first epoch
+    with caplog.at_level(logging.WARNING, logger="stacklstm.train"):
+        assert load_run(run).checkpoint == {"kind": "latest", "step": 3}
+    said = [r.getMessage() for r in caplog.records if "no best checkpoint" in r.getMessage()]
+    assert said == [
+        f"{run} has no best checkpoint yet (no epoch has ended); forecasting with the latest "
+        "one, step 3"
+    ]
+    shutil.rmtree(run / "checkpoints" / "3")  # only the run's first checkpoint is left
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="stacklstm.train"):
+        assert load_run(run).checkpoint == {"kind": "latest", "step": 0}
+    said = [r.getMessage() for r in caplog.records if "no best checkpoint" in r.getMessage()]
+    assert len(said) == 1 and said[0].endswith("step 0 (the untrained initial model)")

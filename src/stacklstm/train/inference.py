@@ -137,12 +137,16 @@ def load_run(run_dir: str | Path) -> TrainedRun:
     target = abstract_target(abstract, replicated(mesh))
     with RunCheckpoints(run_dir, read_only=True) as ckpts:
         kind = "best" if ckpts.latest_step("best") is not None else "latest"
-        if kind == "latest":
-            log.warning("%s has no best checkpoint yet; using the latest one", run_dir)
         if ckpts.latest_step(kind) is None:
             raise ValueError(f"{run_dir} holds no checkpoint")
         # the newest complete one now, even while a `train` of this run writes newer ones
         step, state, _, _ = ckpts.restore_newest(kind, target)
+        if kind == "latest":  # no epoch has ended yet
+            log.warning(
+                "%s has no best checkpoint yet (no epoch has ended); forecasting with the "
+                "latest one, step %d%s", run_dir, step,
+                " (the untrained initial model)" if step == 0 else "",
+            )  # fmt: skip
         kept = ckpts.saved_config(kind, step)
         check_config_unchanged(run_dir, info, kept, step)
     freq = kept.get("freq") if isinstance(kept, dict) else None
