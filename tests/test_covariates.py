@@ -17,7 +17,7 @@ from stacklstm.data import (
 )
 from stacklstm.data.calendar import calendar_features
 from stacklstm.train import RunConfig, fit, load_run
-from stacklstm.train.inference import predict
+from stacklstm.train.prediction import predict
 
 
 def _arange_frame(n=20, future_rows=0):

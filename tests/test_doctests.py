@@ -32,7 +32,7 @@ def test_the_modules_are_found():
     assert {
         "stacklstm",
         "stacklstm.kernels.lstm",
-        "stacklstm.data.windows",
+        "stacklstm.data.splits",
         "stacklstm.nnx",
     } <= set(MODULES)
 

@@ -555,7 +555,7 @@ def _backtest(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from .train.inference import PREDICTIONS_FILE, predict
+    from .train.prediction import PREDICTIONS_FILE, predict
 
     output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output, ids=args.ids)

@@ -19,11 +19,11 @@ from .ensemble_fit import EnsembleResult as EnsembleResult
 from .inference import TrainedRun as TrainedRun
 from .inference import forecast as forecast
 from .inference import load_run as load_run
-from .inference import predict as predict
 from .loop import EpochCallback as EpochCallback
 from .loop import EpochEnd as EpochEnd
 from .loop import NonFiniteError as NonFiniteError
 from .loop import fit as fit
+from .prediction import predict as predict
 from .progress import Meter as Meter
 from .progress import Progress as Progress
 from .report import Report as Report
