@@ -49,19 +49,20 @@ from .data import bundled_dataset_path, make_inference_windows, prepare_series, 
 from .data.season import resolve_data_config
 from .data.splits import split_rows
 from .metrics import forecast_metrics, seasonal_scale
+from .train.files import (
+    BACKTEST_FILE,
+    BACKTEST_PLOT,
+    CONFIG_FILE,
+    PLAN_FILE,
+    REPORT_FILE,
+    fold_dir_name,
+)
 
 log = logging.getLogger(__name__)
 
-PLAN_FILE = "plan.json"
-BACKTEST_FILE = "backtest.json"
-BACKTEST_PLOT = "backtest.png"
 DEFAULT_FOLDS = 3
 #: The metrics summarised over folds.
 METRICS = ("mae", "rmse", "mape", "smape", "mase")
-
-
-def fold_dir_name(fold: int) -> str:
-    return f"fold_{fold:02d}"
 
 
 def check_refit(refit: object) -> str | int:
@@ -241,8 +242,6 @@ def _prepare(
 def _train_folds(plan: _Plan, quiet: bool, callbacks: Sequence[Any]) -> None:
     """Train each refitted fold's run folder, or resume it; a finished one is kept."""
     from .train.loop import fit
-    from .train.report import REPORT_FILE
-    from .train.rundir import CONFIG_FILE
 
     n_rows = len(plan.series)
     for fold in sorted(set(plan.uses)):

@@ -522,7 +522,8 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .train.report import REPORT_FILE, evaluate_run
+    from .train.files import REPORT_FILE
+    from .train.report import evaluate_run
 
     report = evaluate_run(args.run_dir, args.data)
     print(report.table)
@@ -531,7 +532,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _backtest(args: argparse.Namespace) -> int:
-    from .backtest import BACKTEST_FILE, backtest, read_plan
+    from .backtest import backtest, read_plan
+    from .train.files import BACKTEST_FILE
     from .train.outputs import check_new_folder
 
     if not args.resume:
@@ -555,7 +557,8 @@ def _backtest(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from .train.prediction import PREDICTIONS_FILE, predict
+    from .train.files import PREDICTIONS_FILE
+    from .train.prediction import predict
 
     output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output, ids=args.ids)
@@ -640,7 +643,7 @@ _RUNNING: dict[str, Any] = {}
 
 def _interrupted_words(signum: int) -> str:
     """The one line (after ``stacklstm: ``) an interrupted command prints."""
-    from .backtest import PLAN_FILE
+    from .train.files import PLAN_FILE
     from .train.rundir import is_resumable
 
     words = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"

@@ -31,12 +31,11 @@ import numpy as np
 from ..config import TrainConfig
 from ..data import WindowSet, make_splits
 from ..intervals import Calibration, Forecast, calibrate, conformal_offsets, report_quantiles
+from .files import CALIBRATION_FILE
 from .inference import TrainedRun, forecast_quantiles, load_series
 from .rundir import atomic_write
 
 log = logging.getLogger(__name__)
-
-CALIBRATION_FILE = "calibration.json"
 
 
 def fit_calibration(cfg: TrainConfig, y_val: np.ndarray, val: Forecast) -> Calibration | None:

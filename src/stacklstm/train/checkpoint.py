@@ -42,15 +42,14 @@ import jax
 import numpy as np
 
 from ..signals import deferred, test_hook
+from .files import BEST_DIR, LATEST_DIR
 from .progress import Progress
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-LATEST_DIR = "checkpoints"
 CONFIG_ITEM = "config"  # each checkpoint's copy of config.json
-BEST_DIR = "checkpoints_best"
 KEEP_LATEST = 2
 
 Which = Literal["latest", "best"]

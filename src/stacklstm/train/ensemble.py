@@ -40,10 +40,9 @@ import numpy as np
 from ..config import RunConfig
 from ..intervals import Forecast
 from . import inference
+from .files import MEMBERS_DIR
 from .inference import TrainedRun, forecast_quantiles
 from .rundir import RunInfo, read_run_info
-
-MEMBERS_DIR = "members"
 
 
 def member_dir(run_dir: str | Path, k: int) -> Path:

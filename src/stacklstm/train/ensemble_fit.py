@@ -28,12 +28,13 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..distributed import is_primary, sync
-from .ensemble import MEMBERS_DIR, member_config, member_dir
+from .ensemble import member_config, member_dir
+from .files import CONFIG_FILE, MEMBERS_DIR, REPORT_FILE
 from .lock import RunLock
 from .plan import make_plan
-from .report import REPORT_FILE, evaluate_run
+from .report import evaluate_run
 from .results import FitResult
-from .rundir import CONFIG_FILE, creating_run_dir, write_run_info
+from .rundir import creating_run_dir, write_run_info
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+#: The lock file of a run folder (named here, not in :mod:`.files`: this module imports nothing
+#: of the package, so that a process can load it on its own).
 LOCK_FILE = ".lock"
 
 

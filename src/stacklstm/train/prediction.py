@@ -23,8 +23,6 @@ from .ensemble import load_model
 from .inference import load_series, table_path
 from .outputs import check_output, write_output
 
-PREDICTIONS_FILE = "predictions.csv"
-
 
 def _some(names: Sequence[str]) -> str:
     """Up to five names, quoted (``'a', 'b' and 3 more``; ``none`` for no names)."""

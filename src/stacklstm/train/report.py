@@ -40,16 +40,14 @@ from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
 from .ensemble import EnsembleRun, load_model, median_forecast, rank_members, table_lines
+from .files import FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
 from .inference import forecast_quantiles, load_series
 from .plots import plot_forecast, plot_loss
-from .rundir import METRICS_FILE, atomic_write
+from .rundir import atomic_write
 from .step import make_predict_step
 
 log = logging.getLogger(__name__)
 
-REPORT_FILE = "report.json"
-FORECAST_PLOT = "forecast.png"
-LOSS_PLOT = "loss.png"
 #: Every forecaster a report can hold, in the table's order.
 FORECASTERS = ("model", *baselines.NAIVE, *baselines.STATISTICAL)
 #: The table's columns: ``(report key, heading)``.

@@ -36,10 +36,28 @@ from typing import IO, Any
 
 from ..config import LAYOUT_VERSION, READABLE_LAYOUTS, RunConfig
 from ..data import PanelScaler, Scaler, scaler_from_dict
-from .lock import LOCK_FILE, RunLock
-
-CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.jsonl"
+from .files import (
+    BACKTEST_FILE,
+    BACKTEST_PLOT,
+    BEST_CONFIG,
+    BEST_DIR,
+    CALIBRATION_FILE,
+    CONFIG_FILE,
+    FORECAST_PLOT,
+    HISTORY_PLOT,
+    IMPORTANCE_PLOT,
+    LATEST_DIR,
+    LOCK_FILE,
+    LOSS_PLOT,
+    MEMBERS_DIR,
+    METRICS_FILE,
+    PLAN_FILE,
+    REPORT_FILE,
+    STUDY_FILE,
+    TRIALS_TABLE,
+    fold_dir_name,
+)
+from .lock import RunLock
 
 
 def umask_mode() -> int:
@@ -248,15 +266,8 @@ def is_resumable(run_dir: str | Path) -> bool:
 def _folder_kinds() -> tuple[tuple[str, Callable[[str], bool], Callable[[Path], bool]], ...]:
     """``(what, owns, is_one)`` per kind of folder that stacklstm writes: a run folder, a
     backtest folder, a search folder. ``owns(name)``: whether the entry ``name`` is one that
-    the folder's command writes (each name is defined once, by the module that writes it);
+    the folder's command writes (each name is defined once, in :mod:`.files`);
     ``is_one(folder)``: whether ``folder`` is such a folder (checks files only)."""
-    from ..backtest import BACKTEST_FILE, BACKTEST_PLOT, PLAN_FILE, fold_dir_name
-    from ..tune import BEST_CONFIG, HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
-    from .calibration import CALIBRATION_FILE
-    from .checkpoint import BEST_DIR, LATEST_DIR
-    from .ensemble import MEMBERS_DIR
-    from .report import FORECAST_PLOT, LOSS_PLOT, REPORT_FILE
-
     run = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, LATEST_DIR, BEST_DIR, MEMBERS_DIR,
                      REPORT_FILE, FORECAST_PLOT, LOSS_PLOT, CALIBRATION_FILE})  # fmt: skip
     search = frozenset({STUDY_FILE, BEST_CONFIG, TRIALS_TABLE, HISTORY_PLOT, IMPORTANCE_PLOT})
