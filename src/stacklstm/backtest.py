@@ -49,6 +49,7 @@ from .data import bundled_dataset_path, make_inference_windows, prepare_series, 
 from .data.season import resolve_data_config
 from .data.splits import split_rows
 from .metrics import forecast_metrics, seasonal_scale
+from .train import loop
 from .train.files import (
     BACKTEST_FILE,
     BACKTEST_PLOT,
@@ -57,6 +58,10 @@ from .train.files import (
     REPORT_FILE,
     fold_dir_name,
 )
+from .train.inference import forecast, load_run
+from .train.plots import COLORS
+from .train.report import UNDEFINED, score_forecasts
+from .train.rundir import atomic_write, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -241,8 +246,6 @@ def _prepare(
 
 def _train_folds(plan: _Plan, quiet: bool, callbacks: Sequence[Any]) -> None:
     """Train each refitted fold's run folder, or resume it; a finished one is kept."""
-    from .train.loop import fit
-
     n_rows = len(plan.series)
     for fold in sorted(set(plan.uses)):
         run_dir = plan.out_dir / fold_dir_name(fold)
@@ -253,7 +256,7 @@ def _train_folds(plan: _Plan, quiet: bool, callbacks: Sequence[Any]) -> None:
             shutil.rmtree(run_dir)
         log.info("fold %d: training on rows 0-%d", fold, plan.cutoffs[fold])
         fold_cfg = fold_config(plan.cfg, n_rows, plan.cutoffs[fold])
-        fit(fold_cfg, run_dir, resume=resume, quiet=quiet, data_path=plan.data_path,
+        loop.fit(fold_cfg, run_dir, resume=resume, quiet=quiet, data_path=plan.data_path,
             callbacks=callbacks)  # fmt: skip
 
 
@@ -281,8 +284,6 @@ def _spread(per_fold: list[dict[str, Any] | None]) -> dict[str, Any] | None:
 
 def _score(plan: _Plan) -> dict[str, Any]:
     """Every fold's forecasts of the model and the baselines, scored on the same targets."""
-    from .train.inference import forecast, load_run
-    from .train.report import score_forecasts
 
     data, series, kind = plan.cfg.data, plan.series, plan.cfg.train.baselines
     nt, season = len(data.target), data.season
@@ -386,7 +387,6 @@ def format_table(result: dict[str, Any]) -> str:
 def _undefined_notes(summary: dict[str, Any], keys: Sequence[str]) -> list[str]:
     """One note line per shown metric that a forecaster with forecasts has no mean of
     (``n/a``: undefined in some fold), saying why (:data:`stacklstm.train.report.UNDEFINED`)."""
-    from .train.report import UNDEFINED
 
     lines = []
     for key in keys:
@@ -403,9 +403,6 @@ def _plot(path: Path, result: dict[str, Any]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from .train.plots import COLORS
-    from .train.rundir import atomic_write
 
     fig, (by_fold, by_step) = plt.subplots(1, 2, figsize=(11, 4))
     for name, s in result["summary"].items():
@@ -481,7 +478,6 @@ def backtest(
             "ensemble",
         )
     plan = _prepare(cfg, out_dir, folds, step, refit, data_path, resume)
-    from .train.rundir import atomic_write_text
 
     if not resume:
         out_dir.mkdir(parents=True, exist_ok=True)
