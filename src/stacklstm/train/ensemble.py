@@ -41,7 +41,7 @@ from ..config import RunConfig
 from ..intervals import Forecast
 from . import inference
 from .files import MEMBERS_DIR
-from .inference import TrainedRun, forecast_quantiles
+from .inference import TrainedRun
 from .rundir import RunInfo, read_run_info
 
 
@@ -117,7 +117,12 @@ class EnsembleRun:
 
     def member_forecasts(self, windows: Any, predict_step: Any = None) -> list[Forecast]:
         """Each member's forecasts of ``windows`` (uncalibrated, original units)."""
-        return [forecast_quantiles(m, windows, predict_step) for m in self.members]
+        return [m.forecast_quantiles(windows, predict_step) for m in self.members]
+
+    def forecasts(self, windows: Any, predict_step: Any = None) -> tuple[Forecast, list[Forecast]]:
+        """``(the median forecast, each member's)`` of ``windows``, the members forecast once."""
+        members = self.member_forecasts(windows, predict_step)
+        return median_forecast(members), members
 
     def forecast_quantiles(self, windows: Any, predict_step: Any = None) -> Forecast:
         """The median of the members' forecasts of ``windows`` (:func:`median_forecast`)."""

@@ -104,6 +104,22 @@ class TrainedRun:
         n = int(self.mesh.devices.size)
         return -(-self.info.config.train.batch_size // n) * n
 
+    @property
+    def members(self) -> tuple[()]:
+        """A single run has no members (a seed ensemble's run has them)."""
+        return ()
+
+    def forecast_quantiles(self, windows: WindowSet, predict_step: Any = None) -> Forecast:
+        """The forecasts of ``windows``: points and, for a quantile or distribution loss,
+        uncalibrated quantiles, in original units (:func:`stacklstm.intervals.to_forecast`)."""
+        return _forecast_quantiles(self, windows, predict_step)
+
+    def forecasts(
+        self, windows: WindowSet, predict_step: Any = None
+    ) -> tuple[Forecast, list[Forecast]]:
+        """``(the run's forecast, each member's)``: for a single run, its forecast and ``[]``."""
+        return self.forecast_quantiles(windows, predict_step), []
+
 
 def load_run(run_dir: str | Path) -> TrainedRun:
     """Restore the best parameters of a run (the latest if no best checkpoint exists yet).
@@ -158,9 +174,13 @@ def forecast_quantiles(
 ) -> Forecast:
     """Point forecasts and, for a quantile or distribution loss, uncalibrated quantiles of
     ``windows`` in original units (see :func:`stacklstm.intervals.to_forecast`); for a seed
-    ensemble (:class:`~stacklstm.train.ensemble.EnsembleRun`), the median of its members'."""
-    if not isinstance(run, TrainedRun):  # an EnsembleRun
-        return run.forecast_quantiles(windows, predict_step)
+    ensemble (:class:`~stacklstm.train.ensemble.EnsembleRun`), the median of its members'.
+    The same as ``run.forecast_quantiles(windows, predict_step)``."""
+    return run.forecast_quantiles(windows, predict_step)
+
+
+def _forecast_quantiles(run: TrainedRun, windows: WindowSet, predict_step=None) -> Forecast:
+    """:meth:`TrainedRun.forecast_quantiles`: the windows in sharded batches, gathered."""
     if len(windows) == 0:
         raw = np.zeros((0, run.model.output_size), np.float32)
         return to_forecast(run.info.config.train, raw, windows)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,9 @@ from ..intervals import (
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
-from .ensemble import EnsembleRun, load_model, median_forecast, rank_members, table_lines
+from .ensemble import EnsembleRun, load_model, rank_members, table_lines
 from .files import FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
-from .inference import forecast_quantiles, load_series
+from .inference import load_series
 from .plots import plot_forecast, plot_loss
 from .rundir import atomic_write
 from .step import make_predict_step
@@ -300,100 +300,129 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     test_hook("evaluate")
     run = load_model(run_dir)
     cfg = run.info.config
-    kind = cfg.train.baselines
-    baselines.require(kind)
+    baselines.require(cfg.train.baselines)
     source, series = load_series(run.info, data_path)
     # the windows of each split, with the run's saved scaler(s)
     splits, _ = make_splits(
         series, cfg.data, scaler=run.info.scaler, static_scaler=run.info.static_scaler
     )
+    scores = _score_splits(run, splits)
+    data = {**scores.data, **_report_settings(run, scores, source)}
+    data = {"test": data.pop("test"), "val": data.pop("val"), **data}
+    if splits.test.ids is not None:  # a panel: the same metrics series by series
+        data["n_series"] = len(splits.test.ids)
+        by_series = scores.per_series
+        data["per_series"] = {
+            name: {split: by_series.get(name, {}).get(split, {}) for split in ("test", "val")}
+            for name in splits.test.ids
+        }
+    test_part, test_model = scores.scored["test"]
+    report = Report(data, format_table(data), test_part.origin, test_model.point, test_model)
+    if is_primary():  # every process forecast together; process 0 writes
+        _write_report(Path(run_dir), run, data, scores, splits)
+    return report
+
+
+@dataclass
+class _Scores:
+    """What :func:`_score_splits` found: the point scores by split (``data``), each split's
+    windows and model forecast (``scored``), per series and per member scores, the conformal
+    calibration, and the test forecasts and bands for the plot."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    scored: dict[str, tuple[WindowSet, Forecast]] = field(default_factory=dict)
+    per_series: dict[str, dict[str, Any]] = field(default_factory=dict)
+    members: dict[str, list[Any]] = field(default_factory=dict)
+    calibration: Any = None
+    test_forecasts: dict[str, np.ndarray | None] = field(default_factory=dict)
+    bands: Any = None
+
+
+def _score_splits(run: Any, splits: Any) -> _Scores:
+    """Forecast the validation then the test windows (the model, calibrated on the validation
+    windows, and the baselines) and score them; a seed ensemble's members are scored too."""
+    cfg = run.info.config
+    kind, season, nt = cfg.train.baselines, cfg.data.season, len(cfg.data.target)
     predict_step = make_predict_step(run.model)
-    season, nt = cfg.data.season, len(cfg.data.target)
     rows = splits.rows  # (n_series, 3): each series' training, validation and test rows
     # in-sample rows of each split: what was seen before its first target
     seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
-    scored, data, calibration, bands = {}, {}, None, None
-    per_series: dict[str, dict[str, Any]] = {}
-    members: dict[str, list[Any]] = {}  # a seed ensemble's members' point metrics by split
+    out = _Scores()
     for split in ("val", "test"):
         part = getattr(splits, split)
-        if isinstance(run, EnsembleRun):
-            member_forecasts = run.member_forecasts(part, predict_step)
-            model_forecast = median_forecast(member_forecasts)
-        else:
-            model_forecast = forecast_quantiles(run, part, predict_step)
+        model_forecast, member_forecasts = run.forecasts(part, predict_step)
         if split == "val":  # the conformal offsets come from the validation windows
-            calibration = fit_calibration(cfg.train, part.y_true, model_forecast)
-        elif calibration is not None:
-            model_forecast = calibrate(model_forecast, calibration)
-        scored[split] = (part, model_forecast)
+            out.calibration = fit_calibration(cfg.train, part.y_true, model_forecast)
+        elif out.calibration is not None:
+            model_forecast = calibrate(model_forecast, out.calibration)
+        out.scored[split] = (part, model_forecast)
         if not len(part):
-            data[split] = {}
-            members[split] = [None] * len(getattr(run, "members", ()))
+            out.data[split] = {}
+            out.members[split] = [None] * len(run.members)
             continue
         # the statistical models are fitted on the rows before the test only
         forecasts = {
             "model": model_forecast.point,
             **baseline_forecasts(part, season, kind if split == "test" else "naive"),
         }
-        data[split], by_series = _split_scores(part, forecasts, seen_rows[split], season, nt)
+        out.data[split], by_series = _split_scores(part, forecasts, seen_rows[split], season, nt)
         for name, scores in by_series.items():
-            per_series.setdefault(name, {})[split] = scores
-        if isinstance(run, EnsembleRun):  # each member scored as its own report scores it
-            points = {f"member {k}": f.point for k, f in enumerate(member_forecasts)}
-            member_scores = _split_scores(part, points, seen_rows[split], season, nt)[0]
-            members[split] = [member_scores[name] for name in points]
+            out.per_series.setdefault(name, {})[split] = scores
+        # each member of a seed ensemble scored as its own report scores it
+        points = {f"member {k}": f.point for k, f in enumerate(member_forecasts)}
+        member_scores = _split_scores(part, points, seen_rows[split], season, nt)[0]
+        out.members[split] = [member_scores[name] for name in points]
         if split == "test":
-            test_forecasts = forecasts
-            bands = _interval_scores(data[split], cfg, part, forecasts, model_forecast, scored)
-    levels = report_quantiles(cfg.train)
-    data.update(
-        n_test=len(scored["test"][0]) * cfg.data.horizon,
-        n_val=len(scored["val"][0]) * cfg.data.horizon,
-        season=season,
+            out.test_forecasts = forecasts
+            out.bands = _interval_scores(
+                out.data[split], cfg, part, forecasts, model_forecast, out.scored
+            )
+    return out
+
+
+def _report_settings(run: Any, scores: _Scores, source: Path) -> dict[str, Any]:
+    """The report's keys besides the scores: counts, settings, checkpoint, ensemble."""
+    cfg = run.info.config
+    data: dict[str, Any] = dict(
+        n_test=len(scores.scored["test"][0]) * cfg.data.horizon,
+        n_val=len(scores.scored["val"][0]) * cfg.data.horizon,
+        season=cfg.data.season,
         horizon=cfg.data.horizon,
         targets=list(cfg.data.target),
-        baselines=kind,
+        baselines=cfg.train.baselines,
         checkpoint=run.checkpoint,
         data_path=str(source),
     )
+    levels = report_quantiles(cfg.train)
     if levels:
         data.update(
             quantiles=list(levels),
             interval_levels=[level_key(level) for level, _, _ in interval_pairs(levels)],
             conformal=cfg.train.conformal,
         )
-    if isinstance(run, EnsembleRun):
-        data["ensemble"] = _ensemble_data(run, members)
-    data = {"test": data.pop("test"), "val": data.pop("val"), **data}
-    if splits.test.ids is not None:  # a panel: the same metrics series by series
-        data["n_series"] = len(splits.test.ids)
-        data["per_series"] = {
-            name: {split: per_series.get(name, {}).get(split, {}) for split in ("test", "val")}
-            for name in splits.test.ids
-        }
-    test_part, test_model = scored["test"]
-    report = Report(data, format_table(data), test_part.origin, test_model.point, test_model)
-    if not is_primary():  # every process forecast together; process 0 writes
-        return report
-    run_dir = Path(run_dir)
+    if run.members:
+        data["ensemble"] = _ensemble_data(run, scores.members)
+    return data
+
+
+def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: Any) -> None:
+    """``report.json``, ``calibration.json`` and the plots (a member has its own loss plot)."""
+    cfg = run.info.config
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     atomic_write(run_dir / REPORT_FILE, lambda handle: handle.write(text.encode()))
-    if calibration is not None:
-        write_calibration(run_dir, calibration, run.checkpoint)
-    test = test_part
+    if scores.calibration is not None:
+        write_calibration(run_dir, scores.calibration, run.checkpoint)
+    test, forecasts, bands = scores.scored["test"][0], scores.test_forecasts, scores.bands
     if len(test):
         if test.ids is not None:  # a panel: the plot shows its first series with test windows
-            first = int(test.series[0])
-            mine = test.series == first
+            mine = test.series == int(test.series[0])
             test = test.take(mine)
-            test_forecasts = {k: None if v is None else v[mine] for k, v in test_forecasts.items()}
+            forecasts = {k: None if v is None else v[mine] for k, v in forecasts.items()}
             bands = None if bands is None else bands.take(mine)
-        plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, test_forecasts,
+        plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, forecasts,
                       cfg.data.target, bands)  # fmt: skip
-    if not isinstance(run, EnsembleRun):  # the members have their own loss plots
+    if not run.members:
         plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
-    return report
 
 
 def _split_scores(
