@@ -189,6 +189,32 @@ def _fill_gaps(values: np.ndarray, times: np.ndarray | None) -> np.ndarray:
 def prepare_rows(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool) -> Series:
     """:func:`prepare_series` without covariates, on ``frame`` whose index labels are the
     row positions of the table (rows set apart keep theirs: messages name them)."""
+    frame, values, columns = _checked_values(frame, cfg)
+    if cfg.id_column is not None:
+        return _prepare_panel(frame, values, columns, cfg)
+    times, freq = None, None
+    if cfg.time_column is not None:
+        values, times, freq = _sorted_on_grid(frame, values, cfg)
+    n_filled = int(np.isnan(values).any(axis=1).sum())
+    if n_filled:
+        values = _fill_gaps(values, times)
+        log.info("filled %d rows with missing values by linear interpolation", n_filled)
+    _check_length(values.shape[0], resolve_data_config(cfg, freq), forecast_only)
+    return Series(
+        values=values,
+        times=times,
+        columns=columns,
+        n_targets=len(cfg.target),
+        n_filled=n_filled,
+        freq=freq,
+    )
+
+
+def _checked_values(
+    frame: pd.DataFrame, cfg: DataConfig
+) -> tuple[pd.DataFrame, np.ndarray, tuple[str, ...]]:
+    """``(frame, values (rows, n_columns) float64, columns)``: the target and feature columns
+    found once each, numeric, finite or empty (NaN), and not all empty."""
     if len(frame) == 0:
         raise DataError("the table has no data rows; expected a header row and data rows")
     columns = cfg.target + cfg.features
@@ -202,7 +228,6 @@ def prepare_rows(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool) -
         if header.count(name) > 1:
             raise DataError(f"column {name!r} appears {header.count(name)} times in the header")
     frame = frame.set_axis(header, axis=1)
-
     values = np.empty((len(frame), len(columns)), dtype=np.float64)  # (time, columns)
     for j, name in enumerate(columns):
         role = "target" if j < len(cfg.target) else "feature"
@@ -224,86 +249,81 @@ def prepare_rows(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool) -
                 f"gaps='reject' but rows {rows_text(file_rows(frame, empty))} hold empty values; "
                 "fill them or use gaps='interpolate'"
             )
+    return frame, values, columns
 
-    if cfg.id_column is not None:
-        return _prepare_panel(frame, values, columns, cfg)
 
-    times: np.ndarray | None = None
-    freq: str | None = None
-    n_inserted = 0
-    if cfg.time_column is not None:
-        times = parse_times(frame[cfg.time_column], cfg.time_column)
-        order = np.argsort(times, kind="stable")
-        times, values = times[order], values[order]
-        repeated = np.flatnonzero(times[1:] == times[:-1])
-        if repeated.size:
-            i = int(repeated[0])
-            first, second = file_rows(frame, order[i : i + 2])
-            rows = f"rows {first} and {second}"
+def _on_grid(values: np.ndarray, stamps: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``values`` (one row per stamp) on ``grid`` (which holds every stamp): NaN rows where
+    a stamp was missing."""
+    full = np.full((grid.size, values.shape[1]), np.nan)
+    full[np.searchsorted(grid, stamps)] = values
+    return full
+
+
+def _sorted_on_grid(
+    frame: pd.DataFrame, values: np.ndarray, cfg: DataConfig
+) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """``(values, times, freq)`` of one series sorted by time, with the missing stamps of a
+    regular step inserted (NaN rows; ``freq`` None for irregular stamps)."""
+    name = cfg.time_column
+    times = parse_times(frame[name], name)
+    order = np.argsort(times, kind="stable")
+    times, values = times[order], values[order]
+    repeated = np.flatnonzero(times[1:] == times[:-1])
+    if repeated.size:
+        i = int(repeated[0])
+        first, second = file_rows(frame, order[i : i + 2])
+        raise DataError(
+            f"time column {name!r} repeats {stamp_text(times[i])} (rows {first} and {second}); "
+            "expected one row per time stamp"
+        )
+    regular = _regular_grid(times)
+    if regular is None:
+        log.info("time stamps are irregular; no missing stamps inserted")
+        return values, times, None
+    grid, freq = regular
+    n_inserted = grid.size - times.size
+    if n_inserted:
+        first_gap = stamp_text(grid[~np.isin(grid, times)][0])
+        if n_inserted > times.size:
             raise DataError(
-                f"time column {cfg.time_column!r} repeats {stamp_text(times[i])} ({rows}); "
-                "expected one row per time stamp"
+                f"time column {name!r} has {times.size} stamps but {n_inserted} missing steps "
+                f"of {freq} between them; check the dates or use time_column=None"
             )
-        regular = _regular_grid(times)
-        if regular is not None:
-            grid, freq = regular
-            n_inserted = grid.size - times.size
-            if n_inserted:
-                first_gap = stamp_text(grid[~np.isin(grid, times)][0])
-                if n_inserted > times.size:
-                    raise DataError(
-                        f"time column {cfg.time_column!r} has {times.size} stamps but "
-                        f"{n_inserted} missing steps of {freq} between them; check the dates "
-                        "or use time_column=None"
-                    )
-                if cfg.gaps == "reject":
-                    raise DataError(
-                        f"gaps='reject' but {n_inserted} time stamps of step {freq} are missing, "
-                        f"the first {first_gap}; add them or use gaps='interpolate'"
-                    )
-                full = np.full((grid.size, values.shape[1]), np.nan)
-                full[np.searchsorted(grid, times)] = values
-                values, times = full, grid
-                log.info("inserted %d missing time stamps, the first %s", n_inserted, first_gap)
-        else:
-            log.info("time stamps are irregular; no missing stamps inserted")
+        if cfg.gaps == "reject":
+            raise DataError(
+                f"gaps='reject' but {n_inserted} time stamps of step {freq} are missing, "
+                f"the first {first_gap}; add them or use gaps='interpolate'"
+            )
+        values, times = _on_grid(values, times, grid), grid
+        log.info("inserted %d missing time stamps, the first %s", n_inserted, first_gap)
+    return values, times, freq
 
-    empty_rows = np.isnan(values).any(axis=1)
-    n_filled = int(empty_rows.sum())
-    if n_filled:
-        values = _fill_gaps(values, times)
-        log.info("filled %d rows with missing values by linear interpolation", n_filled)
+
+def _check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
+    """One series of ``n_rows`` rows is long enough for one input window (``forecast_only``)
+    or one training window; ``cfg`` resolved."""
     extra = " + 1 (difference)" if cfg.difference else ""
-    cfg = resolve_data_config(cfg, freq)  # window="auto" follows the time step
     if forecast_only:
         needed = cfg.window + int(cfg.difference)
-        if values.shape[0] < needed:
+        if n_rows < needed:
             raise DataError(
-                f"the series has {count_text(values.shape[0], 'row')} but one input window needs "
+                f"the series has {count_text(n_rows, 'row')} but one input window needs "
                 f"window ({cfg.window}){extra} = {needed}"
             )
-    else:
-        needed = cfg.window + cfg.horizon + int(cfg.difference)
-        if values.shape[0] < needed:
-            fewest = fewest_rows(cfg)
-            rest = (
-                f"; with the validation and test rows the run needs at least {fewest}"
-                if fewest > needed
-                else ""
-            )
-            raise DataError(
-                f"the series has {count_text(values.shape[0], 'row')} but window ({cfg.window}) + "
-                f"horizon ({cfg.horizon}){extra} = {needed} are needed for one training "
-                f"window{rest}"
-            )
-    return Series(
-        values=values,
-        times=times,
-        columns=columns,
-        n_targets=len(cfg.target),
-        n_filled=n_filled,
-        freq=freq,
-    )
+        return
+    needed = cfg.window + cfg.horizon + int(cfg.difference)
+    if n_rows < needed:
+        fewest = fewest_rows(cfg)
+        rest = (
+            f"; with the validation and test rows the run needs at least {fewest}"
+            if fewest > needed
+            else ""
+        )
+        raise DataError(
+            f"the series has {count_text(n_rows, 'row')} but window ({cfg.window}) + "
+            f"horizon ({cfg.horizon}){extra} = {needed} are needed for one training window{rest}"
+        )
 
 
 def _prepare_panel(
@@ -341,15 +361,7 @@ def _prepare_panel(
         part = values[bounds[i] : bounds[i + 1]]
         stamps = None if times is None else times[bounds[i] : bounds[i + 1]]
         if stamps is not None and stamps.size >= 3:
-            regular = _regular_grid(stamps)
-            if regular is None:
-                steps = np.unique(np.diff(stamps))
-                raise DataError(
-                    f"series {series_id!r} (id column {name!r}) has irregular time stamps "
-                    f"(steps of {step_text(steps[0])} and {step_text(steps[-1])}); every "
-                    "series of a panel needs one regular time step"
-                )
-            grid, step = regular
+            grid, step = _series_grid(series_id, stamps, cfg)
             if freq is None:
                 freq, freq_of = step, series_id
             elif step != freq:
@@ -358,23 +370,8 @@ def _prepare_panel(
                     f"series {freq_of!r} has {freq}; every series of a panel needs the same step"
                 )
             if grid.size > stamps.size:
-                missing = grid.size - stamps.size
-                first_gap = stamp_text(grid[~np.isin(grid, stamps)][0])
-                if missing > stamps.size:
-                    raise DataError(
-                        f"series {series_id!r} has {stamps.size} stamps but {missing} missing "
-                        f"steps of {step} between them; check its dates"
-                    )
-                if cfg.gaps == "reject":
-                    raise DataError(
-                        f"gaps='reject' but series {series_id!r} misses {missing} time stamps "
-                        f"of step {step}, the first {first_gap}; add them or use "
-                        "gaps='interpolate'"
-                    )
-                full = np.full((grid.size, part.shape[1]), np.nan)
-                full[np.searchsorted(grid, stamps)] = part
-                part, stamps = full, grid
-                n_inserted += missing
+                n_inserted += grid.size - stamps.size
+                part, stamps = _on_grid(part, stamps, grid), grid
         empty_rows = np.isnan(part).any(axis=1)
         if empty_rows.any():
             empty = np.flatnonzero(np.isnan(part).all(axis=0))
@@ -405,3 +402,33 @@ def _prepare_panel(
         ids=ids,
         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
     )
+
+
+def _series_grid(series_id: str, stamps: np.ndarray, cfg: DataConfig) -> tuple[np.ndarray, str]:
+    """``(grid, step)``: the regular grid of one panel series' sorted ``stamps`` (at least 3),
+    checked: a regular step, and no more missing stamps than there are (nor any with
+    ``gaps='reject'``)."""
+    regular = _regular_grid(stamps)
+    if regular is None:
+        steps = np.unique(np.diff(stamps))
+        raise DataError(
+            f"series {series_id!r} (id column {cfg.id_column!r}) has irregular time stamps "
+            f"(steps of {step_text(steps[0])} and {step_text(steps[-1])}); every "
+            "series of a panel needs one regular time step"
+        )
+    grid, step = regular
+    missing = grid.size - stamps.size
+    if missing:
+        first_gap = stamp_text(grid[~np.isin(grid, stamps)][0])
+        if missing > stamps.size:
+            raise DataError(
+                f"series {series_id!r} has {stamps.size} stamps but {missing} missing "
+                f"steps of {step} between them; check its dates"
+            )
+        if cfg.gaps == "reject":
+            raise DataError(
+                f"gaps='reject' but series {series_id!r} misses {missing} time stamps "
+                f"of step {step}, the first {first_gap}; add them or use "
+                "gaps='interpolate'"
+            )
+    return grid, step
