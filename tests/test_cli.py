@@ -32,8 +32,9 @@ from helpers import (
     cache_env,
     tiny_run,
 )
-from stacklstm import cli
-from stacklstm.cli import _floats, _ints, _names, build_parser, main
+from stacklstm.cli import build_parser, main
+from stacklstm.cli.commands import _overrides
+from stacklstm.cli.flags import _floats, _ints, _names
 from stacklstm.data import DataConfig, bundled_dataset_path, read_table
 from stacklstm.train import ModelConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
@@ -112,13 +113,13 @@ def test_python_dash_m_stacklstm_trains(tmp_path):
 
 def test_flags_map_onto_config_fields_without_defaults_of_their_own():
     parser = build_parser()
-    assert cli._overrides(parser.parse_args(["train"])) == {"data": {}, "model": {}, "train": {}}
+    assert _overrides(parser.parse_args(["train"])) == {"data": {}, "model": {}, "train": {}}
     args = parser.parse_args(
         ["train", "--target", "a,b", "--features", "", "--time-column", "none",
          "--linear-layer-sizes", "", "--mean-aggregation", "--no-skip-nonfinite", "--lr", "1e-3",
          "--loss", "huber", "--val-fraction", "0.2"]
     )  # fmt: skip
-    assert cli._overrides(args) == {
+    assert _overrides(args) == {
         "data": {"target": ("a", "b"), "features": (), "time_column": None, "val_fraction": 0.2},
         "model": {"linear_layer_sizes": (), "mean_aggregation": True},
         "train": {"skip_nonfinite": False, "lr": 1e-3, "loss": "huber"},

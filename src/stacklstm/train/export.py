@@ -43,6 +43,7 @@ from ..data import Scaler
 from ..data.season import SeasonalPattern
 from ..intervals import OutputHead
 from ..kernels.lstm import LSTMState
+from .files import MEMBERS_DIR
 from .inference import TrainedRun, load_run
 from .outputs import check_output
 from .rundir import atomic_write, read_run_info
@@ -269,7 +270,8 @@ def export_run(
         platforms: Where the program may run (``jax.export`` platform names).
 
     Raises:
-        ValueError: Not a run folder, no checkpoint, or ``output`` is refused by
+        ValueError: Not a run folder, a seed ensemble's folder, a panel or covariate run, no
+            checkpoint, or ``output`` is refused by
             :func:`stacklstm.train.outputs.check_output`: a folder (or a path ending in
             ``/``), in a folder that does not exist, or a file or folder of a run folder.
         OSError: ``output`` cannot be written.
@@ -277,6 +279,14 @@ def export_run(
     check_output(output)  # before Path(), which drops the / of a folder written `dir/`
     output = Path(output)
     info = read_run_info(run_dir)  # a bad run folder is reported before anything is traced
+    n = info.config.train.ensemble
+    if n > 1:
+        member = Path(run_dir) / MEMBERS_DIR / "0"
+        raise ValueError(
+            f"{run_dir} is a seed ensemble of {n} models forecasting with their median, and "
+            f"an exported file holds one model; export a member instead, e.g. "
+            f"stacklstm export {member}"
+        )
     if info.config.data.id_column is not None:
         raise ValueError(
             f"{run_dir} was trained on a panel (id_column={info.config.data.id_column!r}), "

@@ -1,0 +1,169 @@
+"""One small function per command: the parsed flags -> the library call -> what it prints."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..config import SECTIONS, RunConfig, load_config
+from .flags import UsageError
+
+#: What an interruption reports: the command running and, for train, its run folder.
+_RUNNING: dict[str, Any] = {}
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``{"section": {"field": value}}`` of the setting flags actually given."""
+    out: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
+    for dest, value in vars(args).items():
+        section, _, name = dest.partition(".")
+        if name and section in out:
+            out[section][name] = value
+    for split in ("val", "test"):
+        if {f"{split}_size", f"{split}_fraction"} <= out["data"].keys():
+            raise UsageError(
+                f"--{split}-size and --{split}-fraction are two forms of one setting; give one"
+            )
+    return out
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .. import distributed
+    from ..train.lock import unique_dir
+    from ..train.outputs import check_new_folder
+
+    if args.resume and args.out is None:
+        raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
+    if args.out is not None and not args.resume:  # not inside another run's own files
+        check_new_folder(args.out)
+    # Before anything touches a device: join the other processes, if there are any.
+    if distributed.initialize(args.coordinator, args.num_processes, args.process_id):
+        if args.out is None:  # each process would pick its own date-time folder
+            raise UsageError("train: a multi-process run needs --out DIR, shared by all")
+        if not distributed.is_primary():  # process 0 speaks for the run
+            logging.getLogger("stacklstm").setLevel(logging.WARNING)
+    if args.out is None:  # a new folder runs/<date-time>[-N], never another run's
+        with unique_dir("runs", datetime.now().strftime("%Y%m%d-%H%M%S")) as out:
+            return _train_in(args, out)
+    return _train_in(args, Path(args.out))
+
+
+def _train_in(args: argparse.Namespace, out: Path) -> int:
+    from .. import distributed
+    from ..train.loop import fit
+    from ..train.rundir import read_run_info
+
+    if args.config is not None:
+        base = load_config(args.config)
+    elif args.resume:
+        base = read_run_info(out).config  # flags given must then agree with the saved run
+    else:
+        base = RunConfig()
+    cfg = base.replace(_overrides(args))
+    _RUNNING["train_out"] = out
+    result = fit(cfg, out, resume=args.resume, quiet=args.quiet, data_path=args.data)
+    if not distributed.is_primary():
+        return 0
+    if result.report is not None:
+        print(result.report.table)
+    members = getattr(result, "members", None)  # a seed ensemble's EnsembleResult
+    steps = f"{result.step} steps" if members is None else (
+        f"ensemble of {cfg.train.ensemble} members, {len(members)} trained or found finished, "
+        f"{result.step} steps in all"
+    )  # fmt: skip
+    print(f"run folder: {out}  ({steps}, stopped by {result.stop_reason})")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from ..config import load_config_and_space
+    from ..train.outputs import check_new_folder
+    from ..tune import tune
+
+    space = None
+    base = RunConfig()
+    if args.out is not None:
+        check_new_folder(args.out)
+    if args.config is not None:
+        base, space = load_config_and_space(args.config)
+    out = (
+        Path(args.out) if args.out else Path("runs") / datetime.now().strftime("tune-%Y%m%d-%H%M%S")
+    )
+    result = tune(
+        base.replace(_overrides(args)), out, trials=args.trials, space=space,
+        storage=args.storage, study=args.study, data_path=args.data, heartbeat=args.heartbeat,
+    )  # fmt: skip
+    print(result.table)
+    best = "none yet" if result.best_value is None else f"{result.best_value:.6g}"
+    print(f"search folder: {out}  ({result.ran} trials here; best validation loss {best})")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ..train.files import REPORT_FILE
+    from ..train.report import evaluate_run
+
+    report = evaluate_run(args.run_dir, args.data)
+    print(report.table)
+    print(f"wrote {Path(args.run_dir) / REPORT_FILE}")
+    return 0
+
+
+def _backtest(args: argparse.Namespace) -> int:
+    from ..backtest import backtest, read_plan
+    from ..train.files import BACKTEST_FILE
+    from ..train.outputs import check_new_folder
+
+    if not args.resume:
+        check_new_folder(args.out)
+    out = Path(args.out)
+    _RUNNING["backtest_out"] = out
+    if args.config is not None:
+        base = load_config(args.config)
+    elif args.resume:
+        base = read_plan(out)["config"]  # flags given must then agree with the saved backtest
+    else:
+        base = RunConfig()
+    cfg = base.replace(_overrides(args))
+    result = backtest(
+        cfg, out, folds=args.folds, step=args.step, refit=args.refit, data_path=args.data,
+        resume=args.resume, quiet=args.quiet,
+    )  # fmt: skip
+    print(result.table)
+    print(f"wrote {out / BACKTEST_FILE}")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from ..train.files import PREDICTIONS_FILE
+    from ..train.prediction import predict
+
+    output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
+    frame = predict(args.run_dir, args.data, output, ids=args.ids)
+    # with `--output -` the CSV is standard output: the note goes to stderr
+    note = sys.stderr if str(output) == "-" else sys.stdout
+    print(f"wrote {len(frame)} forecasts to {output}", file=note)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ..train.export import EXPORT_FILE, export_run
+
+    # as typed: a path written `dir/` names a folder, which Path() would hide
+    output = args.output if args.output else str(Path(args.run_dir) / EXPORT_FILE)
+    meta = export_run(args.run_dir, output)
+    print(
+        f"wrote {output}: windows (batch, {meta['input_steps']}, {len(meta['columns'])}) of "
+        f"{', '.join(meta['columns'])} -> forecasts (batch, {meta['horizon']}, "
+        f"{len(meta['targets'])}); platforms {', '.join(meta['platforms'])}"
+    )
+    if meta["seasonal"] is not None:  # deseasonalised: the program takes each window's phase
+        print(
+            f"  and the phase of each window's last row (season {meta['seasonal']['season']}): "
+            "predict(windows, phase=...) or predict(windows, last_time=...)"
+        )
+    return 0
