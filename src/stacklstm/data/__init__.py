@@ -56,10 +56,10 @@ from .splits import split_rows as split_rows
 from .table import bundled_dataset_path as bundled_dataset_path
 from .table import bundled_panel_path as bundled_panel_path
 from .table import read_table as read_table
-from .windows import HeldSeries as HeldSeries
 from .windows import Splits as Splits
-from .windows import WindowSet as WindowSet
 from .windows import fit_static_scaler as fit_static_scaler
 from .windows import make_inference_windows as make_inference_windows
 from .windows import make_splits as make_splits
 from .windows import select_series as select_series
+from .windowset import HeldSeries as HeldSeries
+from .windowset import WindowSet as WindowSet
