@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import stacklstm.train.loop as loop
 import stacklstm.train.plan as plan
+import stacklstm.train.trainer as trainer
 from helpers import (
     CRASH_FLAGS,
     CRASH_RUN,
@@ -409,14 +409,14 @@ def test_nonfinite_guard_reads_the_host_once_per_log_interval(monkeypatch, tmp_p
             reads.append(len(tree))
         return device_get(tree)
 
-    make_train_step = loop.make_train_step
+    make_train_step = trainer.make_train_step
 
     def counted_step(*args, **kwargs):
         step = make_train_step(*args, **kwargs)
         return lambda *a: steps.append(1) or step(*a)
 
     monkeypatch.setattr(jax, "device_get", counting_get)
-    monkeypatch.setattr(loop, "make_train_step", counted_step)
+    monkeypatch.setattr(trainer, "make_train_step", counted_step)
     fit(CRASH_RUN, tmp_path / "run", quiet=True, stop_after_steps=30)
     assert len(steps) == 30
     assert reads == [5] * 6  # log_every=5 (checkpoints every 10 fall on log steps)

@@ -17,42 +17,25 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import copy
-import json
 import logging
-import math
 import os
 import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import kernels
 from ..config import RunConfig
-from ..data import (
-    WindowSet,
-    iterate_batches,
-    process_slice,
-)
 from ..distributed import (
-    host_values,
     is_primary,
     replicate,
     replicated,
-    shard_batch,
     sync,
 )
-from ..signals import check as check_signals
-from ..signals import test_hook
 from .checkpoint import RunCheckpoints, abstract_target
 from .ensemble_fit import fit_ensemble
-from .inference import sync_every, window_batches
 from .lock import RunLock
 from .plan import RunPlan, make_plan
 from .progress import Progress
@@ -69,79 +52,17 @@ from .rundir import (
     write_run_info,
 )
 from .step import (
-    Batch,
-    StepMetrics,
-    TrainState,
     init_state,
-    make_eval_step,
-    make_schedule,
-    make_train_step,
 )
+from .trainer import EpochCallback, EpochEnd, NonFiniteError, _Opened, _Trainer, evaluate_loss
 
 log = logging.getLogger(__name__)
-
-
-class NonFiniteError(RuntimeError):
-    """The training loss or gradients became NaN/Inf (and ``skip_nonfinite`` is off)."""
-
-
-@dataclass(frozen=True)
-class EpochEnd:
-    """What an epoch callback is told at the end of each epoch.
-
-    Attributes:
-        epoch: 1-based epoch that just ended.
-        step: Updates done in total.
-        train_loss: Mean training loss of the epoch (None if every update was skipped).
-        val_loss: Validation loss (None without validation windows).
-        best_val_loss: Best validation loss so far, this epoch included.
-        improved: Whether this epoch gave the best validation loss so far.
-    """
-
-    epoch: int
-    step: int
-    train_loss: float | None
-    val_loss: float | None
-    best_val_loss: float | None
-    improved: bool
-
-
-#: ``callback(EpochEnd) -> bool | None``: True stops training after this epoch (the run is
-#: then finished, with ``stop_reason="callback"``, and gets its report).
-EpochCallback = Callable[[EpochEnd], bool | None]
-
-
-def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, mesh) -> float:
-    """Mean loss over all ``windows`` (padding masked out), gathered a batch at a time.
-
-    Every process passes all ``windows``; the result is the same on every process. The
-    host syncs every few batches (:func:`~stacklstm.train.inference.sync_every`, so that
-    the batches waiting on the device stay bounded), and sums on the host at the end.
-    """
-    host, sums = [], []
-    every = sync_every(windows, batch_size)
-    for batch, _ in window_batches(windows, batch_size):
-        sums.append(eval_step(params, shard_batch(mesh, batch, whole=True)))
-        if len(sums) == every:
-            host.extend(host_values(sums))
-            sums = []
-    host.extend(host_values(sums))
-    return math.fsum(float(s) for s, _ in host) / math.fsum(float(w) for _, w in host)
 
 
 # --------------------------------------------------------------------------- 1. prepare
 
 
 # --------------------------------------------------------------------------- 2. open the run
-
-
-@dataclass
-class _Opened:
-    ckpts: RunCheckpoints
-    state: TrainState
-    dropout_key: jax.Array
-    progress: Progress
-    lock: RunLock | None = None  # held until `fit` returns (process 0 only)
 
 
 def _open_new(plan: RunPlan) -> _Opened:
@@ -206,212 +127,6 @@ def _restore(plan: RunPlan, lock: RunLock | None) -> _Opened:
         log.info("resumed %s at step %d (epoch %d, step %d of it)", plan.out_dir,
                  int(state.step), progress.epoch + 1, progress.step_in_epoch)  # fmt: skip
     return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress, lock)
-
-
-# --------------------------------------------------------------------------- 3-4. the loop
-
-
-class _Trainer:
-    """The step loop and the end of each epoch, over one opened run.
-
-    Device values are read on the host only when a line is logged or a checkpoint written
-    (``_drain``); the best state is kept as a device copy until the next checkpoint write.
-    """
-
-    def __init__(
-        self,
-        plan: RunPlan,
-        opened: _Opened,
-        metrics: TextIO,
-        bar: Any,
-        stop_after_steps: int | None,
-        callbacks: Sequence[EpochCallback],
-    ) -> None:
-        tcfg = plan.cfg.train
-        self.plan, self.tcfg, self.metrics, self.bar = plan, tcfg, metrics, bar
-        self.ckpts, self.state = opened.ckpts, opened.state
-        self.dropout_key, self.progress = opened.dropout_key, opened.progress
-        self.stop_after_steps, self.callbacks = stop_after_steps, tuple(callbacks)
-        self.train_step = make_train_step(plan.model, plan.optimizer, tcfg, mesh=plan.mesh)
-        self.eval_step = make_eval_step(plan.model, tcfg)
-        self.schedule = make_schedule(tcfg, plan.total_steps)
-        self.ones = np.ones(tcfg.batch_size, np.float32)
-        self.step = int(self.state.step)
-        self.first_step = self.step
-        self.last_good = self.ckpts.latest_step("latest")
-        self.pending: list[StepMetrics] = []  # device values not yet read on the host
-        self.best: tuple[int, TrainState, Progress] | None = None  # not yet on disk
-        self.clocks = {kind: [time.perf_counter(), 0] for kind in ("train", "epoch")}
-        self.epoch = self.progress.epoch
-        # steps dispatched ahead hold their batches: wait for the device every so many
-        self.wait_every, self.unwaited = sync_every(plan.train, tcfg.batch_size), 0
-
-    def run(self) -> str:
-        """Train until finished or ``stop_after_steps``; returns the stop reason."""
-        progress = self.progress
-        while not progress.finished and self.epoch < self.tcfg.epochs:
-            self._run_epoch()
-            if self.stop_after_steps is not None and self.step >= self.stop_after_steps:
-                break
-            self.epoch = progress.epoch
-        return progress.stop_reason if progress.finished else "stop_after_steps"
-
-    def _run_epoch(self) -> None:
-        plan, tcfg, progress = self.plan, self.tcfg, self.progress
-        batches = iterate_batches(
-            len(plan.train), tcfg.batch_size, seed=tcfg.seed, epoch=self.epoch,
-            start_step=progress.step_in_epoch,
-        )  # fmt: skip
-        for i, indices in enumerate(batches, start=progress.step_in_epoch):
-            if self.step == self.first_step:
-                test_hook("compile")
-            check_signals()  # a Ctrl-C that Python dropped (in a gc callback) stops here
-            self._train_step(indices)
-            if self.step == 30:
-                test_hook("epoch")
-            end_of_epoch = i + 1 == plan.per_epoch
-            log_now = (i + 1) % tcfg.log_every == 0 or end_of_epoch
-            stop_now = self.step == self.stop_after_steps
-            every = tcfg.checkpoint_every
-            save_now = stop_now or (every > 0 and self.step % every == 0)
-            if log_now or save_now:
-                self._drain()  # raises NonFiniteError before anything non-finite is saved
-            if log_now:
-                loss = progress.interval.mean
-                self._write_line("train", loss, None, progress.interval.skipped)
-                if loss is not None:
-                    self.bar.set_postfix(loss=f"{loss:.4g}", refresh=False)
-                progress.interval.reset()
-            progress.epoch, progress.step_in_epoch = self.epoch, i + 1
-            if end_of_epoch:
-                self._end_epoch()
-                save_now = True  # every epoch end, besides each `checkpoint_every` steps
-            if save_now:
-                self._save()
-            if stop_now or progress.finished:
-                break
-
-    def _train_step(self, indices: np.ndarray) -> None:
-        train = self.plan.train
-        rows = process_slice(indices, jax.process_index(), jax.process_count())
-        x, y = train.gather(rows)  # this batch's windows, built from the held series
-        batch = Batch(x, y, self.ones[: len(rows)])
-        self.state, step_metrics = self.train_step(
-            self.state, shard_batch(self.plan.mesh, batch), self.dropout_key
-        )
-        self.pending.append(step_metrics)
-        self.unwaited += 1
-        if self.unwaited >= self.wait_every:  # no read, no change of numbers: a wait
-            jax.block_until_ready(step_metrics.loss)
-            self.unwaited = 0
-        self.step += 1
-        for clock in self.clocks.values():
-            clock[1] += 1
-        self.bar.update(1)
-
-    def _drain(self) -> None:
-        """Read the pending step metrics on the host (the only per-interval sync)."""
-        progress, step = self.progress, self.step
-        first = step - len(self.pending) + 1
-        for offset, m in enumerate(host_values(self.pending)):  # the same on every process
-            if bool(m.finite):
-                loss: float | None = float(m.loss)
-            elif self.tcfg.skip_nonfinite:
-                loss = None
-                progress.total_skipped += 1
-            else:
-                raise NonFiniteError(
-                    f"the loss or gradients became NaN/Inf at step {first + offset} (steps "
-                    f"{first}-{step} checked together); the last good checkpoint is step "
-                    f"{self.last_good} in {self.ckpts.directory('latest')}; start again with "
-                    "a lower `lr` or with `skip_nonfinite=True`"
-                )
-            progress.interval.add(loss)
-            progress.this_epoch.add(loss)
-        self.pending.clear()
-
-    def _write_line(
-        self, kind: str, train_loss: float | None, val_loss: float | None, skipped: int
-    ) -> None:
-        """One line of ``metrics.jsonl``, with the throughput since the last of its kind."""
-        now = time.perf_counter()
-        start, steps = self.clocks[kind]
-        line = {
-            "kind": kind,
-            "step": self.step,
-            "epoch": self.epoch + 1,
-            "train_loss": train_loss,
-            "val_loss": val_loss,
-            "lr": float(self.schedule(max(self.step - 1, 0))),  # the rate of the last update
-            "skipped": skipped,
-            "steps_per_s": round(steps / max(now - start, 1e-9), 3),
-        }
-        try:
-            self.metrics.write(json.dumps(line) + "\n")
-            self.metrics.flush()
-        except OSError as err:  # a full disk: say what is safe (a torn line is skipped)
-            with contextlib.suppress(OSError):
-                self.metrics.close()  # now, so that closing it again cannot hide this error
-            raise OSError(
-                err.errno,
-                f"cannot write {self.plan.out_dir / METRICS_FILE} at step {self.step}: "
-                f"{err.strerror or err}; the newest complete checkpoint is step "
-                f"{self.last_good}: fix the cause (a full disk?) and continue from it with "
-                "`resume=True`",
-            ) from err
-        self.clocks[kind] = [now, 0]
-
-    def _end_epoch(self) -> None:
-        """Evaluate, update the best-so-far, early stopping and callbacks; reset the epoch."""
-        plan, tcfg, progress, epoch = self.plan, self.tcfg, self.progress, self.epoch
-        val_loss = None
-        if len(plan.val):
-            val_loss = evaluate_loss(
-                self.eval_step, self.state.params, plan.val, tcfg.batch_size, plan.mesh
-            )
-        train_loss = progress.this_epoch.mean
-        improved = val_loss is None or (
-            math.isfinite(val_loss)
-            and (progress.best_val_loss is None or val_loss < progress.best_val_loss)
-        )
-        if improved:
-            progress.best_val_loss, progress.best_step = val_loss, self.step
-            progress.best_epoch, progress.bad_epochs = epoch + 1, 0
-        else:
-            progress.bad_epochs += 1
-        self._write_line("epoch", train_loss, val_loss, progress.this_epoch.skipped)
-        log.info(
-            "epoch %d/%d step %d: train loss %s, val loss %s%s",
-            epoch + 1, tcfg.epochs, self.step,
-            "n/a" if train_loss is None else f"{train_loss:.5g}",
-            "n/a" if val_loss is None else f"{val_loss:.5g}",
-            " (best)" if improved else "",
-        )  # fmt: skip
-        progress.epoch, progress.step_in_epoch = epoch + 1, 0
-        progress.this_epoch.reset()
-        report = EpochEnd(epoch + 1, self.step, train_loss, val_loss, progress.best_val_loss,
-                          improved)  # fmt: skip
-        asked_stop = any([bool(callback(report)) for callback in self.callbacks])
-        if tcfg.patience and progress.bad_epochs >= tcfg.patience:
-            progress.finished, progress.stop_reason = True, "early_stopping"
-            log.info("early stopping: no better validation loss for %d epochs", tcfg.patience)
-        elif epoch + 1 == tcfg.epochs:
-            progress.finished, progress.stop_reason = True, "epochs"
-        elif asked_stop:
-            progress.finished, progress.stop_reason = True, "callback"
-            log.info("stopped by a callback after epoch %d", epoch + 1)
-        if improved:  # a device copy (the next step donates `state`), no sync
-            self.best = (self.step, jax.tree.map(jnp.copy, self.state), copy.deepcopy(progress))
-
-    def _save(self) -> None:
-        """The best checkpoint is written together with the latest one, so the best on disk
-        always matches the bookkeeping of the latest checkpoint."""
-        if self.best is not None:
-            step, state, progress = self.best
-            self.ckpts.save("best", step, state, self.dropout_key, progress)
-            self.best = None
-        self.ckpts.save("latest", self.step, self.state, self.dropout_key, self.progress)
-        self.last_good = self.step
 
 
 # --------------------------------------------------------------------------- 5. finish
