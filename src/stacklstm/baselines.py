@@ -11,6 +11,10 @@ values observed up to that origin, without refitting: statsforecast's ``forward`
 as its ``cross_validation(refit=False)`` does. ``refit_at`` fits again at chosen origins
 (``cross_validation(refit=N)``), as the backtest's refits do.
 
+The statistical models run in a worker process, started on first use and kept, so that a
+SIGINT or SIGTERM ends the command at once instead of waiting for a native fit that may last
+minutes (see ``_in_worker_process``); their numbers are those of the same calls made here.
+
 Example:
     >>> import numpy as np
     >>> history = np.arange(40.0)[:, None]  # (time, n_targets)
@@ -21,10 +25,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -157,7 +169,27 @@ def statistical_forecasts(
         season, len(fit_here), origins.size,
     )  # fmt: skip
     n_first = int(origins[0]) + 1
+    out, failures = _in_worker_process(
+        (history, origins, horizon, season, sorted(fit_here), n_first)
+    )
+    for name, reason in failures:
+        log.warning("%s could not fit or forecast (%s); it is left out", name, reason)
+    return out
+
+
+def _fit_and_forecast(
+    history: np.ndarray,
+    origins: np.ndarray,
+    horizon: int,
+    season: int,
+    fit_here: Sequence[int],
+    n_first: int,
+) -> tuple[dict[str, np.ndarray | None], list[tuple[str, str]]]:
+    """The work of :func:`statistical_forecasts`: its result, and ``(name, reason)`` of each
+    model that failed (None in the result)."""
+    fit_at = set(fit_here)
     out: dict[str, np.ndarray | None] = {}
+    failures = []
     for name in STATISTICAL:
         values = np.zeros((origins.size, horizon, history.shape[1]))
         try:
@@ -167,12 +199,92 @@ def statistical_forecasts(
                     model = statistical_models(season, n_first)[name]
                     for i, origin in enumerate(origins.tolist()):
                         seen = history[: origin + 1, j]
-                        if origin in fit_here:
+                        if origin in fit_at:
                             model.fit(y=seen)
                         values[i, :, j] = model.forward(y=seen, h=horizon)["mean"]
         except Exception as err:  # statsforecast's errors share no base class of their own
-            log.warning("%s could not fit or forecast (%s); it is left out", name, err)
+            failures.append((name, str(err)))
             out[name] = None
             continue
         out[name] = values
-    return out
+    return out, failures
+
+
+# statsforecast fits in native code that may run for minutes on a long series without
+# returning to Python (and without releasing the GIL), and Python runs a signal handler only
+# between two of its own steps: in this process a SIGINT or SIGTERM would wait for the fit to
+# end. So the fits run in a worker process of their own, started on first use and kept for
+# the next calls (one start per process, not per series of a panel), while this process
+# only waits for its answer, and takes a signal at once: it then kills the worker. The
+# worker is in a session of its own (a Ctrl-C at the terminal reaches this process only) and,
+# on Linux, dies with this process. The numbers are those of the same calls made here.
+_WORKER: dict[str, Any] = {}
+_WORKER_LOCK = threading.Lock()
+_SERVE = "from stacklstm.baselines import _serve; _serve()"
+
+
+def _in_worker_process(request: tuple) -> Any:
+    """``_fit_and_forecast(*request)`` in the worker process."""
+    with _WORKER_LOCK:
+        worker = _WORKER.get("process")
+        if worker is None or worker.poll() is not None:
+            worker = _WORKER["process"] = _start_worker()
+        try:
+            pickle.dump(request, worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            worker.stdin.flush()
+            status, value = pickle.load(worker.stdout)
+        except BaseException as err:  # a signal (or a dead worker): no half-read answer kept
+            _WORKER.pop("process", None)
+            with contextlib.suppress(OSError):
+                worker.kill()
+            worker.wait()
+            if isinstance(err, (OSError, EOFError, pickle.UnpicklingError)):
+                raise RuntimeError(
+                    f"the statistical baselines' worker process ended unexpectedly (exit "
+                    f"status {worker.returncode})"
+                ) from err
+            raise
+    if status == "error":
+        raise value
+    return value
+
+
+def _start_worker() -> subprocess.Popen:
+    root = str(Path(__file__).resolve().parents[1])  # where this package is imported from
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": root if not path else os.pathsep.join([root, path])}
+    return subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(os.getpid())],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def _serve() -> None:
+    """The worker process: answer each pickled request on standard input with
+    ``("ok", result)`` or ``("error", exception)`` on standard output, until it closes."""
+    _die_with_parent(int(sys.argv[1]))
+    requests, answers = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything a library prints stays off the answers
+    while True:
+        try:
+            request = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            answer = ("ok", _fit_and_forecast(*request))
+        except Exception as err:
+            answer = ("error", err)
+        pickle.dump(answer, answers, protocol=pickle.HIGHEST_PROTOCOL)
+        answers.flush()
+
+
+def _die_with_parent(parent: int) -> None:
+    """On Linux, have the kernel kill this process when ``parent`` ends."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before that took effect
+        os._exit(0)

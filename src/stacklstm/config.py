@@ -15,6 +15,10 @@ TOML and YAML files hold the same nesting)::
 Older spellings stay accepted as aliases (:data:`ALIASES`): ``hidden_size``, ``num_layers``
 and ``dropout`` in ``[model]``, ``season`` in ``[train]``.
 
+A config file may also name its table, ``file = "sales.csv"`` in ``[data]`` (read from the
+file's folder; see :func:`read_config`): what ``--data`` gives, which a run folder records
+apart from its settings.
+
 Every bad value is a :class:`~stacklstm.checks.SettingError` (a ``ValueError``; a
 :class:`~stacklstm.checks.SettingTypeError` for a wrong type) with a one-line message naming
 the field, what was expected and what was given.
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -91,6 +96,11 @@ READABLE_LAYOUTS = (1, 2)
 #: Most LSTM layers, and most head layers, a ModelConfig accepts: each layer is traced and
 #: compiled on its own, so a deeper stack takes minutes to build.
 MAX_LAYERS = 128
+
+#: Most members of a seed ensemble: they are trained one after another, each a full run
+#: folder of its own, so a larger ensemble takes days and fills the disk for a median that
+#: no longer changes.
+MAX_ENSEMBLE = 1000
 
 #: ``(section, old key) -> (section, key)``: spellings accepted in config files, run folders
 #: and as flags, besides the field names.
@@ -461,7 +471,8 @@ class TrainConfig(_Section):
     quantiles: tuple[float, ...] = setting(
         (),
         help="with loss=quantile: the quantile levels learnt, comma separated, ascending, in "
-        "(0, 1); 0.5 (the point forecast) is added if absent ('': those of interval_levels)",
+        "(0, 1); 0.5 (the point forecast) is added if absent; interval_levels given with them "
+        "must find both quantiles of each level among them ('': those of interval_levels)",
         legacy=(),
     )
     interval_levels: tuple[float, ...] = setting(
@@ -486,8 +497,8 @@ class TrainConfig(_Section):
     ensemble: int = setting(
         1,
         help="seed ensemble: train this many models with the seeds seed, seed+1, ... one after "
-        "another (each a run folder under members/) and forecast with the median of their "
-        "forecasts, per step and target",
+        f"another (each a run folder under members/; at most {MAX_ENSEMBLE}) and forecast "
+        "with the median of their forecasts, per step and target",
         legacy=1,
     )
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
@@ -525,6 +536,7 @@ class TrainConfig(_Section):
                 "the other losses are set by `interval_levels`",
                 "quantiles",
             )
+        self._check_levels_in_quantiles()
         if self.conformal and self.loss in POINT_LOSSES and not self.interval_levels:
             raise SettingError(
                 f"`conformal` with loss={self.loss!r} makes intervals at `interval_levels`, "
@@ -535,6 +547,12 @@ class TrainConfig(_Section):
             check_int("patience", self.patience, 0)
         check_int("seed", self.seed, 0, 2**63 - 1)  # jax.random.key takes an int64
         check_positive_int("ensemble", self.ensemble)
+        if self.ensemble > MAX_ENSEMBLE:
+            raise SettingError(
+                f"ensemble must be at most {MAX_ENSEMBLE} members (they are trained one after "
+                f"another, each a run folder of its own), got {self.ensemble}",
+                "ensemble",
+            )
         if self.seed + self.ensemble - 1 > 2**63 - 1:  # the members' seeds are seed + k
             raise SettingError(
                 f"the ensemble's last member would have seed {self.seed} + {self.ensemble - 1}, "
@@ -545,6 +563,34 @@ class TrainConfig(_Section):
         check_int("checkpoint_every", self.checkpoint_every, 0)
         check_bool("skip_nonfinite", self.skip_nonfinite)
         check_choice("baselines", self.baselines, get_args(BaselineKind))
+
+    def _check_levels_in_quantiles(self) -> None:
+        """With ``loss=quantile`` and explicit ``quantiles``, the intervals are the symmetric
+        pairs among them: refuse ``interval_levels`` (set, not the default) that they lack."""
+        default = next(f.default for f in dataclasses.fields(self) if f.name == "interval_levels")
+        if self.loss != "quantile" or not self.quantiles or self.interval_levels == default:
+            return
+        have = {round(q, 10) for q in self.quantiles}
+        missing = [
+            level
+            for level in self.interval_levels
+            if not {round((1 - level) / 2, 10), round((1 + level) / 2, 10)} <= have
+        ]
+        if missing:
+            level = missing[0]
+            low, high = round((1 - level) / 2, 10), round((1 + level) / 2, 10)
+            raise SettingError(
+                f"interval_levels {_listed(self.interval_levels)} cannot be read off `quantiles` "
+                f"{_listed(self.quantiles)}: the interval at level {level:g} spans the "
+                f"quantiles {low:g} and {high:g}; add them to `quantiles`, or leave `quantiles` "
+                "empty to learn those of `interval_levels`",
+                "interval_levels",
+            )
+
+
+def _listed(values: tuple[float, ...]) -> str:
+    """Levels as a user writes them on the command line: ``0.1,0.9``."""
+    return ",".join(f"{v:g}" for v in values)
 
 
 SECTIONS: dict[str, type] = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig}
@@ -557,6 +603,7 @@ def resolve_aliases(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         SettingError: A section is not a table, or a field is given under both its names.
     """
     out: dict[str, dict[str, Any]] = {}
+    given_as: dict[tuple[str, str], tuple[str, str]] = {}  # field -> the spelling given
     for section, values in data.items():
         if not isinstance(values, Mapping):
             raise SettingTypeError(
@@ -567,12 +614,14 @@ def resolve_aliases(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for key, value in values.items():
             new_section, new_key = ALIASES.get((section, key), (section, key))
             target = out.setdefault(new_section, {})
-            if new_key in target:
-                raise SettingError(
-                    f"[{new_section}] {new_key} is given twice (also as [{section}] {key})",
-                    new_key,
-                )
+            if new_key in target:  # the older spelling first, then the field's own name
+                both = sorted([given_as[new_section, new_key], (section, key)],
+                              key=lambda spelling: spelling == (new_section, new_key))  # fmt: skip
+                one_section = both[0][0] == both[1][0]
+                first, second = (k if one_section else f"[{s}] {k}" for s, k in both)
+                raise SettingError(f"{first} and {second} are the same setting; give one", new_key)
             target[new_key] = value
+            given_as[new_section, new_key] = (section, key)
     return out
 
 
@@ -723,26 +772,140 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return raw
 
 
+#: The key of a config file's ``[data]`` table that names the table to train on (what
+#: ``--data`` gives): not a setting of the run (a run folder records its table on its own),
+#: so no ``DataConfig`` field. A relative path is read from the config file's folder.
+DATA_FILE_KEY = "file"
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """What a config file holds besides the usual sections' settings.
+
+    Attributes:
+        config: The run settings of ``[data]``, ``[model]`` and ``[train]``.
+        space: The ``[tune]`` section (the search space of ``stacklstm tune``), or None.
+        data_path: The table ``[data] file`` names (made absolute from the file's folder),
+            or None without one: the command line's ``--data``, or the bundled data.
+    """
+
+    config: RunConfig
+    space: Any
+    data_path: Path | None
+
+
 def load_config(path: str | Path) -> RunConfig:
     """Read a ``RunConfig`` from a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file.
 
     Its sections are ``[data]``, ``[model]`` and ``[train]``; a ``[tune]`` section (the
-    search space of ``stacklstm tune``) is allowed and ignored here.
+    search space of ``stacklstm tune``) and ``[data] file`` (the table, see
+    :func:`read_config`) are allowed and ignored here.
 
     Raises:
         SettingError: Missing file, unknown suffix, a syntax error (with its line), or bad
             settings; the message starts with the file's path.
     """
-    return load_config_and_space(path)[0]
+    return read_config(path).config
 
 
 def load_config_and_space(path: str | Path) -> tuple[RunConfig, Any]:
     """:func:`load_config`, and the file's ``[tune]`` section (None without one), from one
     read of the file."""
+    loaded = read_config(path)
+    return loaded.config, loaded.space
+
+
+def read_config(path: str | Path) -> ConfigFile:
+    """Everything a TOML or YAML config file holds: settings, ``[tune]`` and the table.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "run.toml").write_text('[data]\\nfile = "sales.csv"\\ntarget = ["y"]')
+        >>> loaded = read_config(folder / "run.toml")
+        >>> loaded.data_path == folder.absolute() / "sales.csv", loaded.config.data.target
+        (True, ('y',))
+
+    Raises:
+        SettingError: As :func:`load_config`; also a ``[data] file`` that is not a path.
+    """
     path = Path(path)
     raw = read_config_file(path)
     space = raw.pop("tune", None)
+    syntax = "toml" if path.suffix.lower() == ".toml" else "yaml"
     try:
-        return RunConfig.from_dict(raw), space
+        data_path = _pop_data_file(raw, path)
+        _check_file_lists(raw, syntax)
+        return ConfigFile(RunConfig.from_dict(raw), space, data_path)
     except SettingError as err:
         raise type(err)(f"{path}: {err}", err.field) from err
+
+
+def _pop_data_file(raw: dict[str, Any], path: Path) -> Path | None:
+    """Take ``[data] file`` out of ``raw`` (which then holds settings only)."""
+    section = raw.get("data")
+    if not isinstance(section, Mapping) or DATA_FILE_KEY not in section:
+        return None
+    section = dict(section)
+    value = section.pop(DATA_FILE_KEY)
+    raw["data"] = section
+    if not isinstance(value, str) or not value.strip():
+        raise SettingTypeError(
+            f"[data] {DATA_FILE_KEY} must be the path of a CSV/Parquet table, got {value!r}",
+            DATA_FILE_KEY,
+        )
+    return (path.parent / Path(value).expanduser()).absolute()
+
+
+def _check_file_lists(raw: Mapping[str, Any], syntax: str) -> None:
+    """Refuse a list setting given as one value (``target = "y"``), suggesting the list to
+    write in the file's own syntax (TOML ``["y"]``, YAML ``[y]``): Python's own checks would
+    suggest a Python tuple."""
+    for section, values in raw.items():
+        if section not in SECTIONS or not isinstance(values, Mapping):
+            continue  # from_dict names what is wrong with it
+        for key, value in values.items():
+            home, name = ALIASES.get((section, key), (section, key))
+            kind = next((f.type for f in dataclasses.fields(SECTIONS[home]) if f.name == name), "")
+            if not kind.startswith("tuple[") or isinstance(value, list):
+                continue
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                continue  # the field's check says what it holds
+            names = kind == "tuple[str, ...]"
+            items: list[Any] = [str(value) if names else value]
+            if isinstance(value, str):  # a comma-separated list, as the flag takes it
+                items = [part.strip() for part in value.split(",") if part.strip()]
+                if not names:
+                    items = [_number(part) for part in items]
+            what = {"tuple[str, ...]": "column names", "tuple[int, ...]": "integers"}.get(
+                kind, "numbers"
+            )  # fmt: skip
+            raise SettingTypeError(
+                f"[{section}] {key} must be a list of {what}, got {_in_syntax(value, syntax)}; "
+                f"write {_assignment(key, items, syntax)}",
+                name,
+            )
+
+
+def _number(text: str) -> Any:
+    """``text`` as an int or float if it is one, else unchanged."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _in_syntax(value: Any, syntax: str) -> str:
+    """``value`` as the config file spells it."""
+    if syntax == "toml":
+        return json.dumps(value)
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=True).removesuffix("\n...\n").strip()
+
+
+def _assignment(key: str, value: Any, syntax: str) -> str:
+    """``key = value`` (TOML) or ``key: value`` (YAML)."""
+    return f"{key}{' =' if syntax == 'toml' else ':'} {_in_syntax(value, syntax)}"

@@ -30,19 +30,20 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import math
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .checks import SettingError, check_positive_int, is_int, is_real
-from .config import SECTIONS, RunConfig
+from .config import DATA_FILE_KEY, SECTIONS, RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -274,8 +275,8 @@ def tune(
     Args:
         base: The settings every trial starts from; the space overrides some of them.
         out_dir: The search folder: ``trials/<number>/`` run folders, ``study.db`` (the
-            default storage), ``best.toml``, ``trials.csv``, ``history.png``,
-            ``importances.png``.
+            default storage), ``best.toml`` (the best trial's settings, and ``data_path`` as
+            ``[data] file``), ``trials.csv``, ``history.png``, ``importances.png``.
         trials: Trials this worker runs (others may run more on the same study).
         space: The ``[tune]`` table; None searches :func:`default_space`.
         storage: An Optuna RDB storage URL (``sqlite:///...``, ``postgresql://...``,
@@ -313,7 +314,16 @@ def tune(
     the_study = open_study(storage, study, heartbeat)
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    interrupted: list[int] = []  # the trial a Ctrl-C or SIGTERM stopped
+
     def objective(trial: Any) -> float:
+        try:
+            return run_trial(trial)
+        except KeyboardInterrupt:  # Optuna marks the trial failed, then raises it again
+            interrupted.append(trial.number)
+            raise
+
+    def run_trial(trial: Any) -> float:
         # A trial's report scores the naive baselines only: the statistical ones cost up to a
         # minute per trial and do not enter the objective (best.toml keeps `baselines`).
         overrides = dims.suggest(trial)
@@ -339,9 +349,29 @@ def tune(
         return result.best_val_loss
 
     before = len(the_study.trials)
-    the_study.optimize(objective, n_trials=trials, catch=(NonFiniteError,))
+    with _quiet_when_interrupted(interrupted):
+        the_study.optimize(objective, n_trials=trials, catch=(NonFiniteError,))
     log.info("ran %d trials of study %r", trials, study)
-    return _summarise(the_study, base, dims, out_dir, ran=len(the_study.trials) - before)
+    return _summarise(
+        the_study, base, dims, out_dir, ran=len(the_study.trials) - before, data_path=data_path
+    )
+
+
+@contextlib.contextmanager
+def _quiet_when_interrupted(interrupted: list[int]) -> Iterator[None]:
+    """Within the block, once ``interrupted`` names a trial, drop what Optuna logs about it
+    (its "Trial N failed" warning with the traceback of the KeyboardInterrupt): an
+    interrupted command's one line is the command line's own."""
+    logger = logging.getLogger("optuna.study._optimize")  # where Optuna logs a failed trial
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not interrupted
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def best_overrides(the_study: Any, dims: SearchSpace) -> dict[str, dict[str, Any]]:
@@ -351,7 +381,14 @@ def best_overrides(the_study: Any, dims: SearchSpace) -> dict[str, dict[str, Any
     return dims.suggest(FixedTrial(the_study.best_trial.params))
 
 
-def _summarise(the_study: Any, base: RunConfig, dims: SearchSpace, out_dir: Path, ran: int):
+def _summarise(
+    the_study: Any,
+    base: RunConfig,
+    dims: SearchSpace,
+    out_dir: Path,
+    ran: int,
+    data_path: str | Path | None = None,
+):
     from .train.rundir import atomic_write_text
 
     done = [t for t in the_study.trials if t.state.name == "COMPLETE"]
@@ -359,7 +396,7 @@ def _summarise(the_study: Any, base: RunConfig, dims: SearchSpace, out_dir: Path
     if done:
         best_config = base.replace(best_overrides(the_study, dims))
         best_value = the_study.best_value
-        _write_best(best_config, out_dir)
+        _write_best(best_config, out_dir, data_path)
     frame = the_study.trials_dataframe(attrs=("number", "state", "value", "params"))
     atomic_write_text(out_dir / TRIALS_TABLE, frame.to_csv(index=False))
     table = frame.to_string(index=False) if len(frame) else "(no trials)"
@@ -368,16 +405,23 @@ def _summarise(the_study: Any, base: RunConfig, dims: SearchSpace, out_dir: Path
     return TuneResult(out_dir, ran, best_value, best_config, table)
 
 
-def _write_best(cfg: RunConfig, out_dir: Path) -> Path:
-    """``best.toml``, or ``best.yaml`` when a setting is None (which TOML cannot spell)."""
+def _write_best(cfg: RunConfig, out_dir: Path, data_path: str | Path | None = None) -> Path:
+    """``best.toml``, or ``best.yaml`` when a setting is None (which TOML cannot spell).
+
+    The file names the search's table (``[data] file``, absolute; none for the bundled
+    data), so that ``stacklstm train --config best.toml`` trains on what the trials did.
+    """
     from .train.rundir import atomic_write_text
 
+    settings = cfg.to_dict()
+    if data_path is not None:
+        settings["data"] = {DATA_FILE_KEY: str(Path(data_path).absolute()), **settings["data"]}
     try:
-        text, path = to_toml(cfg.to_dict()), out_dir / BEST_CONFIG
+        text, path = to_toml(settings), out_dir / BEST_CONFIG
     except SettingError:
         import yaml
 
-        text, path = yaml.safe_dump(cfg.to_dict(), sort_keys=False), out_dir / "best.yaml"
+        text, path = yaml.safe_dump(settings, sort_keys=False), out_dir / "best.yaml"
         log.info("the best config holds a None setting, which TOML cannot write: %s", path)
     atomic_write_text(path, text)
     return path

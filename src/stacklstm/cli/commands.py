@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import SECTIONS, RunConfig, load_config
+from ..config import SECTIONS, RunConfig, read_config
 from .flags import UsageError
 
 #: What an interruption reports: the command running and, for train, its run folder.
@@ -57,15 +57,17 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
     from ..train.loop import fit
     from ..train.rundir import read_run_info
 
+    data = args.data
     if args.config is not None:
-        base = load_config(args.config)
+        loaded = read_config(args.config)
+        base, data = loaded.config, data if data is not None else loaded.data_path
     elif args.resume:
         base = read_run_info(out).config  # flags given must then agree with the saved run
     else:
         base = RunConfig()
     cfg = base.replace(_overrides(args))
     _RUNNING["train_out"] = out
-    result = fit(cfg, out, resume=args.resume, quiet=args.quiet, data_path=args.data)
+    result = fit(cfg, out, resume=args.resume, quiet=args.quiet, data_path=data)
     if not distributed.is_primary():
         return 0
     if result.report is not None:
@@ -80,22 +82,23 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from ..config import load_config_and_space
     from ..train.outputs import check_new_folder
     from ..tune import tune
 
-    space = None
+    space, data = None, args.data
     base = RunConfig()
     if args.out is not None:
         check_new_folder(args.out)
     if args.config is not None:
-        base, space = load_config_and_space(args.config)
+        loaded = read_config(args.config)
+        base, space = loaded.config, loaded.space
+        data = data if data is not None else loaded.data_path
     out = (
         Path(args.out) if args.out else Path("runs") / datetime.now().strftime("tune-%Y%m%d-%H%M%S")
     )
     result = tune(
         base.replace(_overrides(args)), out, trials=args.trials, space=space,
-        storage=args.storage, study=args.study, data_path=args.data, heartbeat=args.heartbeat,
+        storage=args.storage, study=args.study, data_path=data, heartbeat=args.heartbeat,
     )  # fmt: skip
     print(result.table)
     best = "none yet" if result.best_value is None else f"{result.best_value:.6g}"
@@ -122,15 +125,17 @@ def _backtest(args: argparse.Namespace) -> int:
         check_new_folder(args.out)
     out = Path(args.out)
     _RUNNING["backtest_out"] = out
+    data = args.data
     if args.config is not None:
-        base = load_config(args.config)
+        loaded = read_config(args.config)
+        base, data = loaded.config, data if data is not None else loaded.data_path
     elif args.resume:
         base = read_plan(out)["config"]  # flags given must then agree with the saved backtest
     else:
         base = RunConfig()
     cfg = base.replace(_overrides(args))
     result = backtest(
-        cfg, out, folds=args.folds, step=args.step, refit=args.refit, data_path=args.data,
+        cfg, out, folds=args.folds, step=args.step, refit=args.refit, data_path=data,
         resume=args.resume, quiet=args.quiet,
     )  # fmt: skip
     print(result.table)
