@@ -44,14 +44,13 @@ from typing import Any
 
 from .checks import SettingError, check_positive_int, is_int, is_real
 from .config import DATA_FILE_KEY, SECTIONS, RunConfig
+from .train import loop
+from .train.files import BEST_CONFIG, HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
+from .train.plots import save_figure
+from .train.rundir import atomic_write_text
 
 log = logging.getLogger(__name__)
 
-STUDY_FILE = "study.db"
-BEST_CONFIG = "best.toml"
-TRIALS_TABLE = "trials.csv"
-HISTORY_PLOT = "history.png"
-IMPORTANCE_PLOT = "importances.png"
 DEFAULT_STUDY = "stacklstm"
 #: Seconds between a running trial's heartbeats; a trial silent for twice as long is failed.
 DEFAULT_HEARTBEAT = 60
@@ -290,7 +289,6 @@ def tune(
         SettingError: Bad settings, search space or storage, no validation windows
             (the objective is the validation loss), or a seed ensemble (``ensemble > 1``).
     """
-    from .train.loop import NonFiniteError, fit
 
     optuna = _import_optuna()
     check_positive_int("trials", trials)
@@ -341,7 +339,7 @@ def tune(
 
         run_dir = out_dir / "trials" / f"{trial.number:04d}"
         trial.set_user_attr("run_dir", str(run_dir))
-        result = fit(cfg, run_dir, quiet=quiet, data_path=data_path, callbacks=[report])
+        result = loop.fit(cfg, run_dir, quiet=quiet, data_path=data_path, callbacks=[report])
         if pruned:
             raise optuna.TrialPruned(f"pruned after epoch {pruned[0]}")
         if result.best_val_loss is None or not math.isfinite(result.best_val_loss):
@@ -350,7 +348,7 @@ def tune(
 
     before = len(the_study.trials)
     with _quiet_when_interrupted(interrupted):
-        the_study.optimize(objective, n_trials=trials, catch=(NonFiniteError,))
+        the_study.optimize(objective, n_trials=trials, catch=(loop.NonFiniteError,))
     log.info("ran %d trials of study %r", trials, study)
     return _summarise(
         the_study, base, dims, out_dir, ran=len(the_study.trials) - before, data_path=data_path
@@ -389,7 +387,6 @@ def _summarise(
     ran: int,
     data_path: str | Path | None = None,
 ):
-    from .train.rundir import atomic_write_text
 
     done = [t for t in the_study.trials if t.state.name == "COMPLETE"]
     best_value = best_config = None
@@ -411,7 +408,6 @@ def _write_best(cfg: RunConfig, out_dir: Path, data_path: str | Path | None = No
     The file names the search's table (``[data] file``, absolute; none for the bundled
     data), so that ``stacklstm train --config best.toml`` trains on what the trials did.
     """
-    from .train.rundir import atomic_write_text
 
     settings = cfg.to_dict()
     if data_path is not None:
@@ -434,8 +430,6 @@ def _plot(the_study: Any, out_dir: Path) -> None:
     import matplotlib.pyplot as plt
     from optuna.importance import PedAnovaImportanceEvaluator
     from optuna.visualization import matplotlib as optuna_plots
-
-    from .train.plots import save_figure
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
