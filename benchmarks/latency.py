@@ -43,6 +43,7 @@ def build(args: argparse.Namespace):
     from stacklstm import kernels, serving
     from stacklstm.config import DataConfig, ModelConfig
     from stacklstm.data import Scaler
+    from stacklstm.forecaster import build_model
     from stacklstm.interop import to_torch
     from stacklstm.train.export import artifact_metadata, export_forecast
 
@@ -50,7 +51,7 @@ def build(args: argparse.Namespace):
     model_cfg = ModelConfig(
         lstm_hidden_size=args.hidden, num_lstm_layers=args.layers, linear_layer_sizes=(32, 16)
     )
-    model = model_cfg.build(output_size=1)
+    model = build_model(model_cfg, output_size=1)
     rng = np.random.default_rng(0)
     series = 330 + np.cumsum(rng.normal(0, 0.5, (2000, 1)), axis=0)  # (time, 1) in "ppm"
     scaler = Scaler.fit(series, "standard", ("co2",), 1)

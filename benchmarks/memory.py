@@ -115,7 +115,9 @@ from stacklstm.config import ModelConfig, TrainConfig
 from stacklstm.train.step import Batch, init_state, make_optimizer, make_predict_step
 from stacklstm.train.step import make_train_step
 window, columns, batch = map(int, sys.argv[1:4])
-model = ModelConfig(lstm_hidden_size=32, num_lstm_layers=1, linear_layer_sizes=(16,)).build(1)
+from stacklstm.forecaster import build_model
+model_cfg = ModelConfig(lstm_hidden_size=32, num_lstm_layers=1, linear_layer_sizes=(16,))
+model = build_model(model_cfg, 1)
 cfg = TrainConfig(batch_size=batch, epochs=1, baselines="naive")
 optimizer = make_optimizer(cfg, 10)
 x = np.random.default_rng(0).normal(size=(batch, window, columns)).astype(np.float32)

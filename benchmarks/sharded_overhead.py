@@ -50,6 +50,7 @@ def worker(args: argparse.Namespace) -> None:
     from stacklstm import distributed
     from stacklstm.config import ModelConfig, TrainConfig
     from stacklstm.distributed import make_mesh, replicate, shard_batch
+    from stacklstm.forecaster import build_model
     from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
 
     if args.mode == "process":  # one of several processes, settings from STACKLSTM_*
@@ -65,8 +66,8 @@ def worker(args: argparse.Namespace) -> None:
         rows = slice(args.batch * i // n, args.batch * (i + 1) // n)
         batch = Batch(*(a[rows] for a in batch))
     cfg = TrainConfig(batch_size=args.batch)
-    model = ModelConfig(lstm_hidden_size=args.hidden, num_lstm_layers=args.layers).build(
-        output_size=1
+    model = build_model(
+        ModelConfig(lstm_hidden_size=args.hidden, num_lstm_layers=args.layers), output_size=1
     )
     optimizer = make_optimizer(cfg, total_steps=10**6)
     state = init_state(model, optimizer, jax.random.key(0), x)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from stacklstm.cli import main
 from stacklstm.data import DataConfig, DataError, prepare_series
+from stacklstm.forecaster import build_model
 from stacklstm.intervals import OutputHead
 from stacklstm.train import ModelConfig, RunConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
@@ -120,7 +121,7 @@ def _saved(run_dir):
     info = read_run_info(run_dir)
     cfg = info.config
     head = OutputHead.of(cfg.train)
-    model = cfg.model.build(output_size=head.output_size(cfg.data.horizon, len(cfg.data.target)))
+    model = build_model(cfg.model, head.output_size(cfg.data.horizon, len(cfg.data.target)))
     x = np.zeros((1, 1, len(info.scaler.columns)), np.float32)
     optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
     target = jax.eval_shape(lambda: init_state(model, optimizer, jax.random.key(0), x))

@@ -23,6 +23,7 @@ from stacklstm.config import (
     describe,
     setting,
 )
+from stacklstm.forecaster import build_model
 from stacklstm.train import load_config
 
 #: Every key a layout-2 config.json holds. A field added later must carry `legacy=` (the
@@ -46,7 +47,7 @@ def test_model_config_defaults_are_lstm_models():
     }
     config_defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
     assert config_defaults == model_defaults
-    assert ModelConfig().build(output_size=1) == LSTMModel()
+    assert build_model(ModelConfig(), output_size=1) == LSTMModel()
 
 
 def test_every_field_has_help():

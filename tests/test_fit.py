@@ -39,6 +39,7 @@ from helpers import (
     cache_env,
 )
 from stacklstm.data import DataError, bundled_dataset_path, make_splits, prepare_series, read_table
+from stacklstm.forecaster import build_model
 from stacklstm.train import FitResult, NonFiniteError, fit, load_run
 from stacklstm.train.checkpoint import BEST_DIR, RunCheckpoints
 from stacklstm.train.rundir import METRICS_FILE
@@ -393,7 +394,7 @@ def test_same_seed_is_bit_identical_and_another_seed_differs(reference, tmp_path
 
 
 def _abstract_state(cfg):
-    model = cfg.model.build(output_size=1)
+    model = build_model(cfg.model, output_size=1)
     optimizer = make_optimizer(cfg.train, total_steps=1)
     x = np.zeros((1, 1, 1), np.float32)
     return jax.eval_shape(lambda: init_state(model, optimizer, jax.random.key(0), x))

@@ -156,11 +156,14 @@ def test_inputs_as_one_pytree_pad_shard_and_train_like_separate_arrays():
     )
 
     x, future, static = _inputs(batch=5)
-    model = ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=(3,)).build(
-        output_size=3, future_steps=3, n_future=2, n_static=2
-    )
+    from stacklstm.forecaster import build_model
+
+    model = build_model(
+        ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=(3,)),
+        output_size=3, future_steps=3, n_future=2, n_static=2,
+    )  # fmt: skip
     assert isinstance(model, Forecaster) and model.n_covariates == 8
-    assert not isinstance(ModelConfig().build(output_size=3, future_steps=3), Forecaster)
+    assert not isinstance(build_model(ModelConfig(), output_size=3, future_steps=3), Forecaster)
     inputs = ForecastInputs(np.asarray(x), np.asarray(future), np.asarray(static))
     batches = list(padded_batches(inputs, np.ones((5, 3, 1), np.float32), 4))
     assert [n for _, n in batches] == [4, 1]

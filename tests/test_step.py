@@ -16,6 +16,7 @@ import pytest
 from helpers import _leaves
 from stacklstm.data import DataConfig, make_splits, prepare_series
 from stacklstm.distributed import check_batch_size, make_mesh, replicate, shard_batch
+from stacklstm.forecaster import build_model
 from stacklstm.train import ModelConfig, TrainConfig
 from stacklstm.train.step import (
     Batch,
@@ -47,7 +48,7 @@ TOY_CFG = TrainConfig(lr=3e-2, warmup_fraction=0.0)
 def toy():
     """A 2-layer model with horizon 2, its optimizer and train step, and a random batch."""
     rng = np.random.default_rng(0)
-    model = TINY.build(output_size=2)
+    model = build_model(TINY, output_size=2)
     optimizer = make_optimizer(TOY_CFG, total_steps=100)
     x = rng.normal(size=(16, 6, 1)).astype(np.float32)  # (batch, time, features)
     y = rng.normal(size=(16, 2, 1)).astype(np.float32)  # (batch, horizon, n_targets)
@@ -176,7 +177,9 @@ def test_sharded_step_on_two_cpu_devices_matches_one_device(toy, tmp_path):
         assert mesh.devices.size == 2
         load = lambda name: list(np.load(r"{tmp_path}/" + name).values())
         batch = Batch(*load("batch.npz"))
-        model = ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,)).build(2)
+        model = build_model(
+            ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,)), 2
+        )
         cfg = TrainConfig(lr=3e-2, warmup_fraction=0.0)
         opt = make_optimizer(cfg, 100)
         shapes = jax.eval_shape(lambda: init_state(model, opt, jax.random.key(0), batch.x))

@@ -386,11 +386,12 @@ class DataConfig(_Section):
 class ModelConfig(_Section):
     """The ``LSTMModel`` to build: its field names and defaults are ``LSTMModel``'s.
 
-    Its ``output_size`` is ``horizon * n_targets`` of the data.
+    Its ``output_size`` is ``horizon * n_targets`` of the data;
+    :func:`stacklstm.forecaster.build_model` builds the module.
 
     Example:
-        >>> ModelConfig(lstm_hidden_size=8).build(output_size=3).output_size
-        3
+        >>> ModelConfig(lstm_hidden_size=8).lstm_hidden_size
+        8
     """
 
     lstm_hidden_size: int = setting(64, help="hidden size of each LSTM layer")
@@ -413,21 +414,6 @@ class ModelConfig(_Section):
         check_bool("mean_aggregation", self.mean_aggregation)
         check_bool("bidirectional", self.bidirectional)
         check_fraction("dropout_rate", self.dropout_rate)
-
-    def build(self, output_size: int, future_steps: int = 0, n_future: int = 0, n_static: int = 0):
-        """The model with these settings and ``output_size`` outputs: an ``LSTMModel``, or with
-        covariates (``n_future`` over ``future_steps`` horizon steps, ``n_static``) a
-        ``Forecaster`` built of the same pieces."""
-        if n_future or n_static:
-            from .forecaster import Forecaster
-
-            return Forecaster(
-                **dataclasses.asdict(self), output_size=output_size,
-                future_steps=future_steps if n_future else 0, n_future=n_future, n_static=n_static,
-            )  # fmt: skip
-        from .model import LSTMModel
-
-        return LSTMModel(**dataclasses.asdict(self), output_size=output_size)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,9 +45,10 @@ import jax
 import jax.numpy as jnp
 
 from .checks import check_int
+from .config import ModelConfig
 from .inputs import ForecastInputs as ForecastInputs
 from .kernels.lstm import LSTMState
-from .model import StackSettings, check_model_input, encode, head
+from .model import LSTMModel, StackSettings, check_model_input, encode, head
 
 Array = jax.Array
 Dtype = Any
@@ -153,3 +155,23 @@ class Forecaster(StackSettings):
         if value.shape != shape:
             raise ValueError(f"{name} must be {shape} (batch, ...); got shape {value.shape}")
         return value
+
+
+def build_model(
+    cfg: ModelConfig, output_size: int, future_steps: int = 0, n_future: int = 0, n_static: int = 0
+) -> LSTMModel | Forecaster:
+    """The model of ``cfg`` with ``output_size`` outputs: an ``LSTMModel``, or with covariates
+    (``n_future`` over ``future_steps`` horizon steps, ``n_static``) a :class:`Forecaster`
+    built of the same pieces.
+
+    Example:
+        >>> build_model(ModelConfig(lstm_hidden_size=8), output_size=3).output_size
+        3
+    """
+    settings = dataclasses.asdict(cfg)
+    if n_future or n_static:
+        return Forecaster(
+            **settings, output_size=output_size, future_steps=future_steps if n_future else 0,
+            n_future=n_future, n_static=n_static,
+        )  # fmt: skip
+    return LSTMModel(**settings, output_size=output_size)

@@ -28,6 +28,7 @@ from ..data import (
     read_table,
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
+from ..forecaster import build_model
 from ..intervals import Forecast, OutputHead, to_forecast
 from .checkpoint import RunCheckpoints, abstract_target
 from .memory import check_series_fit, memory_errors_as_data_errors
@@ -140,7 +141,7 @@ def load_run(run_dir: str | Path) -> TrainedRun:
     h, n_columns = cfg.data.horizon, len(info.scaler.columns)
     n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
     output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))
-    model = cfg.model.build(output_size, h, n_future, n_static)
+    model = build_model(cfg.model, output_size, h, n_future, n_static)
     optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
     inputs = example_inputs(n_columns, h, n_future, n_static) if n_future or n_static else None
     abstract = abstract_state(model, optimizer, n_columns if inputs is None else inputs)

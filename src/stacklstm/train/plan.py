@@ -29,6 +29,7 @@ from ..data import (
 )
 from ..data.season import resolve_data_config
 from ..distributed import check_batch_size, make_mesh
+from ..forecaster import build_model
 from ..intervals import OutputHead
 from .budget import BASE_BATCH_SIZE, resolve_train_config
 from .memory import (
@@ -169,7 +170,7 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     # with known-future or static covariates a Forecaster, else LSTMModel as it always was
     n_future, n_static = covariate_sizes(cfg.data, scaler.columns)
     output_size = OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
-    model = cfg.model.build(output_size, train.horizon, n_future, n_static)
+    model = build_model(cfg.model, output_size, train.horizon, n_future, n_static)
     optimizer = make_optimizer(tcfg, total_steps)
     example = None
     if n_future or n_static:

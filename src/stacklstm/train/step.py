@@ -7,7 +7,8 @@ loss, and any other shape is a ``ValueError`` at trace time, never a silent broa
 Example:
     >>> import jax, numpy as np
     >>> from stacklstm.config import ModelConfig, TrainConfig
-    >>> model, cfg = ModelConfig(lstm_hidden_size=8).build(output_size=2), TrainConfig()
+    >>> from stacklstm.forecaster import build_model
+    >>> model, cfg = build_model(ModelConfig(lstm_hidden_size=8), output_size=2), TrainConfig()
     >>> optimizer = make_optimizer(cfg, total_steps=10)
     >>> state = init_state(model, optimizer, jax.random.key(0), np.zeros((4, 5, 1), np.float32))
     >>> step = make_train_step(model, optimizer, cfg)
