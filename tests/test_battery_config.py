@@ -19,7 +19,8 @@ import yaml
 from helpers import _main, cache_env, raises_one_line
 from stacklstm import baselines, tune
 from stacklstm.checks import SettingError
-from stacklstm.config import MAX_ENSEMBLE, RunConfig, TrainConfig, load_config, read_config
+from stacklstm.config import MAX_ENSEMBLE, RunConfig, TrainConfig
+from stacklstm.configfile import load_config, read_config
 from stacklstm.signals import Interrupted, handling_signals
 from stacklstm.train import fit, read_run_info
 

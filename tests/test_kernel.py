@@ -202,5 +202,7 @@ def test_unknown_kernel_choice_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("STACKLSTM_KERNEL", "XLA")
     p = _params(np.random.default_rng(6), 2, 3)
     s0 = LSTMState(jnp.zeros((1, 3)), jnp.zeros((1, 3)))
-    with pytest.raises(ValueError, match="STACKLSTM_KERNEL must be 'auto', 'native' or 'xla'"):
+    with pytest.raises(
+        ValueError, match="STACKLSTM_KERNEL must be 'auto', 'native', 'cudnn' or 'xla'"
+    ):
         lstm_layer(p, np.ones((1, 2, 2), np.float32), s0)

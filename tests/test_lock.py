@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import stacklstm.cli as cli
+import stacklstm.cli.commands as cli_commands
 import stacklstm.train.lock as lock_module
 from helpers import CRASH_FLAGS, _main, _saved, cache_env, tiny_run
 from stacklstm.train.lock import LOCK_FILE, RunInUseError, RunLock
@@ -124,7 +124,7 @@ def test_trains_without_out_in_the_same_second_get_their_own_folders(tmp_path, m
 
             return datetime(2026, 1, 1, 12, 0, 0)
 
-    monkeypatch.setattr(cli, "datetime", Frozen)
+    monkeypatch.setattr(cli_commands, "datetime", Frozen)
     monkeypatch.chdir(tmp_path)
     flags = [*tiny_run()[0], "--epochs", "1", "--quiet"]
     for lr in ("0.01", "0.02"):

@@ -14,7 +14,8 @@ import pytest
 from helpers import cache_env
 from stacklstm import cli
 from stacklstm.checks import SettingError
-from stacklstm.config import RunConfig, load_config
+from stacklstm.config import RunConfig
+from stacklstm.configfile import load_config
 from stacklstm.tune import SearchSpace, default_space, to_toml
 
 optuna = pytest.importorskip("optuna")

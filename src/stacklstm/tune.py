@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from .checks import SettingError, check_positive_int, is_int, is_real
-from .config import DATA_FILE_KEY, SECTIONS, RunConfig
+from .config import SECTIONS, RunConfig
+from .configfile import DATA_FILE_KEY
 from .train import loop
 from .train.files import BEST_CONFIG, HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
 from .train.plots import save_figure

@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import SECTIONS, RunConfig, read_config
+from ..config import SECTIONS, RunConfig
+from ..configfile import read_config
 from .flags import UsageError
 
 #: What an interruption reports: the command running and, for train, its run folder.

@@ -10,7 +10,7 @@ from ..config import LAYOUT_VERSION as LAYOUT_VERSION
 from ..config import ModelConfig as ModelConfig
 from ..config import RunConfig as RunConfig
 from ..config import TrainConfig as TrainConfig
-from ..config import load_config as load_config
+from ..configfile import load_config as load_config
 from .checkpoint import RunCheckpoints as RunCheckpoints
 from .ensemble import EnsembleRun as EnsembleRun
 from .ensemble import load_model as load_model
