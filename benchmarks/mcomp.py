@@ -20,7 +20,9 @@ The forecasters, on identical targets:
   :func:`stacklstm.train.predict`. It runs on a fixed sample of each frequency (``--sample``
   series, drawn with ``numpy.random.default_rng(SAMPLE_SEED)``) and several seeds, so that a
   difference in mean MASE can be set against the seed noise;
-* ``global``: one stacklstm model per frequency over all its series (``id_column``).
+* ``global``: one stacklstm model per frequency over all its series (``id_column``);
+* ``coverage``: how many series one model per series can be trained on at all (the data
+  checks of ``fit``: a series too short for a window and its validation rows is refused).
 
 The series carry no dates in the data; they get regular stamps from 1900 (``YS``, ``QS``,
 ``MS``), so that the library's ``auto`` season is the competition's; "other" series get
@@ -315,6 +317,42 @@ def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[s
     return out
 
 
+def coverage(series: Sequence[MSeries], settings: Mapping[str, str]) -> dict[str, Any]:
+    """Which series one model per series can be trained on at all with these settings: the
+    data checks of ``fit`` (read, clean, resolve ``auto``, split), without training.
+    ``{frequency: {"series", "trainable", "first_error"}}``."""
+    from stacklstm.data import make_splits, prepare_series
+    from stacklstm.data.season import resolve_data_config
+
+    out: dict[str, Any] = {}
+    for frequency in FREQUENCIES:
+        group = [s for s in series if s.frequency == frequency]
+        if not group:
+            continue
+        ok, errors = 0, {}
+        for s in group:
+            cfg = _config(settings, s.h, with_id=False, seed=0).data
+            try:
+                prepared = prepare_series(_table([s], with_id=False), cfg)
+                make_splits(prepared, resolve_data_config(cfg, prepared.freq))
+                ok += 1
+            except ValueError as err:
+                key = str(err).split(";")[0]
+                errors[key] = errors.get(key, 0) + 1
+        common = max(errors, key=errors.__getitem__) if errors else None
+        out[frequency] = {"series": len(group), "trainable": ok, "most_common_error": common}
+    return out
+
+
+def coverage_rows(found: Mapping[str, Any]) -> list[str]:
+    lines = ["| frequency | series | trainable | the most common refusal |", "|---|---|---|---|"]
+    for frequency, row in found.items():
+        share = row["trainable"] / row["series"]
+        lines.append(f"| {frequency} | {row['series']} | {row['trainable']} ({share:.0%}) | "
+                     f"{row['most_common_error'] or ''} |")  # fmt: skip
+    return lines
+
+
 def sample_ids(series: Sequence[MSeries], size: int) -> set[str]:
     """A fixed sample of ``size`` series of each frequency (all of them if fewer)."""
     rng = np.random.default_rng(SAMPLE_SEED)
@@ -387,7 +425,8 @@ def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=("m1", "m3"), default="m3")
-    parser.add_argument("--modes", default="stats,local,global", help="stats, local, global")
+    parser.add_argument("--modes", default="stats,coverage,local,global",
+                        help="stats, coverage, local, global")  # fmt: skip
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
     parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -414,6 +453,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines = [f"## {args.dataset.upper()}: {len(series)} series", ""]
     lines += ["Statistical models on every series:", "", *table_rows(series, stats, None, ""), ""]
     recipe = ", ".join(f"{k}={v}" for k, v in settings.items()) or "the defaults"
+    if "coverage" in modes:
+        lines += [f"Series one stacklstm model per series can train on ({recipe}; the data "
+                  "checks of `fit`, no training):", "",
+                  *coverage_rows(coverage(series, settings)), ""]  # fmt: skip
     if "local" in modes:
         results = local(series, args.sample, seeds, settings, args.work, args.dataset)
         lines += [f"One stacklstm model per series ({recipe}), on a fixed sample of "

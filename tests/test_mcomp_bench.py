@@ -104,3 +104,12 @@ def test_table_rows_score_the_lstm_and_the_baselines_on_the_same_series():
     assert row.endswith("| 100% |")
     ets = next(line for line in lines if "| auto_ets |" in line)
     assert "| 1 | auto_ets | 0.000 |" in ets  # offset 0: exact, on series a only
+
+
+def test_coverage_counts_the_series_the_library_can_train_on():
+    long, short = _series("long", n=60, h=8), _series("short", n=12, h=8)
+    found = mc.coverage([long, short], {})["quarterly"]
+    assert (found["series"], found["trainable"]) == (2, 1)
+    assert "the series has 12 rows" in found["most_common_error"]
+    # every series needs window + horizon training rows, then its validation rows
+    assert mc.coverage([long], {"val_size": "h"})["quarterly"]["trainable"] == 1
