@@ -171,6 +171,7 @@ def test_sharded_step_on_two_cpu_devices_matches_one_device(toy, tmp_path):
         f"""
         import jax, numpy as np
         from stacklstm.distributed import check_batch_size, make_mesh, replicate, shard_batch
+        from stacklstm.forecaster import build_model
         from stacklstm.train import ModelConfig, TrainConfig
         from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
         mesh = make_mesh()
