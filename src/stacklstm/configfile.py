@@ -8,7 +8,7 @@ setting given as one value is answered in the file's own syntax (TOML ``["y"]``,
 Example:
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
-    >>> _ = path.write_text('[data]\nfile = "sales.csv"\nwindow = 24\n')
+    >>> _ = path.write_text('[data]\\nfile = "sales.csv"\\nwindow = 24\\n')
     >>> found = read_config(path)
     >>> found.config.data.window, found.data_path.name
     (24, 'sales.csv')
