@@ -6,9 +6,9 @@ CUDA GPU the one-call cuDNN path.
 """
 
 from .dispatch import info as info
-from .dispatch import use as use
 from .lstm import LSTMLayerParams as LSTMLayerParams
 from .lstm import LSTMState as LSTMState
 from .lstm import lstm_layer as lstm_layer
 from .lstm import reverse_padded as reverse_padded
 from .native import KernelInfo as KernelInfo
+from .native import use as use

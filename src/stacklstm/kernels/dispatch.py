@@ -21,38 +21,6 @@ from . import cudnn, native
 CHOICES = native.CHOICES if "cudnn" in native.CHOICES else (*native.CHOICES, "cudnn")
 
 
-def use(kernel: str):
-    """Context manager: trace the LSTM with the given path.
-
-    Args:
-        kernel: ``"xla"`` (the portable pure-JAX path, e.g. for ``jax.export``), ``"native"``
-            (the compiled CPU kernel; raises where it cannot run), ``"cudnn"`` (each
-            ``StackedLSTM`` call as one cuDNN call; raises where it cannot run or failed its
-            self-check) or ``"auto"``.
-
-    Raises:
-        ValueError: ``kernel`` is none of these.
-
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> from stacklstm import kernels
-        >>> from stacklstm.kernels import LSTMState, lstm_layer
-        >>> p = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)),
-        ...      "bias": jnp.zeros(8)}
-        >>> s = LSTMState(jnp.zeros((4, 2)), jnp.zeros((4, 2)))
-        >>> f = jax.jit(lambda x: lstm_layer(p, x, s)[0])
-        >>> with kernels.use("xla"):
-        ...     exported = jax.export.export(f)(jnp.ones((4, 5, 3)))
-    """
-    if kernel not in CHOICES:
-        raise ValueError(f"kernels.use() takes 'cudnn', 'auto', 'native' or 'xla'; got {kernel!r}")
-    if kernel in native.CHOICES:
-        return native.use(kernel)
-    # "cudnn": held where the CPU kernel's choice is (part of JAX's jit cache keys), which
-    # reads it as "auto"
-    return native._choice_context(kernel)
-
-
 def _insisted(source: str, why_not: str) -> RuntimeError:
     return RuntimeError(
         f"{source} asks for StackedLSTM's one cuDNN call, but it cannot run: {why_not}. Use "

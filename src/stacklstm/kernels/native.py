@@ -87,11 +87,16 @@ _choice_context = (
 
 
 def use(kernel: str):
-    """Context manager: trace the LSTM recurrence with the given path.
+    """Context manager: trace the LSTM with the given path (``stacklstm.kernels.use``).
 
     Args:
         kernel: ``"xla"`` (the portable pure-JAX path, e.g. for ``jax.export``), ``"native"``
-            (the compiled CPU kernel; raises where it cannot run) or ``"auto"``.
+            (the compiled CPU kernel; raises where it cannot run), ``"cudnn"`` (each
+            ``StackedLSTM`` call as one cuDNN call, see ``cudnn.py``; raises where it cannot
+            run or failed its self-check; ``auto`` for the recurrence itself) or ``"auto"``.
+
+    Raises:
+        ValueError: ``kernel`` is none of these.
 
     Example:
         >>> import jax, jax.numpy as jnp
