@@ -40,7 +40,7 @@ PY
 cat "$OUT/devices.txt"
 
 log "parity: the cuDNN path against the portable path, forward and gradients"
-timeout 300 python -m pytest -q -p no:cacheprovider tests/test_cudnn.py tests/test_cudnn_gpu.py \
+timeout 300 python -m pytest -q -p no:cacheprovider tests/kernels/test_cudnn.py tests/kernels/test_cudnn_gpu.py \
     > "$OUT/parity.txt" 2>&1
 log "parity exit code $? ($(tail -n 1 "$OUT/parity.txt"))"
 

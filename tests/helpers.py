@@ -201,3 +201,17 @@ def raises_one_line(match, fn, *args, error=DataError, **kwargs):
 
 
 DATES = ["2000-01-01", "2000-01-02", "2000-01-03", "2000-01-04", "2000-01-05"]
+
+
+def _assert_same_run(got, expected):
+    """Bit-identical params, optimizer state, RNG and bookkeeping, metrics and report."""
+    assert got["config"] == expected["config"]
+    for which in ("latest", "best"):
+        (step, leaves, progress), (e_step, e_leaves, e_progress) = got[which], expected[which]
+        assert step == e_step and progress == e_progress, which
+        assert len(leaves) == len(e_leaves)
+        for a, b in zip(leaves, e_leaves, strict=True):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert got["metrics"] == expected["metrics"]
+    assert got["report"] == expected["report"]

@@ -23,7 +23,7 @@ from stacklstm.train import load_run
 from stacklstm.train.checkpoint import RunCheckpoints
 from stacklstm.train.rundir import METRICS_FILE
 
-# The tiny run of test_train.py / test_cli.py: 24 steps per epoch, dropout on (so the
+# The tiny run of test_train.py / cli/test_cli.py: 24 steps per epoch, dropout on (so the
 # processes must also draw the same dropout masks as one device does).
 TINY_FLAGS = [*tiny_run()[0], "--quiet"]
 # The same settings for fit(), to stop a 2-process run part-way (the CLI has no such flag).

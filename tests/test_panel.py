@@ -7,10 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import _main, _saved
+from helpers import _assert_same_run, _main, _saved
 from stacklstm.train import read_run_info
 from stacklstm.train.loop import fit
-from test_fit import _assert_same_run
 
 PANEL_FLAGS = [
     "--id-column", "store", "--target", "sales", "--time-column", "day", "--window", "4",

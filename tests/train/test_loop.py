@@ -28,6 +28,7 @@ from helpers import (
     ORBAX_ABANDONS_READS,
     STEPS_PER_EPOCH,
     TINY_RUN,
+    _assert_same_run,
     _complete_steps,
     _full_disk_at_commit,
     _leaves,
@@ -264,20 +265,6 @@ def test_early_stopping_follows_the_validation_losses(tmp_path):
     assert result.stop_reason == ("early_stopping" if expected_epochs < 8 else "epochs")
     assert result.best_val_loss == min(val)
     assert result.best_step == 24 * (int(np.argmin(val)) + 1)
-
-
-def _assert_same_run(got, expected):
-    """Bit-identical params, optimizer state, RNG and bookkeeping, metrics and report."""
-    assert got["config"] == expected["config"]
-    for which in ("latest", "best"):
-        (step, leaves, progress), (e_step, e_leaves, e_progress) = got[which], expected[which]
-        assert step == e_step and progress == e_progress, which
-        assert len(leaves) == len(e_leaves)
-        for a, b in zip(leaves, e_leaves, strict=True):
-            assert a.dtype == b.dtype
-            np.testing.assert_array_equal(a, b)
-    assert got["metrics"] == expected["metrics"]
-    assert got["report"] == expected["report"]
 
 
 def _last_logged_step(run_dir):

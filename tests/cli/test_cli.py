@@ -40,7 +40,7 @@ from stacklstm.train import ModelConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
 from stacklstm.train.rundir import CONFIG_FILE
 
-# The tiny run of test_fit.py (same settings, so a shared compilation cache can hit).
+# The tiny run of train/test_loop.py (same settings, so a shared compilation cache can hit).
 TINY_FLAGS, TINY_RUN = tiny_run()
 
 

@@ -22,7 +22,7 @@ from stacklstm.bench.workloads import (
     train_flops,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_flops_workload_m_matches_hand_count():

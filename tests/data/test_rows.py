@@ -21,7 +21,7 @@ from stacklstm.data import (
     select_series,
 )
 
-# exact values of ramps: without a seasonal pattern (tests/test_season.py has its own)
+# exact values of ramps: without a seasonal pattern (tests/data/test_season.py has its own)
 PANEL = {"target": ("v",), "time_column": "t", "id_column": "id", "scaler": "none",
          "normalize": "none", "deseasonalize": False}  # fmt: skip
 

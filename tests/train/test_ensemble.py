@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import _main, _saved, tiny_run
+from helpers import _assert_same_run, _main, _saved, tiny_run
 from stacklstm.checks import SettingError
 from stacklstm.config import RunConfig, TrainConfig
 from stacklstm.data import make_splits
@@ -17,7 +17,6 @@ from stacklstm.train import evaluate_run, fit, load_run, predict, read_run_info
 from stacklstm.train.ensemble import median_forecast, member_config, rank_members
 from stacklstm.train.export import export_run
 from stacklstm.train.inference import load_series
-from test_fit import _assert_same_run
 
 FLAGS, TINY = tiny_run()
 ENSEMBLE = dataclasses.replace(TINY, train=dataclasses.replace(TINY.train, ensemble=2, seed=3))
