@@ -282,22 +282,42 @@ def _sorted_on_grid(
         log.info("time stamps are irregular; no missing stamps inserted")
         return values, times, None
     grid, freq = regular
-    n_inserted = grid.size - times.size
-    if n_inserted:
-        first_gap = stamp_text(grid[~np.isin(grid, times)][0])
-        if n_inserted > times.size:
-            raise DataError(
-                f"time column {name!r} has {times.size} stamps but {n_inserted} missing steps "
-                f"of {freq} between them; check the dates or use time_column=None"
-            )
-        if cfg.gaps == "reject":
-            raise DataError(
-                f"gaps='reject' but {n_inserted} time stamps of step {freq} are missing, "
-                f"the first {first_gap}; add them or use gaps='interpolate'"
-            )
+    first_gap = _check_missing(times, grid, freq, cfg)
+    if first_gap is not None:
+        n_inserted = grid.size - times.size
         values, times = _on_grid(values, times, grid), grid
         log.info("inserted %d missing time stamps, the first %s", n_inserted, first_gap)
     return values, times, freq
+
+
+def _check_missing(
+    stamps: np.ndarray, grid: np.ndarray, step: str, cfg: DataConfig, series_id: str | None = None
+) -> str | None:
+    """The first of the stamps of ``grid`` that ``stamps`` lack (None: none), checked: not
+    more of them than there are stamps, and none with ``gaps='reject'``; ``series_id``
+    names a panel's series in the messages (None: the one series)."""
+    missing = grid.size - stamps.size
+    if not missing:
+        return None
+    first_gap = stamp_text(grid[~np.isin(grid, stamps)][0])
+    if missing > stamps.size:
+        if series_id is None:
+            raise DataError(
+                f"time column {cfg.time_column!r} has {stamps.size} stamps but {missing} missing "
+                f"steps of {step} between them; check the dates or use time_column=None"
+            )
+        raise DataError(
+            f"series {series_id!r} has {stamps.size} stamps but {missing} missing "
+            f"steps of {step} between them; check its dates"
+        )
+    if cfg.gaps == "reject":
+        what = f"{missing} time stamps of step {step} are missing"
+        if series_id is not None:
+            what = f"series {series_id!r} misses {missing} time stamps of step {step}"
+        raise DataError(
+            f"gaps='reject' but {what}, the first {first_gap}; add them or use gaps='interpolate'"
+        )
+    return first_gap
 
 
 def _check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
@@ -406,8 +426,7 @@ def _prepare_panel(
 
 def _series_grid(series_id: str, stamps: np.ndarray, cfg: DataConfig) -> tuple[np.ndarray, str]:
     """``(grid, step)``: the regular grid of one panel series' sorted ``stamps`` (at least 3),
-    checked: a regular step, and no more missing stamps than there are (nor any with
-    ``gaps='reject'``)."""
+    checked: a regular step, and its missing stamps (:func:`_check_missing`)."""
     regular = _regular_grid(stamps)
     if regular is None:
         steps = np.unique(np.diff(stamps))
@@ -417,18 +436,5 @@ def _series_grid(series_id: str, stamps: np.ndarray, cfg: DataConfig) -> tuple[n
             "series of a panel needs one regular time step"
         )
     grid, step = regular
-    missing = grid.size - stamps.size
-    if missing:
-        first_gap = stamp_text(grid[~np.isin(grid, stamps)][0])
-        if missing > stamps.size:
-            raise DataError(
-                f"series {series_id!r} has {stamps.size} stamps but {missing} missing "
-                f"steps of {step} between them; check its dates"
-            )
-        if cfg.gaps == "reject":
-            raise DataError(
-                f"gaps='reject' but series {series_id!r} misses {missing} time stamps "
-                f"of step {step}, the first {first_gap}; add them or use "
-                "gaps='interpolate'"
-            )
+    _check_missing(stamps, grid, step, cfg, series_id)
     return grid, step
