@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .rundir import atomic_write, run_folder_owner
+from .rundir import atomic_write, owned_words
 
 STDOUT = "-"
 
@@ -62,14 +62,9 @@ def check_output(target: str | Path, inputs: Sequence[str | Path] = ()) -> None:
         )
     real = os.path.realpath(target)
     named = f"{target}" if real == os.path.abspath(target) else f"{target} (a link to {real})"
-    owner = run_folder_owner(target)
-    if owner is not None:
-        folder, what, entry = owner
-        where = "is" if real == os.path.join(folder, entry) else "is under"
-        raise ValueError(
-            f"cannot write {named}: it {where} the {what} {folder}'s {entry}, which stacklstm "
-            "writes; name a new file of your own in `output`"
-        )
+    owned = owned_words(target)
+    if owned is not None:
+        raise ValueError(f"cannot write {named}: {owned}; name a new file of your own in `output`")
     for source in inputs:
         with contextlib.suppress(OSError):  # a missing file is no input to overwrite
             if os.path.samestat(os.stat(target), os.stat(source)):
@@ -90,14 +85,9 @@ def check_new_folder(out_dir: str | Path) -> None:
     backtest or search, is or lies under a file or folder that a run folder (or a backtest or
     search folder) owns (``runs/co2/checkpoints/7``, ``runs/co2/.lock``); checks, creates
     nothing. Whether ``out_dir`` itself may be used is the command's own check."""
-    owner = run_folder_owner(out_dir)
-    if owner is not None:
-        folder, what, entry = owner
-        where = "is" if os.path.realpath(out_dir) == os.path.join(folder, entry) else "is under"
-        raise ValueError(
-            f"cannot create {out_dir}: it {where} the {what} {folder}'s {entry}, which "
-            "stacklstm writes; choose another `out_dir`"
-        )
+    owned = owned_words(out_dir)
+    if owned is not None:
+        raise ValueError(f"cannot create {out_dir}: {owned}; choose another `out_dir`")
 
 
 def _write_stdout(data: bytes) -> None:

@@ -263,42 +263,44 @@ def is_resumable(run_dir: str | Path) -> bool:
     return False
 
 
-def _folder_kinds() -> tuple[tuple[str, Callable[[str], bool], Callable[[Path], bool]], ...]:
-    """``(what, owns, is_one)`` per kind of folder that stacklstm writes: a run folder, a
-    backtest folder, a search folder. ``owns(name)``: whether the entry ``name`` is one that
-    the folder's command writes (each name is defined once, in :mod:`.files`);
-    ``is_one(folder)``: whether ``folder`` is such a folder (checks files only)."""
-    run = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, LATEST_DIR, BEST_DIR, MEMBERS_DIR,
-                     REPORT_FILE, FORECAST_PLOT, LOSS_PLOT, CALIBRATION_FILE})  # fmt: skip
-    search = frozenset({STUDY_FILE, BEST_CONFIG, TRIALS_TABLE, HISTORY_PLOT, IMPORTANCE_PLOT})
+# What each kind of folder that stacklstm writes holds (each name is defined once, in
+# :mod:`.files`), and how such a folder is recognised (by its files only).
+_RUN_ENTRIES = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, LATEST_DIR, BEST_DIR, MEMBERS_DIR,
+                          REPORT_FILE, FORECAST_PLOT, LOSS_PLOT, CALIBRATION_FILE})  # fmt: skip
+_BACKTEST_ENTRIES = frozenset({PLAN_FILE, BACKTEST_FILE, BACKTEST_PLOT})
+_SEARCH_ENTRIES = frozenset({STUDY_FILE, BEST_CONFIG, TRIALS_TABLE, HISTORY_PLOT, IMPORTANCE_PLOT})
 
-    def is_run(folder: Path) -> bool:  # a run being created has its lock before config.json
-        return (folder / LOCK_FILE).exists() or (
-            (folder / CONFIG_FILE).is_file()
-            and any((folder / name).is_dir() for name in (LATEST_DIR, BEST_DIR, MEMBERS_DIR))
-        )
 
-    def is_backtest(folder: Path) -> bool:
-        return (folder / PLAN_FILE).is_file() and (
-            (folder / BACKTEST_FILE).exists() or (folder / fold_dir_name(0)).is_dir()
-        )
-
-    def is_search(folder: Path) -> bool:
-        return (folder / STUDY_FILE).is_file() or all(
-            (folder / name).is_file() for name in (TRIALS_TABLE, BEST_CONFIG)
-        )
-
-    backtest = frozenset({PLAN_FILE, BACKTEST_FILE, BACKTEST_PLOT})
-
-    def backtest_owns(name: str) -> bool:  # its files and its folds, fold_00, fold_01, ...
-        number = name.removeprefix(fold_dir_name(0)[:-2])
-        return name in backtest or (number.isdigit() and name == fold_dir_name(int(number)))
-
-    return (
-        ("run folder", run.__contains__, is_run),
-        ("backtest folder", backtest_owns, is_backtest),
-        ("search folder", search.__contains__, is_search),
+def _is_run(folder: Path) -> bool:  # a run being created has its lock before config.json
+    return (folder / LOCK_FILE).exists() or (
+        (folder / CONFIG_FILE).is_file()
+        and any((folder / name).is_dir() for name in (LATEST_DIR, BEST_DIR, MEMBERS_DIR))
     )
+
+
+def _is_backtest(folder: Path) -> bool:
+    return (folder / PLAN_FILE).is_file() and (
+        (folder / BACKTEST_FILE).exists() or (folder / fold_dir_name(0)).is_dir()
+    )
+
+
+def _is_search(folder: Path) -> bool:
+    return (folder / STUDY_FILE).is_file() or all(
+        (folder / name).is_file() for name in (TRIALS_TABLE, BEST_CONFIG)
+    )
+
+
+def _backtest_owns(name: str) -> bool:  # its files and its folds, fold_00, fold_01, ...
+    number = name.removeprefix(fold_dir_name(0)[:-2])
+    return name in _BACKTEST_ENTRIES or (number.isdigit() and name == fold_dir_name(int(number)))
+
+
+#: ``(what, owns(entry name), is_one(folder))`` per kind of folder that stacklstm writes.
+_FOLDER_KINDS: tuple[tuple[str, Callable[[str], bool], Callable[[Path], bool]], ...] = (
+    ("run folder", _RUN_ENTRIES.__contains__, _is_run),
+    ("backtest folder", _backtest_owns, _is_backtest),
+    ("search folder", _SEARCH_ENTRIES.__contains__, _is_search),
+)
 
 
 def run_folder_owner(path: str | Path) -> tuple[Path, str, str] | None:
@@ -319,14 +321,24 @@ def run_folder_owner(path: str | Path) -> tuple[Path, str, str] | None:
     real = Path(os.path.realpath(path))
     if real.name == LOCK_FILE:
         return real.parent, "run folder", LOCK_FILE
-    kinds = _folder_kinds()
     entry = real
     for folder in real.parents:
-        for what, owns, is_one in kinds:
+        for what, owns, is_one in _FOLDER_KINDS:
             if owns(entry.name) and is_one(folder):
                 return folder, what, entry.name
         entry = folder
     return None
+
+
+def owned_words(path: str | Path) -> str | None:
+    """``it is (under) the run folder F's E, which stacklstm writes`` for a ``path`` that
+    :func:`run_folder_owner` finds owned, else None: the reason a command refuses to write it."""
+    owner = run_folder_owner(path)
+    if owner is None:
+        return None
+    folder, what, entry = owner
+    where = "is" if os.path.realpath(path) == os.path.join(folder, entry) else "is under"
+    return f"it {where} the {what} {folder}'s {entry}, which stacklstm writes"
 
 
 def check_new_run_dir(out_dir: str | Path) -> None:
