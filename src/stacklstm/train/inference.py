@@ -112,8 +112,24 @@ class TrainedRun:
 
     def forecast_quantiles(self, windows: WindowSet, predict_step: Any = None) -> Forecast:
         """The forecasts of ``windows``: points and, for a quantile or distribution loss,
-        uncalibrated quantiles, in original units (:func:`stacklstm.intervals.to_forecast`)."""
-        return _forecast_quantiles(self, windows, predict_step)
+        uncalibrated quantiles, in original units (:func:`stacklstm.intervals.to_forecast`);
+        the windows go in sharded batches and every process gets all rows."""
+        if len(windows) == 0:
+            raw = np.zeros((0, self.model.output_size), np.float32)
+            return to_forecast(self.info.config.train, raw, windows)
+        predict_step = predict_step or make_predict_step(self.model)
+        outputs, counts, host = [], [], []
+        every = sync_every(windows, self.batch_size)
+        for batch, n_real in window_batches(windows, self.batch_size, targets=False):
+            x = shard_batch(self.mesh, batch.x, whole=True)  # a ForecastInputs comes back as one
+            outputs.append(predict_step(self.params, x if isinstance(batch.x, tuple) else x[0]))
+            counts.append(n_real)
+            if len(outputs) == every:  # every process gets all rows
+                host.extend(gather(outputs))
+                outputs = []
+        host.extend(gather(outputs))
+        raw = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
+        return to_forecast(self.info.config.train, raw, windows)  # (n, output_size) -> Forecast
 
     def forecasts(
         self, windows: WindowSet, predict_step: Any = None
@@ -178,26 +194,6 @@ def forecast_quantiles(
     ensemble (:class:`~stacklstm.train.ensemble.EnsembleRun`), the median of its members'.
     The same as ``run.forecast_quantiles(windows, predict_step)``."""
     return run.forecast_quantiles(windows, predict_step)
-
-
-def _forecast_quantiles(run: TrainedRun, windows: WindowSet, predict_step=None) -> Forecast:
-    """:meth:`TrainedRun.forecast_quantiles`: the windows in sharded batches, gathered."""
-    if len(windows) == 0:
-        raw = np.zeros((0, run.model.output_size), np.float32)
-        return to_forecast(run.info.config.train, raw, windows)
-    predict_step = predict_step or make_predict_step(run.model)
-    outputs, counts, host = [], [], []
-    every = sync_every(windows, run.batch_size)
-    for batch, n_real in window_batches(windows, run.batch_size, targets=False):
-        x = shard_batch(run.mesh, batch.x, whole=True)  # a ForecastInputs comes back as one
-        outputs.append(predict_step(run.params, x if isinstance(batch.x, tuple) else x[0]))
-        counts.append(n_real)
-        if len(outputs) == every:  # every process gets all rows
-            host.extend(gather(outputs))
-            outputs = []
-    host.extend(gather(outputs))
-    raw = np.concatenate([out[:n] for out, n in zip(host, counts, strict=True)])
-    return to_forecast(run.info.config.train, raw, windows)  # (n, output_size) -> Forecast
 
 
 def table_path(info: RunInfo, data_path: str | Path | None) -> Path:
