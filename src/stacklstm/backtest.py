@@ -44,7 +44,7 @@ import numpy as np
 
 from . import baselines
 from .checks import DataError, SettingError, check_positive_int, is_int
-from .config import DataConfig, RunConfig
+from .config import DEFAULT_FOLDS, DataConfig, RunConfig
 from .data import bundled_dataset_path, make_inference_windows, prepare_series, read_table
 from .data.season import resolve_data_config
 from .data.splits import split_rows
@@ -65,7 +65,6 @@ from .train.rundir import atomic_write, atomic_write_text
 
 log = logging.getLogger(__name__)
 
-DEFAULT_FOLDS = 3
 #: The metrics summarised over folds.
 METRICS = ("mae", "rmse", "mape", "smape", "mase")
 

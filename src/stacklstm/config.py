@@ -97,6 +97,10 @@ MAX_LAYERS = 128
 #: no longer changes.
 MAX_ENSEMBLE = 1000
 
+#: Cut-offs of ``stacklstm backtest`` when ``--folds`` is not given (here, with the other
+#: defaults, so that the command line reads it without loading the training stack).
+DEFAULT_FOLDS = 3
+
 #: ``(section, old key) -> (section, key)``: spellings accepted in config files, run folders
 #: and as flags, besides the field names.
 ALIASES: dict[tuple[str, str], tuple[str, str]] = {

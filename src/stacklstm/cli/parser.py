@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..config import DEFAULT_FOLDS
 from .commands import _backtest, _evaluate, _export, _predict, _train, _tune
 from .flags import PROG, _add_setting_flags, _int, _names, _Parser, _refit
 
@@ -183,8 +184,6 @@ def _add_export(commands: Any, formatter: type) -> None:
 
 
 def _add_backtest(commands: Any, formatter: type) -> None:
-    from ..backtest import DEFAULT_FOLDS  # (it loads the training stack)
-
     backtest = commands.add_parser(
         "backtest",
         help="rolling-origin backtest: train at several cut-offs, score every origin",
