@@ -344,3 +344,39 @@ def test_config_dict_round_trip_and_unknown_keys():
     raises_one_line(
         "window must be an integer", DataConfig.from_dict, {"window": "3"}, error=SettingError
     )
+
+
+def test_a_section_is_checked_once_when_built_and_again_when_replaced(monkeypatch):
+    cfg = DataConfig(window=12, horizon=3)
+    calls = []
+
+    def counted(self):
+        calls.append(self.horizon)
+        raise SettingError("checked again")
+
+    monkeypatch.setattr(DataConfig, "_check", counted)
+    cfg.validate()  # built and checked already: frozen, so still valid
+    RunConfig(data=cfg).validate()
+    assert calls == []
+    with pytest.raises(SettingError, match="checked again"):
+        dataclasses.replace(cfg, horizon=4)  # a new section: checked
+    with pytest.raises(SettingError, match="checked again"):
+        RunConfig(data=cfg).replace({"data": {"horizon": 5}})
+    assert calls == [4, 5]
+    RunConfig(data=cfg).replace({"train": {"epochs": 2}})  # [data] untouched: not rebuilt
+    assert calls == [4, 5]
+
+
+def test_replace_builds_only_the_sections_it_changes_and_checks_them_in_order():
+    cfg = RunConfig(DataConfig(window=12), ModelConfig(lstm_hidden_size=8))
+    new = cfg.replace({"train": {"epochs": 3}, "model": {"hidden_size": 4}})
+    assert new.data is cfg.data and (new.model.lstm_hidden_size, new.train.epochs) == (4, 3)
+    assert new == RunConfig.from_dict({**cfg.to_dict(), "model": new.model.to_dict(),
+                                       "train": new.train.to_dict()})  # fmt: skip
+    # two bad sections: [data]'s error first, as from_dict checks data, model, train
+    with pytest.raises(SettingError, match="horizon must be an integer >= 1, got 0"):
+        cfg.replace({"train": {"epochs": 0}, "data": {"horizon": 0}})
+    with pytest.raises(SettingError, match="unknown config section 'bogus'"):
+        cfg.replace({"data": {"horizon": 0}, "bogus": {}})
+    with pytest.raises(SettingError, match="conformal calibrates the intervals"):
+        cfg.replace({"data": {"val_fraction": 0.0}, "train": {"conformal": True}})

@@ -612,3 +612,20 @@ def test_small_batch_split_under_concurrent_callers():
     close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # noqa: E731
     for got in results:  # the same program on the same inputs
         jax.tree.map(close, got, alone)
+
+
+def test_the_kernel_modules_keep_their_public_names():
+    from stacklstm.kernels import choice, cudnn, cudnn_layout, ffi
+
+    assert native.CHOICES == ("auto", "native", "cudnn", "xla") == choice.CHOICES
+    assert kernels.use is native.use is choice.use and native._choice is choice.current
+    assert (native.PerShard, native.export_marker, native.portable_derivatives) == (
+        ffi.PerShard, ffi.export_marker, ffi.portable_derivatives
+    )  # fmt: skip
+    for name in ("DECLINES", "pack_weights", "unpack_weights", "why_not", "platform"):
+        assert getattr(cudnn, name) is getattr(cudnn_layout, name), name
+    with native.use("xla"):
+        assert choice.current() == ("xla", "kernels.use('xla')")
+        assert native.info().path == "xla"
+    with pytest.raises(ValueError, match=r"kernels\.use\(\) takes 'cudnn', 'auto', 'native'"):
+        native.use("XLA")

@@ -3,6 +3,7 @@ median of their forecasts, the report against the best and worst member, resume,
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,16 @@ from stacklstm.checks import SettingError
 from stacklstm.config import RunConfig, TrainConfig
 from stacklstm.data import make_splits
 from stacklstm.intervals import Forecast
-from stacklstm.train import evaluate_run, fit, load_run, predict, read_run_info
-from stacklstm.train.ensemble import median_forecast, member_config, rank_members
+from stacklstm.train import (
+    EnsembleRun,
+    TrainedRun,
+    evaluate_run,
+    fit,
+    load_run,
+    predict,
+    read_run_info,
+)
+from stacklstm.train.ensemble import load_model, median_forecast, member_config, rank_members
 from stacklstm.train.export import export_run
 from stacklstm.train.inference import load_series
 
@@ -140,7 +149,7 @@ def test_ensemble_evaluate_rewrites_the_same_report(ensemble):
     assert "best member" in stdout and _report(out) == before
 
 
-def test_export_and_load_run_refuse_an_ensemble(ensemble, tmp_path):
+def test_export_refuses_an_ensemble(ensemble, tmp_path):
     out, _ = ensemble
     code, stdout, err = _main("export", out, "--output", tmp_path / "m.stacklstm")
     assert code == 2 and stdout == "" and err.count("\n") == 1
@@ -148,8 +157,32 @@ def test_export_and_load_run_refuse_an_ensemble(ensemble, tmp_path):
     assert not (tmp_path / "m.stacklstm").exists()
     with pytest.raises(ValueError, match="seed ensemble"):
         export_run(out, tmp_path / "m.stacklstm")
-    with pytest.raises(ValueError, match="load_model"):
-        load_run(out)
+
+
+def test_load_run_loads_an_ensemble_whose_forecast_is_the_members_median(ensemble, tmp_path):
+    out, result = ensemble
+    run = load_run(out)
+    assert isinstance(run, EnsembleRun) and len(run.members) == 2
+    assert all(isinstance(m, TrainedRun) for m in run.members)
+    assert load_model is load_run  # the former name loads the same
+    _, series = load_series(run.info, None)
+    test = make_splits(series, run.info.config.data, scaler=run.info.scaler)[0].test
+    forecast, members = run.forecasts(test)
+    # each member as loaded on its own, and the median by hand (for 2: their mean)
+    alone = [load_run(out / "members" / str(k)).forecast_quantiles(test).point for k in range(2)]
+    for got, own in zip(members, alone, strict=True):
+        np.testing.assert_array_equal(got.point, own)
+    np.testing.assert_array_equal(forecast.point, (alone[0] + alone[1]) / 2)
+    np.testing.assert_array_equal(forecast.point, result.report.test_forecast)
+    np.testing.assert_array_equal(run.forecast_quantiles(test).point, forecast.point)
+    # a member that is not the ensemble's is named
+    foreign = tmp_path / "foreign"
+    shutil.copytree(out, foreign)
+    info = json.loads((foreign / "members" / "1" / "config.json").read_text())
+    info["config"]["train"]["seed"] = 99
+    (foreign / "members" / "1" / "config.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"member 1 .* does not belong to the ensemble"):
+        load_run(foreign)
 
 
 def test_backtest_refuses_an_ensemble(tmp_path):

@@ -4,8 +4,12 @@ import numpy as np
 import pandas as pd
 
 from helpers import TINY_RUN
-from stacklstm.data import bundled_dataset_path, prepare_series, read_table
-from stacklstm.train import evaluate_run, load_run, predict
+from stacklstm.data import bundled_dataset_path, make_splits, prepare_series, read_table
+from stacklstm.intervals import to_forecast
+from stacklstm.train import TrainedRun, evaluate_run, load_run, predict
+from stacklstm.train.ensemble import load_model
+from stacklstm.train.inference import load_series
+from stacklstm.train.step import make_predict_step
 
 
 def test_predict_csv_reproduces_the_evaluation_forecasts(trained_run, tmp_path):
@@ -66,3 +70,24 @@ def test_predict_refuses_a_table_of_another_frequency(trained_run, tmp_path):
     assert predict(trained_run.out_dir, tmp_path / "weekly.csv")["origin"].tolist() == list(
         weeks[5:]
     )  # windows of 6: origins from the 6th row
+
+
+def test_load_run_restores_the_forecasts_of_the_finished_run(trained_run):
+    out = trained_run.out_dir
+    run = load_run(out)
+    assert isinstance(run, TrainedRun) and run.members == ()
+    assert run.checkpoint == {"kind": "best", "step": trained_run.best_step}
+    assert load_model is load_run  # the former name
+    _, series = load_series(run.info, None)
+    test = make_splits(series, run.info.config.data, scaler=run.info.scaler)[0].test
+    forecast, members = run.forecasts(test)
+    assert members == [] and forecast.point.shape == (len(test), 1, 1)
+    # the forecasts that fit's own evaluation wrote, to the last bit
+    np.testing.assert_array_equal(forecast.point, trained_run.report.test_forecast)
+    np.testing.assert_array_equal(run.forecast_quantiles(test).point, forecast.point)
+    # all windows in one forward pass, without the batches, the padding and the gathering
+    x, _ = test.gather(np.arange(len(test)), targets=False)
+    whole = to_forecast(
+        run.info.config.train, np.asarray(make_predict_step(run.model)(run.params, x)), test
+    )
+    np.testing.assert_allclose(forecast.point, whole.point, rtol=1e-6)

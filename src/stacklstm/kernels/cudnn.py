@@ -1,12 +1,8 @@
 """The whole stack in one cuDNN call, through ``jax.experimental.rnn.lstm``, on a GPU.
 
 The params stay the ``StackedLSTM`` tree; they are packed into cuDNN's flat weight inside the
-call (:func:`pack_weights`). cuDNN's layout, as ``jax.experimental.rnn.unpack_lstm_weights``
-reads it: first, for each pseudo-layer ``l = layer * D + direction`` (PyTorch's order), ``W_ih``
-``(4*hidden, in_features)`` then ``W_hh`` ``(4*hidden, hidden)``; then, for each pseudo-layer,
-``b_ih`` then ``b_hh`` ``(4*hidden,)``. The gates are in PyTorch's order i, f, g, o on CUDA
-(``swap_lstm_gates`` is for ROCm's MIOpen, not used here), so each kernel is only transposed;
-our one bias is ``b_ih`` and ``b_hh`` is zero.
+call (:func:`pack_weights`; that layout, and where this path applies, :func:`why_not`, are
+in :mod:`stacklstm.kernels.cudnn_layout`).
 
 Under the fast-path rule, the call keeps the portable path's JAX semantics: its derivatives of
 any order come from a pure-JAX equivalent (so grad of grad works; first derivatives still run
@@ -25,15 +21,6 @@ forward and backward (two layers, both directions, padded rows) against the pure
 layer-by-layer path, run eagerly, outside any trace. Where they differ beyond float32 rounding
 or the call fails, ``StackedLSTM`` steps aside to the pure-JAX path with one warning, and
 ``kernels.info()`` says why; ``kernels.use("cudnn")`` raises instead.
-
-Example:
-    >>> import jax, numpy as np
-    >>> from stacklstm.layers import StackedLSTM
-    >>> params = StackedLSTM(4, 2).init(jax.random.key(0), np.ones((1, 3, 2)))["params"]
-    >>> flat = pack_weights(params, input_size=2, hidden_size=4, num_layers=2)
-    >>> flat.shape, jax.tree.map(np.shape, unpack_weights(flat, 2, 4, 2)) == jax.tree.map(
-    ...     np.shape, params)
-    ((288,), True)
 """
 
 from __future__ import annotations
@@ -48,115 +35,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import native
+from .choice import use
+from .cudnn_layout import DECLINES as DECLINES
+from .cudnn_layout import layer_names
+from .cudnn_layout import pack_weights as pack_weights
+from .cudnn_layout import platform as platform
+from .cudnn_layout import unpack_weights as unpack_weights
+from .cudnn_layout import why_not as why_not
+from .ffi import PerShard, export_marker, portable_derivatives
 from .lstm import LSTMState, lstm_layer
 
 Array = jax.Array
-
-# Why the cuDNN path steps aside, for whoever reports the path taken.
-DECLINES = {
-    "platform": "not a CUDA GPU",
-    "dtype": "not float32 (cuDNN's path here is float32 only; bfloat16 uses the scan)",
-    "remat": "remat asks for chunked recomputation, which the one-call kernel cannot do",
-    "proj_size": "proj_size > 0: jax.experimental.rnn has no projection",
-    "dropout": "inter-layer dropout in training: cuDNN's dropout masks cannot match ours",
-}
-
-
-def _layer_names(num_layers: int, bidirectional: bool) -> list[str]:
-    """``layer_{l}`` (and ``layer_{l}_reverse``) in PyTorch's pseudo-layer order."""
-    suffixes = ("", "_reverse") if bidirectional else ("",)
-    return [f"layer_{layer}{s}" for layer in range(num_layers) for s in suffixes]
-
-
-def pack_weights(
-    params: Mapping[str, Mapping[str, Array]],
-    input_size: int,
-    hidden_size: int,
-    num_layers: int,
-    bidirectional: bool = False,
-) -> Array:
-    """The ``StackedLSTM`` params as cuDNN's flat weight ``(num_params,)``.
-
-    Raises:
-        ValueError: A layer is missing or has the wrong shape, or holds a projection.
-    """
-    names = _layer_names(num_layers, bidirectional)
-    h4 = 4 * hidden_size
-    weights, biases = [], []
-    for k, name in enumerate(names):
-        if name not in params:
-            raise ValueError(f"pack_weights: params have no {name!r}; got {sorted(params)}")
-        layer = params[name]
-        if "kernel_hr" in layer:
-            raise ValueError(
-                f"pack_weights: {name} has a projection (kernel_hr): {DECLINES['proj_size']}"
-            )
-        in_features = input_size if k < len(names) // num_layers else (
-            hidden_size * (2 if bidirectional else 1)
-        )  # fmt: skip
-        expected = {"kernel_ih": (in_features, h4), "kernel_hh": (hidden_size, h4), "bias": (h4,)}
-        for key, shape in expected.items():
-            if jnp.shape(layer[key]) != shape:
-                raise ValueError(
-                    f"pack_weights: {name}/{key} must be {shape}; got {jnp.shape(layer[key])}"
-                )
-        weights += [jnp.ravel(jnp.transpose(layer["kernel_ih"])),
-                    jnp.ravel(jnp.transpose(layer["kernel_hh"]))]  # fmt: skip
-        biases += [jnp.ravel(layer["bias"]), jnp.zeros((h4,), jnp.result_type(layer["bias"]))]
-    return jnp.concatenate(weights + biases)
-
-
-def unpack_weights(
-    flat: Array, input_size: int, hidden_size: int, num_layers: int, bidirectional: bool = False
-) -> dict[str, dict[str, Array]]:
-    """The inverse of :func:`pack_weights` (``b_ih + b_hh`` folded into ``bias``), through
-    ``jax.experimental.rnn.unpack_lstm_weights``."""
-    from jax.experimental import rnn
-
-    w_ih, w_hh, b_ih, b_hh = rnn.unpack_lstm_weights(
-        flat, input_size, hidden_size, num_layers, bidirectional
-    )
-    return {
-        name: {"kernel_ih": w_ih[k].T, "kernel_hh": w_hh[k].T, "bias": b_ih[k] + b_hh[k]}
-        for k, name in enumerate(_layer_names(num_layers, bidirectional))
-    }
-
-
-def why_not(
-    *,
-    platform: str,
-    dtype: Any,
-    remat: bool | int,
-    proj_size: int,
-    dropout_in_training: bool,
-) -> str | None:
-    """Why the one-call cuDNN path cannot run this stack, or None when it can."""
-    if platform != "cuda":
-        return DECLINES["platform"]
-    if jnp.dtype(dtype) != jnp.float32:
-        return DECLINES["dtype"]
-    if remat:
-        return DECLINES["remat"]
-    if proj_size:
-        return DECLINES["proj_size"]
-    if dropout_in_training:
-        return DECLINES["dropout"]
-    return None
-
-
-def platform() -> str:
-    """``"cuda"`` where the default backend is an NVIDIA GPU with jax's cuDNN RNN built, else
-    the backend's name (``"cpu"``, ``"rocm"``, ...)."""
-    backend = jax.default_backend()
-    if backend != "gpu":
-        return backend
-    from jax.experimental import rnn
-
-    version = getattr(jax.devices()[0].client, "platform_version", "").lower()
-    if "rocm" in version or "hip" in version:
-        return "rocm"
-    return "cuda" if rnn.gpu_rnn is not None else "gpu without jax's cuDNN RNN"
 
 
 class _Shape(NamedTuple):
@@ -206,7 +95,7 @@ _EXPORT_MESSAGE = (
     "`with stacklstm.kernels.use('xla'): jax.export.export(jax.jit(f))(...)` (or set "
     "STACKLSTM_KERNEL=xla); same numbers."
 )
-_marker = native.export_marker("stacklstm_cudnn_stack", _EXPORT_MESSAGE)
+_marker = export_marker("stacklstm_cudnn_stack", _EXPORT_MESSAGE)
 
 # Batch axes: x (batch, time, features) and y on 0, states (L*D, batch, hidden) on 1, the
 # lengths on 0, the flat weight not at all (its gradient summed over the devices).
@@ -218,19 +107,19 @@ def _stack_call(implementation: str, shape: _Shape):
     """``call(x, h0, c0, w, lengths) -> (y, h_n, c_n)`` with cuDNN's values and backward and
     the portable path's semantics (see the module's docstring)."""
     fast_forward, fast_backward = _IMPLEMENTATIONS[implementation]
-    forward_per_shard = native.PerShard(
+    forward_per_shard = PerShard(
         functools.partial(fast_forward, shape), _FORWARD_AXES, (0, 1, 1), marker=_marker
     )
-    backward_per_shard = native.PerShard(
+    backward_per_shard = PerShard(
         functools.partial(fast_backward, shape), (*_FORWARD_AXES, 0, 1, 1), (0, 1, 1, None),
         summed=(3,), marker=_marker,
     )  # fmt: skip
 
-    @native.portable_derivatives(functools.partial(_reference_forward, shape))
+    @portable_derivatives(functools.partial(_reference_forward, shape))
     def forward(x, h0, c0, w, lengths):
         return forward_per_shard(x, h0, c0, w, lengths)
 
-    @native.portable_derivatives(functools.partial(_reference_backward, shape))
+    @portable_derivatives(functools.partial(_reference_backward, shape))
     def backward(x, h0, c0, w, lengths, dy, dhn, dcn):
         return backward_per_shard(x, h0, c0, w, lengths, dy, dhn, dcn)
 
@@ -341,7 +230,7 @@ def _check_case() -> tuple[dict, np.ndarray, list[LSTMState], np.ndarray, np.nda
     float32 numpy, from a fixed seed."""
     rng = np.random.default_rng(0)
     hidden, gates = _CHECK_HIDDEN, 4 * _CHECK_HIDDEN
-    names = _layer_names(_CHECK_LAYERS, True)
+    names = layer_names(_CHECK_LAYERS, True)
     params = {}
     for k, name in enumerate(names):
         in_features = _CHECK_FEATURES if k < 2 else 2 * hidden
@@ -424,13 +313,13 @@ def _check_differences(implementation: str) -> list[tuple[str, float, float]]:
         device = jax.local_devices()[0]  # this process's own, on the default backend
         with jax.default_device(device), jax.default_matmul_precision("highest"):
             got = values_and_gradients(one_call)
-            with native.use("xla"):  # the pure-JAX scan, whatever the backend
+            with use("xla"):  # the pure-JAX scan, whatever the backend
                 want = values_and_gradients(layers)
         return got, want
 
     got, want = _in_a_thread_of_its_own(both)
 
-    names = _layer_names(_CHECK_LAYERS, True)
+    names = layer_names(_CHECK_LAYERS, True)
     rows = [("the outputs", got[0], want[0], _CHECK_ATOL_VALUES)]
     for k, name in enumerate(names):
         for part in ("h", "c"):

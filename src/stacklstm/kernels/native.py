@@ -6,7 +6,7 @@ GEMM each over all steps. ``lstm.py`` picks this path on the CPU for float32 and
 pure-JAX scan as the portable path (other backends, bfloat16, float64); both are held to the
 same tests.
 
-Which path runs (read when a function is traced):
+Which path runs (read when a function is traced; :mod:`stacklstm.kernels.choice`):
 
 - ``use("auto" | "native" | "cudnn" | "xla")``, a context manager, wins; JAX's jit caches key
   on it, so a function traced once under each gets one program for each.
@@ -22,17 +22,15 @@ pure-JAX path with one warning that says why.
 JAX semantics kept on this path: ``jit``, ``grad``, ``vmap`` (one call per vmapped element),
 grad of grad and ``jax.hessian`` (each custom call's own derivative is that of the pure-JAX
 computation of the same outputs), and sharding: with the batch split over a mesh, each device
-runs the calls on its own rows and the weight gradients are all-reduced (``PerShard``).
+runs the calls on its own rows and the weight gradients are all-reduced (``PerShard``, in
+:mod:`stacklstm.kernels.ffi` with the other helpers it shares with the cuDNN path).
 ``jax.export`` cannot serialise these custom calls; an export that meets one fails with a
 message that says to trace under ``use("xla")``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import math
-import os
 import re
 import threading
 import warnings
@@ -43,87 +41,19 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental.custom_partitioning import custom_partitioning
-from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
-from jax.sharding import NamedSharding, PartitionSpec
 
 from . import scan
+from .choice import CHOICES as CHOICES
+from .choice import current as _choice
+from .choice import use as use
+from .ffi import PerShard as PerShard
+from .ffi import export_marker as export_marker
+from .ffi import portable_derivatives as portable_derivatives
 from .reference import lstm_layer_reference
 
 Array = jax.Array
 _F32 = jnp.float32
-CHOICES = ("auto", "native", "cudnn", "xla")
 _TARGETS = ("stacklstm_lstm_forward", "stacklstm_lstm_forward_train", "stacklstm_lstm_backward")
-
-
-class _ClearingContext:
-    """Stand-in for ``jax.make_user_context`` on JAX versions without it: a thread's own value,
-    and JAX's caches cleared on each change (so functions are traced again)."""
-
-    def __init__(self):
-        self._local = threading.local()
-
-    @property
-    def value(self):
-        return getattr(self._local, "value", None)
-
-    @contextlib.contextmanager
-    def __call__(self, value):
-        previous = self.value
-        self._local.value = value
-        jax.clear_caches()
-        try:
-            yield
-        finally:
-            self._local.value = previous
-            jax.clear_caches()
-
-
-# The choice made with use(); None defers to STACKLSTM_KERNEL. Part of JAX's jit cache keys.
-_choice_context = (
-    jax.make_user_context(None) if hasattr(jax, "make_user_context") else _ClearingContext()
-)
-
-
-def use(kernel: str):
-    """Context manager: trace the LSTM with the given path (``stacklstm.kernels.use``).
-
-    Args:
-        kernel: ``"xla"`` (the portable pure-JAX path, e.g. for ``jax.export``), ``"native"``
-            (the compiled CPU kernel; raises where it cannot run), ``"cudnn"`` (each
-            ``StackedLSTM`` call as one cuDNN call, see ``cudnn.py``; raises where it cannot
-            run or failed its self-check; ``auto`` for the recurrence itself) or ``"auto"``.
-
-    Raises:
-        ValueError: ``kernel`` is none of these.
-
-    Example:
-        >>> import jax, jax.numpy as jnp
-        >>> from stacklstm import kernels
-        >>> from stacklstm.kernels import LSTMState, lstm_layer
-        >>> p = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)),
-        ...      "bias": jnp.zeros(8)}
-        >>> s = LSTMState(jnp.zeros((4, 2)), jnp.zeros((4, 2)))
-        >>> f = jax.jit(lambda x: lstm_layer(p, x, s)[0])
-        >>> with kernels.use("xla"):
-        ...     exported = jax.export.export(f)(jnp.ones((4, 5, 3)))
-    """
-    if kernel not in CHOICES:
-        raise ValueError(f"kernels.use() takes 'cudnn', 'auto', 'native' or 'xla'; got {kernel!r}")
-    return _choice_context(kernel)
-
-
-def _choice() -> tuple[str, str]:
-    """The choice in force and where it comes from."""
-    if _choice_context.value is not None:
-        return _choice_context.value, f"kernels.use({_choice_context.value!r})"
-    choice = os.environ.get("STACKLSTM_KERNEL", "auto")
-    if choice not in CHOICES:
-        raise ValueError(
-            f"STACKLSTM_KERNEL must be 'auto', 'native', 'cudnn' or 'xla'; got {choice!r}"
-        )
-    return choice, f"STACKLSTM_KERNEL={choice}" if "STACKLSTM_KERNEL" in os.environ else "default"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,27 +258,6 @@ _EXPORT_MESSAGE = (
     "`with stacklstm.kernels.use('xla'): jax.export.export(jax.jit(f))(...)` (or set "
     "STACKLSTM_KERNEL=xla); same numbers."
 )
-
-
-def export_marker(name: str, message: str) -> Primitive:
-    """An identity primitive that lowers to nothing, except for ``jax.export``, where it raises
-    ``ValueError(message)``: put on one operand of a custom call that jax.export cannot
-    serialise, it says what to do instead of JAX's generic "no compatibility guarantees"."""
-    marker = Primitive(name)
-    marker.def_abstract_eval(lambda x: x)
-    marker.def_impl(lambda x: x)
-
-    def lowering(ctx, x):
-        if getattr(ctx.module_context.lowering_parameters, "for_export", False):
-            raise ValueError(message)
-        return [x]
-
-    mlir.register_lowering(marker, lowering)
-    batching.primitive_batchers[marker] = lambda args, dims: (marker.bind(*args), dims[0])
-    ad.deflinear2(marker, lambda t, _: [t])
-    return marker
-
-
 _native_marker_p = export_marker(
     "stacklstm_native_kernel", _EXPORT_MESSAGE.format(targets=", ".join(_TARGETS))
 )
@@ -362,157 +271,6 @@ def _mask2d(mask: Array) -> Array:
 def _call(name: str, outs, *args, **attrs):
     """One custom call; ``args`` already float32."""
     return tuple(jax.ffi.ffi_call(name, outs)(*args, **attrs))
-
-
-def _spec(batch_names, ndim: int, axis: int | None) -> PartitionSpec:
-    """The spec of an array of rank ``ndim`` whose ``axis`` (if any) is the batch."""
-    parts = [None] * ndim
-    if axis is not None and axis < ndim and batch_names:
-        parts[axis] = batch_names
-    return PartitionSpec(*parts)
-
-
-class PerShard:
-    """A custom call run by each device on its own rows of the batch.
-
-    ``fn(*arrays) -> tuple of arrays``; ``in_axes``/``out_axes``: the batch axis of each
-    argument and result (None: not batched; ignored for an array without that axis, as the
-    scalar "all valid" mask); ``summed``: results that are sums over the rows (the weight
-    gradients), all-reduced over the devices. Under ``jit`` with the batch sharded over a mesh
-    (``jax.experimental.custom_partitioning``: XLA's partitioner asks how to split the call),
-    each device runs ``fn`` on its rows, with no all-gather; on one device it is ``fn``. A batch
-    that does not split evenly, or a sharding of any other axis, is gathered first (correct,
-    not per shard). ``vmap`` runs one call per element, like ``ffi_call``'s "sequential".
-    """
-
-    def __init__(self, fn, in_axes, out_axes, summed=(), marker=None):
-        self.fn, self.in_axes, self.out_axes, self.summed = fn, in_axes, out_axes, summed
-        self.marker = _native_marker_p if marker is None else marker
-        self._by_ranks = {}
-
-    def _batch_names(self, mesh, arg_shapes):
-        """The mesh axes the batch is split over (from the first argument), or None."""
-        lead, axis = arg_shapes[0], self.in_axes[0]
-        spec = tuple(lead.sharding.spec) if hasattr(lead.sharding, "spec") else ()
-        names = spec[axis] if axis < len(spec) else None
-        if names is None:
-            return None
-        names = names if isinstance(names, tuple) else (names,)
-        devices = math.prod(mesh.shape[n] for n in names)
-        return names if devices > 1 and lead.shape[axis] % devices == 0 else None
-
-    def _shardings(self, mesh, arg_shapes, result_shape):
-        names = self._batch_names(mesh, arg_shapes)
-        args = tuple(
-            NamedSharding(mesh, _spec(names, len(a.shape), ax))
-            for a, ax in zip(arg_shapes, self.in_axes, strict=True)
-        )
-        results = tuple(
-            NamedSharding(mesh, _spec(None if i in self.summed else names, len(r.shape), ax))
-            for i, (r, ax) in enumerate(zip(result_shape, self.out_axes, strict=True))
-        )
-        return names, args, results
-
-    def _partitioned(self, ranks, out_ranks):
-        def infer(mesh, arg_shapes, result_shape):
-            return self._shardings(mesh, arg_shapes, result_shape)[2]
-
-        def partition(mesh, arg_shapes, result_shape):
-            names, args, results = self._shardings(mesh, arg_shapes, result_shape)
-
-            def per_shard(*arrays):
-                outs = self.fn(*arrays)
-                if names is None:
-                    return outs
-                return tuple(
-                    jax.lax.psum(o, names) if i in self.summed else o for i, o in enumerate(outs)
-                )
-
-            return mesh, per_shard, results, args
-
-        # The same for Shardy: the batch one factor ("b"), every other axis its own factor that
-        # stays whole.
-        others = []
-
-        def dims(k, rank, axis):
-            names = []
-            for d in range(rank):
-                if d == axis:
-                    names.append("b")
-                else:
-                    names.append(f"a{k}_{d}")
-                    others.append(names[-1])
-            return " ".join(names)
-
-        n = len(ranks)
-        in_pairs = zip(ranks, self.in_axes, strict=True)
-        operands = [dims(k, r, ax) for k, (r, ax) in enumerate(in_pairs)]
-        results = [
-            dims(n + k, r, None if k in self.summed else ax)
-            for k, (r, ax) in enumerate(zip(out_ranks, self.out_axes, strict=True))
-        ]
-        rule = ", ".join(operands) + " -> " + ", ".join(results)
-        call = custom_partitioning(self.fn)
-        call.def_partition(
-            partition,
-            infer_sharding_from_operands=infer,
-            sharding_rule=rule,
-            need_replication_factors=tuple(others),
-        )
-        return call
-
-    def _call_partitioned(self, *arrays):
-        ranks = tuple(a.ndim for a in arrays)
-        if ranks not in self._by_ranks:
-            out_ranks = tuple(len(o.shape) for o in jax.eval_shape(self.fn, *arrays))
-            self._by_ranks[ranks] = self._partitioned(ranks, out_ranks)
-        return self._by_ranks[ranks](*arrays)
-
-    @functools.cached_property
-    def _vmappable(self):
-        call = jax.custom_batching.custom_vmap(self._call_partitioned)
-
-        @call.def_vmap
-        def _one_by_one(axis_size, in_batched, *arrays):
-            batched = [a for a, b in zip(arrays, in_batched, strict=True) if b]
-
-            def one(sliced):
-                it = iter(sliced)
-                pairs = zip(arrays, in_batched, strict=True)
-                return call(*(next(it) if b else a for a, b in pairs))
-
-            outs = jax.lax.map(one, batched)
-            return outs, tuple(True for _ in outs)
-
-        return call
-
-    def __call__(self, *args):
-        # float32 for the floating arguments (integer ones, as lengths, stay as they are)
-        first, *rest = (
-            jnp.asarray(a, _F32) if jnp.issubdtype(jnp.result_type(a), jnp.floating)
-            else jnp.asarray(a)
-            for a in args
-        )  # fmt: skip
-        # The marker lowers to nothing; it makes jax.export say what to do instead.
-        return tuple(self._vmappable(self.marker.bind(first), *rest))
-
-
-def portable_derivatives(portable):
-    """Decorator: the decorated function (custom calls) gets the derivatives of ``portable``,
-    a pure-JAX function of the same arguments with the same outputs. So its values come from
-    the kernel and its derivatives of any order from JAX (grad of grad, ``jax.hessian``)."""
-
-    def wrap(native_fn):
-        fn = jax.custom_jvp(native_fn)
-
-        @fn.defjvp
-        def _jvp(primals, tangents):
-            _, tangents_out = jax.jvp(portable, primals, tangents)
-            return fn(*primals), tangents_out
-
-        return functools.wraps(native_fn)(fn)
-
-    return wrap
 
 
 def _portable_forward(x, kernel_ih, kernel_hh, bias, h0, c0, mask, save: bool):
@@ -583,11 +341,11 @@ def _backward_call(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih
 # Batch axes: time-major sequences (time, batch, ...) on axis 1, states (batch, hidden) on 0,
 # the mask (time, batch) on 1, weights not at all; the weight gradients summed over devices.
 _FORWARD_AXES = (1, None, None, None, 0, 0, 1)
-_infer_per_shard = PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0))
-_train_per_shard = PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1))
+_infer_per_shard = PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0), marker=_native_marker_p)
+_train_per_shard = PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1), marker=_native_marker_p)
 _backward_per_shard = PerShard(
     _backward_call, (1, 1, 0, None, 1, 0, 0, 1, 1, None, 0, 1), (0, 0, 1, None, None, None),
-    summed=(3, 4, 5),
+    summed=(3, 4, 5), marker=_native_marker_p,
 )  # fmt: skip
 
 

@@ -1,24 +1,34 @@
-"""Inference from a run folder: restore the parameters, read its table, forecast windows.
+"""Inference from a run folder: load a single run or a seed ensemble, forecast windows.
 
-:func:`stacklstm.train.prediction.predict` (the ``stacklstm predict`` command) builds on it.
+:func:`load_run` loads either kind of folder: a single run as a :class:`TrainedRun`, a seed
+ensemble (``ensemble=N``, see :mod:`stacklstm.train.ensemble`) as an :class:`EnsembleRun`,
+whose forecast is the median of its members'. Both offer ``forecast_quantiles``,
+``forecasts`` and ``members``. :func:`stacklstm.train.prediction.predict` (the ``stacklstm
+predict`` command) builds on it.
 
 Example:
     >>> run = load_run("runs/co2")  # doctest: +SKIP
     >>> windows = ...  # e.g. stacklstm.data.make_inference_windows(series, cfg, scaler)
     >>> forecast(run, windows).shape  # doctest: +SKIP
     (343, 1, 1)
+    >>> a = Forecast(np.array([[[1.0]], [[5.0]]]))
+    >>> b = Forecast(np.array([[[3.0]], [[4.0]]]))
+    >>> median_forecast([a, b]).point[:, 0, 0]
+    array([2. , 4.5])
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..config import RunConfig
 from ..data import (
     Series,
     WindowSet,
@@ -31,6 +41,7 @@ from ..distributed import gather, make_mesh, replicated, shard_batch
 from ..forecaster import build_model
 from ..intervals import Forecast, OutputHead, to_forecast
 from .checkpoint import RunCheckpoints, abstract_target
+from .files import CONFIG_FILE, MEMBERS_DIR
 from .memory import check_series_fit, memory_errors_as_data_errors
 from .rundir import RunInfo, check_config_unchanged, read_run_info
 from .step import (
@@ -41,9 +52,6 @@ from .step import (
     make_predict_step,
     padded_batches,
 )
-
-if TYPE_CHECKING:
-    from .ensemble import EnsembleRun
 
 log = logging.getLogger(__name__)
 
@@ -138,22 +146,141 @@ class TrainedRun:
         return self.forecast_quantiles(windows, predict_step), []
 
 
-def load_run(run_dir: str | Path) -> TrainedRun:
-    """Restore the best parameters of a run (the latest if no best checkpoint exists yet).
+def member_dir(run_dir: str | Path, k: int) -> Path:
+    """The run folder of member ``k`` of the ensemble in ``run_dir``."""
+    return Path(run_dir) / MEMBERS_DIR / str(k)
+
+
+def member_config(cfg: RunConfig, k: int) -> RunConfig:
+    """The settings of member ``k``: ``cfg`` with ``seed + k``, ``ensemble=1`` and the naive
+    baselines only (the ensemble's own report scores every baseline once).
+
+    Example:
+        >>> from stacklstm.config import TrainConfig
+        >>> member_config(RunConfig(train=TrainConfig(seed=7, ensemble=3)), 2).train.seed
+        9
+    """
+    train = dataclasses.replace(cfg.train, seed=cfg.train.seed + k, ensemble=1, baselines="naive")
+    return dataclasses.replace(cfg, train=train)
+
+
+def median_forecast(forecasts: Sequence[Forecast]) -> Forecast:
+    """The median over members of the point forecasts and of the quantiles, level by level.
+
+    Args:
+        forecasts: The members' forecasts of the same windows: points ``(n, horizon,
+            n_targets)``, quantiles ``(n, horizon, n_targets, Q)`` at the same levels.
+
+    Returns:
+        ``numpy.median`` over the member axis of each (for an even count, the mean of the two
+        middle values).
+    """
+    if not forecasts:
+        raise ValueError("an ensemble forecast needs at least one member's forecast")
+    levels = forecasts[0].levels
+    if any(f.levels != levels for f in forecasts):
+        raise ValueError(f"the members' quantile levels differ: {[f.levels for f in forecasts]}")
+    point = np.median(np.stack([f.point for f in forecasts]), axis=0)
+    if forecasts[0].quantiles is None:
+        return Forecast(point)
+    quantiles = np.median(np.stack([f.quantiles for f in forecasts]), axis=0)
+    return Forecast(point, quantiles, levels)
+
+
+@dataclass(frozen=True)
+class EnsembleRun:
+    """A seed ensemble's run folder loaded for inference (see :func:`load_run`).
+
+    Attributes:
+        run_dir: The ensemble's folder.
+        info: Its ``config.json`` (``info.config.train.ensemble`` members).
+        members: The members, loaded as :class:`TrainedRun`.
+    """
+
+    run_dir: Path
+    info: RunInfo
+    members: tuple[TrainedRun, ...]
+
+    @property
+    def checkpoint(self) -> dict[str, Any]:
+        """``{"members": [each member's checkpoint]}``."""
+        return {"members": [m.checkpoint for m in self.members]}
+
+    @property
+    def freq(self) -> str | None:
+        """The time step of the members' training data (see :attr:`TrainedRun.freq`)."""
+        return self.members[0].freq
+
+    @property
+    def model(self) -> Any:
+        """The members' module (the same for every member)."""
+        return self.members[0].model
+
+    @property
+    def mesh(self) -> Any:
+        """The device mesh."""
+        return self.members[0].mesh
+
+    @property
+    def batch_size(self) -> int:
+        """The members' batch size (see :attr:`TrainedRun.batch_size`)."""
+        return self.members[0].batch_size
+
+    def member_forecasts(self, windows: WindowSet, predict_step: Any = None) -> list[Forecast]:
+        """Each member's forecasts of ``windows`` (uncalibrated, original units)."""
+        return [m.forecast_quantiles(windows, predict_step) for m in self.members]
+
+    def forecasts(
+        self, windows: WindowSet, predict_step: Any = None
+    ) -> tuple[Forecast, list[Forecast]]:
+        """``(the median forecast, each member's)`` of ``windows``, the members forecast once."""
+        members = self.member_forecasts(windows, predict_step)
+        return median_forecast(members), members
+
+    def forecast_quantiles(self, windows: WindowSet, predict_step: Any = None) -> Forecast:
+        """The median of the members' forecasts of ``windows`` (:func:`median_forecast`)."""
+        return median_forecast(self.member_forecasts(windows, predict_step))
+
+
+def load_run(run_dir: str | Path) -> TrainedRun | EnsembleRun:
+    """Load a run folder for inference: a single run as a :class:`TrainedRun`, a seed
+    ensemble's folder as an :class:`EnsembleRun` with every member.
+
+    Each model is restored from its best checkpoint (the latest if no best checkpoint exists
+    yet, with a warning).
 
     Raises:
-        ValueError: Not a run folder, another layout version, no checkpoint, or a seed
-            ensemble's folder (see :func:`stacklstm.train.ensemble.load_model`).
+        ValueError: Not a run folder, another layout version, no checkpoint, or an ensemble
+            member missing or not matching the ensemble's settings or scaler.
     """
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
+    n = info.config.train.ensemble
+    if n == 1:
+        return _restore(run_dir, info)
+    members = []
+    for k in range(n):
+        folder = member_dir(run_dir, k)
+        if not (folder / CONFIG_FILE).is_file():
+            raise ValueError(
+                f"{run_dir} is an ensemble of {n} members but member {k} ({folder}) has not "
+                "been trained yet; continue the training with `resume=True`"
+            )
+        member_info = read_run_info(folder)
+        differences = member_info.config.diff(member_config(info.config, k))
+        if differences or member_info.scaler.to_dict() != info.scaler.to_dict():
+            shown = "; ".join(differences) or "the fitted scaler"
+            raise ValueError(
+                f"member {k} ({folder}) does not belong to the ensemble in {run_dir}: {shown}"
+            )
+        members.append(_restore(folder, member_info))
+    return EnsembleRun(run_dir, info, tuple(members))
+
+
+def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
+    """The single run in ``run_dir`` (whose ``config.json`` is ``info``), its parameters
+    restored from the best checkpoint, else the latest."""
     cfg = info.config
-    if cfg.train.ensemble > 1:
-        raise ValueError(
-            f"{run_dir} is a seed ensemble of {cfg.train.ensemble} models (forecasting with "
-            "their median), not one model: load it with stacklstm.train.load_model, or one "
-            f"member with load_run({str(run_dir / 'members' / '0')!r})"
-        )
     h, n_columns = cfg.data.horizon, len(info.scaler.columns)
     n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
     output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))

@@ -1,0 +1,258 @@
+"""The ``[data]`` section: how a table becomes windows, and what the series is."""
+
+# The fields' `setting(default, help=...)` returns an immutable dataclasses.field.
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import get_args
+
+from ..checks import (
+    SettingError,
+    SettingTypeError,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_names,
+    check_positive_int,
+)
+from .schema import (
+    AUTO,
+    CALENDAR_PREFIX,
+    Auto,
+    CalendarKind,
+    GapPolicy,
+    NormalizeKind,
+    ScalerKind,
+    TargetTransform,
+    _Section,
+    setting,
+)
+
+
+@dataclass(frozen=True)
+class DataConfig(_Section):
+    """How a table becomes windows, and what the series is (its season).
+
+    Example:
+        >>> DataConfig(window=24, horizon=4).to_dict()["window"]
+        24
+    """
+
+    target: tuple[str, ...] = setting(
+        ("co2",), help="column(s) to forecast, comma separated; also model inputs"
+    )
+    features: tuple[str, ...] = setting(
+        (), help="extra input column(s) (past covariates), comma separated ('' for none)"
+    )
+    time_column: str | None = setting(
+        "date", help="column of time stamps ('none': use the row order)"
+    )
+    window: int | Auto = setting(
+        "auto",
+        help="input time steps per window ('auto': 2 seasons, at least 8 and at most 52; 10 "
+        "without a season)",
+        legacy=10,
+    )
+    horizon: int = setting(1, help="time steps forecast per window")
+    stride: int = setting(
+        1, help="step between training and validation windows (the test scores every origin)"
+    )
+    val_fraction: float = setting(
+        0.15, help="share of the rows (the latest before test) for validation, in [0, 1)"
+    )
+    test_fraction: float = setting(0.15, help="share of the rows (the latest) for test, in [0, 1)")
+    scaler: ScalerKind = setting("standard", help="per-column scaling fitted on the training rows")
+    normalize: NormalizeKind = setting(
+        "window", help="'window': subtract each window's last target value from that target"
+    )
+    difference: bool = setting(False, help="model first differences instead of levels")
+    gaps: GapPolicy = setting(
+        "interpolate", help="fill missing values and time stamps linearly, or reject them"
+    )
+    season: int | Auto = setting(
+        "auto",
+        help="period of the series in time steps ('auto': from the time step: 12 monthly, 4 "
+        "quarterly, 52 weekly, 7 daily, 5 business-daily, 24 hourly; 1 otherwise)",
+        legacy=52,
+    )
+    deseasonalize: bool = setting(
+        True,
+        help="subtract each series' seasonal pattern (classical additive decomposition, fitted "
+        "on its training rows) from the targets before scaling, and add it back to the "
+        "forecasts; needs season >= 2 and 2 seasons of training rows (else skipped)",
+        legacy=False,
+    )
+    target_transform: TargetTransform = setting(
+        "none",
+        help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
+        "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves",
+        legacy="none",
+    )
+    id_column: str | None = setting(
+        None,
+        help="column naming the series of a panel (one row per series and time stamp; one "
+        "model for all); 'none': the table is one series",
+        legacy=None,
+    )
+    val_size: int | None = setting(
+        None,
+        help="validation steps per series (the latest before test), instead of val_fraction",
+        legacy=None,
+    )
+    test_size: int | None = setting(
+        None, help="test steps per series (the latest), instead of test_fraction", legacy=None
+    )
+    strict: bool = setting(
+        False,
+        help="refuse a series too short for one window instead of naming and skipping it",
+        legacy=False,
+    )
+    future_features: tuple[str, ...] = setting(
+        (),
+        help="input column(s) known in advance (a promotion plan, prices): the model sees their "
+        "past and their values over the horizon; comma separated ('' for none)",
+        legacy=(),
+    )
+    static_features: tuple[str, ...] = setting(
+        (),
+        help="input column(s) constant per series (a store's size); comma separated ('' for none)",
+        legacy=(),
+    )
+    calendar: CalendarKind = setting(
+        "none",
+        help="'auto': add sin/cos of the seasonal position of each time stamp (hour of day, day "
+        "of week, week, day or month of year, as the time step fits), known in advance",
+        legacy="none",
+    )
+
+    @property
+    def roles(self) -> dict[str, tuple[str, ...]]:
+        """``{role: columns}`` of every column the model reads, in the order of the roles."""
+        return {
+            "target": self.target,
+            "features": self.features,
+            "future_features": self.future_features,
+            "static_features": self.static_features,
+        }
+
+    @property
+    def has_covariates(self) -> bool:
+        """Whether the model needs known-future or static inputs (a ``Forecaster``)."""
+        return bool(self.future_features or self.static_features or self.calendar != "none")
+
+    def _check(self) -> None:
+        """Raise SettingError on the first bad setting, in this order: the columns and their
+        roles, the window and split sizes, the id column, the splits, the choices."""
+        self._check_columns()
+        self._check_sizes()
+        self._check_id_column()
+        self._check_splits()
+        self._check_choices()
+
+    def _check_columns(self) -> None:
+        """Column names, each in one role; the calendar and the time column."""
+        for name in self.roles:
+            names = check_names(name, getattr(self, name), allow_empty=name != "target")
+            object.__setattr__(self, name, names)
+        both = [name for name in self.features if name in self.target]
+        if both:
+            raise SettingError(
+                f"column {both[0]!r} is in both target and features; a target is already an input"
+            )
+        roles = list(self.roles.items())
+        for i, (role, names) in enumerate(roles):
+            for other, other_names in roles[i + 1 :]:
+                shared = [name for name in names if name in other_names]
+                if shared:
+                    raise SettingError(
+                        f"column {shared[0]!r} is in both {role} and {other}; give each column "
+                        "one role",
+                        other,
+                    )
+        check_choice("calendar", self.calendar, get_args(CalendarKind))
+        if self.calendar == "auto":
+            taken = [
+                n for names in self.roles.values() for n in names if n.startswith(CALENDAR_PREFIX)
+            ]
+            if taken:
+                raise SettingError(
+                    f"column {taken[0]!r} starts with {CALENDAR_PREFIX!r}, the prefix of the "
+                    "calendar columns calendar='auto' adds; rename it",
+                    "calendar",
+                )
+            if self.time_column is None:
+                raise SettingError(
+                    "calendar='auto' needs a time column to read the calendar from; set "
+                    "time_column or use calendar='none'",
+                    "calendar",
+                )
+        if self.time_column is not None:
+            if not isinstance(self.time_column, str) or not self.time_column:
+                raise SettingTypeError(
+                    f"time_column must be a column name or None, got {self.time_column!r}",
+                    "time_column",
+                )
+            listed = [name for names in self.roles.values() for name in names]
+            if self.time_column in listed:
+                raise SettingError(
+                    f"time_column {self.time_column!r} is also listed as a target or feature",
+                    "time_column",
+                )
+
+    def _check_sizes(self) -> None:
+        """Window, horizon, stride and the split fractions."""
+        if self.window != AUTO:
+            check_positive_int("window", self.window)
+        for name in ("horizon", "stride"):
+            check_positive_int(name, getattr(self, name))
+        check_fraction("val_fraction", self.val_fraction)
+        check_fraction("test_fraction", self.test_fraction)
+
+    def _check_id_column(self) -> None:
+        """The id column: a name, and none of the other columns."""
+        if self.id_column is not None:
+            if not isinstance(self.id_column, str) or not self.id_column:
+                raise SettingTypeError(
+                    f"id_column must be a column name or None, got {self.id_column!r}",
+                    "id_column",
+                )
+            listed = [name for names in self.roles.values() for name in names]
+            if self.id_column in (*listed, self.time_column):
+                raise SettingError(
+                    f"id_column {self.id_column!r} is also the time column or a target or feature",
+                    "id_column",
+                )
+
+    def _check_splits(self) -> None:
+        """Split sizes (one form each) and rows left for training."""
+        for size, fraction in (("val_size", "val_fraction"), ("test_size", "test_fraction")):
+            if getattr(self, size) is None:
+                continue
+            check_int(size, getattr(self, size), 0, 2**31 - 1)
+            default = next(f.default for f in dataclasses.fields(self) if f.name == fraction)
+            if getattr(self, fraction) != default:  # both forms given (the default is unset)
+                raise SettingError(
+                    f"give {size} or {fraction}, not both (got {size}={getattr(self, size)} "
+                    f"and {fraction}={getattr(self, fraction)})",
+                    size,
+                )
+        check_bool("strict", self.strict)
+        if self.val_fraction + self.test_fraction >= 1.0:
+            raise SettingError(
+                "val_fraction + test_fraction must be below 1 so that rows remain for training, "
+                f"got {self.val_fraction} + {self.test_fraction}"
+            )
+
+    def _check_choices(self) -> None:
+        """Scaler, normalisation, gaps, differencing, season, deseasonalising, transform."""
+        check_choice("scaler", self.scaler, get_args(ScalerKind))
+        check_choice("normalize", self.normalize, get_args(NormalizeKind))
+        check_choice("gaps", self.gaps, get_args(GapPolicy))
+        check_bool("difference", self.difference)
+        if self.season != AUTO:  # larger ones overflow the indexing
+            check_int("season", self.season, 1, 2**31 - 1)
+        check_bool("deseasonalize", self.deseasonalize)
+        check_choice("target_transform", self.target_transform, get_args(TargetTransform))
