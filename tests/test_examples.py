@@ -13,6 +13,7 @@ EXPECTED = {
     "forecast_panel.py": "per-series MASE",
     "train_on_csv.py": "last_value",
     "nnx_regressor.py": "prediction shape: (32, 1)",
+    "dataframe_api.py": "cross-validation MAE",
 }
 
 

@@ -22,6 +22,7 @@ from .kernels.lstm import LSTMState as LSTMState
 from .kernels.lstm import lstm_layer as lstm_layer
 
 if TYPE_CHECKING:  # the names __getattr__ loads on first use
+    from .estimator import LSTMForecaster as LSTMForecaster
     from .forecaster import Forecaster as Forecaster
     from .layers import LSTMLayer as LSTMLayer
     from .layers import StackedLSTM as StackedLSTM
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Forecaster": "forecaster",
+    "LSTMForecaster": "estimator",
     "LSTMLayer": "layers",
     "StackedLSTM": "layers",
     "lstm_bias_init": "layers",
@@ -53,5 +55,5 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = ["Forecaster", "LSTMLayer", "LSTMLayerParams", "LSTMModel", "LSTMState", "MLPHead",
-           "StackedLSTM", "lstm_bias_init", "lstm_layer"]  # fmt: skip
+__all__ = ["Forecaster", "LSTMForecaster", "LSTMLayer", "LSTMLayerParams", "LSTMModel",
+           "LSTMState", "MLPHead", "StackedLSTM", "lstm_bias_init", "lstm_layer"]  # fmt: skip

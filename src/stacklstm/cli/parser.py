@@ -144,7 +144,10 @@ def _add_predict(commands: Any, formatter: type) -> None:
             "time stamp and one column <target>_h<k> per target and horizon step; for a run "
             "on a panel, first an id column naming the series."
         ),
-        epilog="example:\n  stacklstm predict runs/co2 --data co2.csv --output forecasts.csv",
+        epilog=(
+            "examples:\n  stacklstm predict runs/co2 --data co2.csv --output forecasts.csv\n"
+            "  stacklstm predict runs/co2 --format long --output future.csv"
+        ),
         formatter_class=formatter,
     )
     predict.add_argument("run_dir", metavar="RUN_DIR", help="run folder written by train")
@@ -157,6 +160,13 @@ def _add_predict(commands: Any, formatter: type) -> None:
     predict.add_argument(
         "--ids", type=_names, metavar="A,B",
         help="for a run on a panel: forecast only these series (default: every series)",
+    )  # fmt: skip
+    predict.add_argument(
+        "--format", choices=("wide", "long"), default="wide",
+        help="wide: one row per origin, a column per target and step (default); long: the "
+        "next horizon steps after each series' last row as rows unique_id, ds, stacklstm "
+        "(with stacklstm-lo-<level>, stacklstm-hi-<level> for the run's intervals), as "
+        "statsforecast writes them",
     )  # fmt: skip
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)

@@ -1,25 +1,32 @@
 """``stacklstm predict``: forecasts from every origin of a table, for a single run or a seed
 ensemble, with their intervals, as a frame and optionally a CSV file.
 
+Two layouts: ``wide`` (one row per origin, one column per target and horizon step) and
+``long`` (:func:`to_long`: the forecasting ecosystem's ``unique_id, ds, <model>`` rows of the
+next ``horizon`` steps after each series' last row, with ``<model>-lo-<level>`` and
+``<model>-hi-<level>`` interval columns as statsforecast names them).
+
 Example:
     >>> frame = predict("runs/co2", output="forecasts.csv")  # doctest: +SKIP
     >>> frame.columns.tolist()[:2]  # doctest: +SKIP
     ['origin', 'co2_h1']
+    >>> predict("runs/co2", format="long").columns.tolist()  # doctest: +SKIP
+    ['unique_id', 'ds', 'stacklstm', 'stacklstm-lo-80', 'stacklstm-hi-80', ...]
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..data import DataError, make_inference_windows, select_series
-from ..intervals import level_key
+from ..intervals import interval_pairs, level_key
+from . import inference
 from .calibration import interval_forecast, run_calibration
-from .ensemble import load_model
 from .inference import load_series, table_path
 from .outputs import check_output, write_output
 
@@ -35,6 +42,7 @@ def predict(
     data_path: str | Path | None = None,
     output: str | Path | None = None,
     ids: Sequence[str] | None = None,
+    format: Literal["wide", "long"] = "wide",
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
 
@@ -56,6 +64,10 @@ def predict(
             output. Never a folder, a run folder's own file, or the table read (checked
             before anything is computed). See :mod:`stacklstm.train.outputs`.
         ids: For a panel run: forecast only these series (None: all).
+        format: ``"wide"``: the frame below; ``"long"``: :func:`to_long` of it, the next
+            ``horizon`` steps after each series' last row, as ``stacklstm``, with an
+            interval per symmetric pair of the quantiles the run forecasts (its
+            ``interval_levels``: ``stacklstm-lo-80`` and ``stacklstm-hi-80`` for 0.8).
 
     Returns:
         One row per origin: for a panel run first ``id`` (the series), then ``origin`` (its
@@ -63,18 +75,22 @@ def predict(
         ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``; a run with
         intervals adds ``<target>_h<k>_q<level>`` after each, one per quantile level
         (``co2_h1_q0.1``), calibrated with ``conformal`` (see
-        :mod:`stacklstm.train.calibration`).
+        :mod:`stacklstm.train.calibration`). ``frame.attrs["freq"]`` holds the time step
+        :func:`to_long` reads (``"1"`` for row numbers; None for irregular stamps).
 
     Raises:
+        ValueError: ``format`` is neither ``"wide"`` nor ``"long"``.
         DataError: ``ids`` for a run on one series, empty, naming a series the table lacks,
             or selecting no series the run can forecast.
         ValueError: ``output`` is refused by :func:`stacklstm.train.outputs.check_output`:
             a folder, a file or folder of a run folder, or the table itself.
         OSError: ``output`` cannot be written (for ``-``: standard output is closed).
     """
+    if format not in ("wide", "long"):
+        raise ValueError(f"format must be 'wide' or 'long', got {format!r}")
     if output is not None:
         check_output(output)
-    run = load_model(run_dir)
+    run = inference.load_run(run_dir)
     cfg = run.info.config.data
     if ids is not None and cfg.id_column is None:
         raise DataError("the run was trained on one series (no `id_column`); `ids` needs a panel")
@@ -114,6 +130,119 @@ def predict(
             for i, level in enumerate(out.levels):  # (n, horizon, n_targets, Q)
                 columns[f"{name}_h{k + 1}_q{level_key(level)}"] = out.quantiles[:, k, j, i]
     frame = pd.DataFrame(columns)
+    step = "1" if cfg.time_column is None else series.freq
+    frame.attrs["freq"] = step  # the time step, for to_long (None: irregular stamps)
+    if format == "long":
+        percents = [100 * level for level, _, _ in interval_pairs(out.levels)]
+        frame = to_long(frame, cfg.target, cfg.horizon, step, levels=percents)
     if output is not None:
         write_output(output, frame.to_csv(index=False).encode(), inputs=(source,))
     return frame
+
+
+def level_name(level: float) -> str:
+    """The text of an interval level in percent as column names hold it: ``80 -> "80"``,
+    ``97.5 -> "97.5"`` (statsforecast's ``<model>-lo-80``)."""
+    return f"{round(float(level), 8):g}"
+
+
+def _horizon_stamps(origin: np.ndarray, freq: str | None, horizon: int) -> np.ndarray:
+    """``(n, horizon)`` time stamps of the ``horizon`` steps after each of ``origin`` (n,):
+    whole numbers (row numbers, or a time column of whole numbers) step by ``int(freq)``,
+    time stamps by the pandas offset ``freq``."""
+    if freq is None:
+        raise ValueError(
+            "the time stamps are irregular, so the stamps of the horizon cannot be inferred; "
+            "give the table a regular time step (or use the wide format)"
+        )
+    steps = np.arange(1, horizon + 1)
+    if np.issubdtype(np.asarray(origin).dtype, np.integer):
+        return np.asarray(origin)[:, None] + int(freq) * steps[None, :]
+    times = pd.DatetimeIndex(origin)
+    offset = pd.tseries.frequencies.to_offset(freq)
+    columns = [(times + int(k) * offset).to_numpy() for k in steps]
+    return np.stack(columns, axis=1) if columns else np.empty((len(times), 0), times.dtype)
+
+
+def to_long(
+    wide: pd.DataFrame,
+    targets: Sequence[str],
+    horizon: int,
+    freq: str | None,
+    *,
+    levels: Sequence[float] = (),
+    alias: str = "stacklstm",
+    every_origin: bool = False,
+) -> pd.DataFrame:
+    """The forecasts of :func:`predict`'s wide frame in the long format of statsforecast.
+
+    Args:
+        wide: :func:`predict`'s frame: ``[id,] origin, <target>_h<k>[, <target>_h<k>_q<q>]``.
+        targets: The run's targets (``DataConfig.target``).
+        horizon: The run's horizon.
+        freq: The time step (``Series.freq``: a pandas offset alias, or a whole number as
+            text for whole-number stamps and row numbers; None: irregular, refused).
+        levels: Interval levels in percent (``80``: the 0.1 and 0.9 quantiles); each needs
+            both quantiles among ``wide``'s columns.
+        alias: The name of the forecast column (the model's name).
+        every_origin: False: only each series' last origin (the forecast of the future);
+            True: every origin, with a ``cutoff`` column holding it.
+
+    Returns:
+        One row per series, origin and horizon step: ``unique_id`` (the panel's id, or for a
+        run on one series the target's name; with several targets in a panel
+        ``<id>/<target>``), ``ds`` (the stamp of the step: ``origin + k`` steps of ``freq``),
+        with ``every_origin`` ``cutoff``, then ``<alias>`` and per level
+        ``<alias>-lo-<level>``, ``<alias>-hi-<level>``. Rows ordered by target, series,
+        origin, step.
+
+    Raises:
+        ValueError: A level outside (0, 100) or without its quantiles in ``wide``; irregular
+            time stamps (``freq`` None).
+
+    Example:
+        >>> wide = pd.DataFrame({"origin": [3], "y_h1": [1.0], "y_h2": [2.0]})
+        >>> to_long(wide, ["y"], 2, "1").to_dict("list")
+        {'unique_id': ['y', 'y'], 'ds': [4, 5], 'stacklstm': [1.0, 2.0]}
+    """
+    quantile_of = {}
+    for level in levels:
+        if not 0 < float(level) < 100:
+            raise ValueError(f"interval levels are percentages in (0, 100), got {level!r}")
+        fraction = float(level) / 100
+        pair = [level_key(round((1 - fraction) / 2, 10)), level_key(round((1 + fraction) / 2, 10))]
+        missing = [key for key in pair if f"{targets[0]}_h1_q{key}" not in wide.columns]
+        if missing:
+            have = [c.split("_q")[-1] for c in wide.columns if c.startswith(f"{targets[0]}_h1_q")]
+            raise ValueError(
+                f"an interval at level {level_name(level)} needs the quantiles {pair[0]} and "
+                f"{pair[1]} but the model forecasts {_some(have)}; train it with that level in "
+                "`interval_levels` and a quantile or distribution `loss`, or with `conformal`"
+            )
+        quantile_of[level_name(level)] = pair
+    if not every_origin:
+        wide = wide.groupby("id", sort=False).tail(1) if "id" in wide else wide.tail(1)
+    origin = wide["origin"].to_numpy()
+    stamps = _horizon_stamps(origin, freq, horizon).reshape(-1)
+    blocks = []
+    for target in targets:
+        if "id" not in wide:
+            names = np.full(len(wide), target, dtype=object)
+        elif len(targets) == 1:
+            names = wide["id"].to_numpy(dtype=object)
+        else:
+            names = np.asarray([f"{name}/{target}" for name in wide["id"]], dtype=object)
+        columns: dict[str, Any] = {"unique_id": np.repeat(names, horizon), "ds": stamps}
+        if every_origin:
+            columns["cutoff"] = np.repeat(origin, horizon)
+
+        def steps(suffix: str, target: str = target) -> np.ndarray:
+            names = [f"{target}_h{k + 1}{suffix}" for k in range(horizon)]
+            return wide[names].to_numpy(dtype=np.float64).reshape(-1)  # (n * horizon,)
+
+        columns[alias] = steps("")
+        for name, (low, high) in quantile_of.items():
+            columns[f"{alias}-lo-{name}"] = steps(f"_q{low}")
+            columns[f"{alias}-hi-{name}"] = steps(f"_q{high}")
+        blocks.append(pd.DataFrame(columns))
+    return pd.concat(blocks, ignore_index=True)

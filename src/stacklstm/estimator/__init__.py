@@ -1,0 +1,14 @@
+"""A DataFrame API in the conventions of statsforecast and neuralforecast:
+:class:`LSTMForecaster` fits, predicts and cross-validates long frames (``unique_id, ds, y``)
+through the same training and prediction code as the command line.
+
+Example:
+    >>> from stacklstm.estimator import LSTMForecaster
+    >>> LSTMForecaster(horizon=2, epochs=1).settings
+    {'horizon': 2, 'epochs': 1}
+"""
+
+from .core import TABLE_FILE as TABLE_FILE
+from .core import LSTMForecaster as LSTMForecaster
+
+__all__ = ["TABLE_FILE", "LSTMForecaster"]

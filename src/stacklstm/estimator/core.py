@@ -1,0 +1,423 @@
+""":class:`LSTMForecaster`: fit, predict and cross-validate from pandas DataFrames in the long
+format of statsforecast and neuralforecast (``unique_id, ds, y`` and covariate columns).
+
+It trains and forecasts through the same calls as the command line: the frame, cut to the
+run's columns, is written as a Parquet table and handed to :func:`stacklstm.train.fit` and
+:func:`stacklstm.train.predict` (``format="long"``, :func:`stacklstm.train.prediction.to_long`),
+so its run folder is an ordinary one that ``stacklstm evaluate``, ``predict`` and ``export``
+read, and :meth:`LSTMForecaster.load` loads a folder the command line trained.
+
+Where the files go: without ``run_dir``, a temporary folder holds the run folder (``run/``)
+and the training table beside it, removed when the estimator is garbage collected or at
+exit; with ``run_dir``, the run folder is ``run_dir`` and the table ``<run_dir>.data.parquet``
+beside it, both kept. :meth:`~LSTMForecaster.save` copies the run folder and puts the table
+in it as ``data.parquet``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..config import RunConfig
+from .frames import (
+    check_frame,
+    merge_statics,
+    run_columns,
+    statics_of,
+    with_future_rows,
+    write_table,
+)
+from .settings import section_overrides
+
+#: The training table inside a folder written by :meth:`LSTMForecaster.save`.
+TABLE_FILE = "data.parquet"
+
+
+def _check_name(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty column name, got {value!r}")
+    return value
+
+
+class LSTMForecaster:
+    """A stacked-LSTM forecaster with the conventions of statsforecast and neuralforecast.
+
+    Args:
+        alias: Name of the forecast column (and the prefix of its interval columns).
+        id_col: Column naming the series (absent from a frame of one series).
+        time_col: Column of time stamps (absent: the row order, and whole-number steps).
+        target_col: Column to forecast.
+        run_dir: Where to keep the run folder (None: a temporary folder, removed at exit).
+        **settings: The settings of ``stacklstm train`` under their config names
+            (``horizon``, ``window``, ``season``, ``lstm_hidden_size``, ``epochs``, ``loss``,
+            ``conformal``, ``interval_levels``, ``features``, ``future_features``,
+            ``static_features``, ``seed``, ...); the defaults are the command line's.
+
+    Raises:
+        TypeError: An unknown keyword (the message lists the accepted ones), a setting that
+            comes from a column argument (``target``), or a column name that is no text.
+        ValueError: A bad setting (:class:`~stacklstm.checks.SettingError`).
+
+    Example:
+        >>> model = LSTMForecaster(horizon=7, window=28, epochs=5)  # doctest: +SKIP
+        >>> model.fit(df).predict(level=[80]).columns.tolist()  # doctest: +SKIP
+        ['unique_id', 'ds', 'stacklstm', 'stacklstm-lo-80', 'stacklstm-hi-80']
+    """
+
+    def __init__(
+        self,
+        *,
+        alias: str = "stacklstm",
+        id_col: str = "unique_id",
+        time_col: str = "ds",
+        target_col: str = "y",
+        run_dir: str | Path | None = None,
+        **settings: Any,
+    ) -> None:
+        self.alias = _check_name("alias", alias)
+        self.id_col = _check_name("id_col", id_col)
+        self.time_col = _check_name("time_col", time_col)
+        self.target_col = _check_name("target_col", target_col)
+        self.settings = dict(settings)
+        self._overrides = section_overrides(settings)
+        self._out_dir = None if run_dir is None else Path(run_dir)
+        self._base_config(time=True, ids=True, statics=())  # a bad setting: refused now
+        self._run_dir: Path | None = None
+        self._table: Path | None = None  # None: the run's own table (config.json's)
+        self._info: Any = None
+        self._cleanup: weakref.finalize | None = None
+        self._id_values: dict[str, Any] = {}
+        self._time_dtype: Any = None
+        self._statics: pd.DataFrame | None = None
+
+    # ------------------------------------------------------------------ settings and state
+
+    def _base_config(self, *, time: bool, ids: bool, statics: Sequence[str]) -> RunConfig:
+        """The run's settings for a frame with (or without) a time and an id column."""
+        data = {
+            "target": (self.target_col,),
+            "time_column": self.time_col if time else None,
+            "id_column": self.id_col if ids else None,
+        }
+        if statics and "static_features" not in self._overrides["data"]:
+            data["static_features"] = tuple(statics)
+        overrides = {**self._overrides, "data": {**self._overrides["data"], **data}}
+        return RunConfig().replace(overrides)
+
+    @property
+    def run_dir(self) -> Path:
+        """The run folder (``stacklstm evaluate/predict/export`` read it).
+
+        Raises:
+            ValueError: Not fitted yet.
+        """
+        if self._run_dir is None:
+            raise ValueError("the LSTMForecaster is not fitted yet: call fit(df) or load(path)")
+        return self._run_dir
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's settings with every ``"auto"`` resolved (its ``config.json``)."""
+        self.run_dir  # noqa: B018  (refuses an unfitted estimator)
+        return self._info.config
+
+    def _release(self) -> None:
+        """Remove the temporary folder of the previous fit, if any."""
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
+        self._run_dir = self._table = self._info = None
+        self._id_values, self._time_dtype, self._statics = {}, None, None
+
+    def _adopt(self, run_dir: Path, table: Path | None) -> None:
+        """Point at a run folder and its table; read its settings and series names."""
+        from ..train.rundir import read_run_info
+
+        self._run_dir, self._table = run_dir, table
+        self._info = read_run_info(run_dir)
+        data = self._info.config.data
+        if len(data.target) != 1:
+            raise ValueError(
+                f"{run_dir} forecasts {len(data.target)} targets ({', '.join(data.target)}); "
+                "LSTMForecaster forecasts one target_col: use stacklstm.train.predict"
+            )
+
+    # ------------------------------------------------------------------ fit
+
+    def _run_frame(
+        self, df: pd.DataFrame, static_df: pd.DataFrame | None
+    ) -> tuple[pd.DataFrame, RunConfig]:
+        """``(the table the run reads, its settings)`` of a user's frame."""
+        df = check_frame(df, "df", (self.target_col,))
+        ids = self.id_col in df.columns
+        df, statics = merge_statics(df, static_df, self.id_col if ids else None)
+        cfg = self._base_config(time=self.time_col in df.columns, ids=ids, statics=statics)
+        needed = run_columns(cfg.data)
+        check_frame(df, "df", needed)
+        return df[needed].reset_index(drop=True), cfg
+
+    def fit(self, df: pd.DataFrame, static_df: pd.DataFrame | None = None) -> LSTMForecaster:
+        """Train on ``df``: one series (no ``id_col``) or a panel (``id_col`` becomes the run's
+        ``id_column``), with the covariate columns its settings name.
+
+        Args:
+            df: ``(rows, columns)``: ``[id_col,] [time_col,] target_col`` and the columns of
+                ``features``, ``future_features`` and ``static_features``; other columns are
+                left out. Rows after a series' last target (target empty) are its future rows.
+            static_df: One row per id (one row without ``id_col``): ``id_col`` and the static
+                columns, merged into ``df``; they are the ``static_features`` unless those
+                are given.
+
+        Returns:
+            ``self``, fitted.
+
+        Raises:
+            TypeError: ``df`` or ``static_df`` is not a DataFrame.
+            ValueError: A missing column, a bad setting or data problem (``DataError``), or a
+                ``run_dir`` that is not free.
+        """
+        frame, cfg = self._run_frame(df, static_df)
+        return self._fit_run(frame, cfg)
+
+    def _fit_run(self, frame: pd.DataFrame, cfg: RunConfig) -> LSTMForecaster:
+        """Write ``frame`` (the run's columns) as the run's table and train on it."""
+        from ..train.loop import fit
+
+        self._release()
+        if self._out_dir is None:
+            workspace = Path(tempfile.mkdtemp(prefix="stacklstm-"))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, workspace, ignore_errors=True)
+            run_dir, table = workspace / "run", workspace / TABLE_FILE
+        else:
+            run_dir = self._out_dir
+            table = run_dir.with_name(f"{run_dir.name}.{TABLE_FILE}")
+            if table.exists():
+                raise ValueError(
+                    f"{table} exists; the training table of {run_dir} would replace it"
+                )
+        table.parent.mkdir(parents=True, exist_ok=True)
+        write_table(frame, table)
+        try:
+            fit(cfg, run_dir, quiet=True, data_path=table)
+        except BaseException:
+            if self._out_dir is not None:
+                table.unlink(missing_ok=True)
+            self._release()
+            raise
+        self._adopt(run_dir, table)
+        self._remember(frame)
+        return self
+
+    def _remember(self, frame: pd.DataFrame) -> None:
+        """The id values as given (the run names series by their text) and the time dtype."""
+        data = self._info.config.data
+        if data.id_column is not None and data.id_column in frame.columns:
+            self._id_values = {str(v): v for v in pd.unique(frame[data.id_column])}
+        if data.time_column is not None and data.time_column in frame.columns:
+            self._time_dtype = frame[data.time_column].dtype
+        self._statics = statics_of(frame, data)
+
+    # ------------------------------------------------------------------ predict
+
+    def _table_for(self, df: pd.DataFrame | None, futr_df: pd.DataFrame | None) -> pd.DataFrame:
+        """The table to forecast from: ``df`` (else the training table) and the future rows."""
+        data = self._info.config.data
+        if df is None:
+            from ..data import read_table
+            from ..train.inference import table_path
+
+            frame = read_table(self._table or table_path(self._info, None))
+        else:
+            frame = check_frame(df, "df", [data.target[0]])
+            if data.static_features and self._statics is not None:
+                missing = [n for n in data.static_features if n not in frame.columns]
+                if missing:
+                    keep = [*([data.id_column] if data.id_column else []), *missing]
+                    frame, _ = merge_statics(frame, self._statics[keep], data.id_column)
+        if futr_df is not None:
+            frame = with_future_rows(frame, futr_df, data, self._statics)
+        return frame[[c for c in run_columns(data) if c in frame.columns]]
+
+    def _forecast(self, table: pd.DataFrame | None, every_origin: bool = False) -> pd.DataFrame:
+        """The run's long forecasts of ``table`` (None: the run's own table)."""
+        from ..train.prediction import predict, to_long
+
+        with tempfile.TemporaryDirectory(prefix="stacklstm-predict-") as scratch:
+            path = self._table
+            if table is not None:
+                path = Path(scratch) / "table.parquet"
+                write_table(table, path)
+            if not every_origin:
+                return predict(self.run_dir, path, format="long")
+            wide = predict(self.run_dir, path)
+        data = self._info.config.data
+        return to_long(wide, data.target, data.horizon, wide.attrs["freq"], every_origin=True)
+
+    def predict(
+        self,
+        df: pd.DataFrame | None = None,
+        futr_df: pd.DataFrame | None = None,
+        level: Sequence[float] | None = None,
+    ) -> pd.DataFrame:
+        """Forecast the next ``horizon`` steps after each series' last row.
+
+        Args:
+            df: The history to forecast from (None: the training frame), with the columns
+                of :meth:`fit`; static columns it lacks come from the training frame.
+            futr_df: The known-future covariates of the horizon: ``horizon`` rows per series
+                with ``[id_col,] time_col`` and the ``future_features``.
+            level: Interval levels in percent (``[80, 95]``), each among the model's.
+
+        Returns:
+            ``(n_series * horizon)`` rows: ``id_col``, ``time_col`` (the steps' stamps,
+            following the series' time step; whole-number steps without a time column), the
+            forecast ``alias`` and per level ``<alias>-lo-<level>``, ``<alias>-hi-<level>``.
+
+        Raises:
+            ValueError: Not fitted; a level the model has no interval for (trained without
+                intervals, or at other levels); the data problems of
+                :func:`stacklstm.train.predict` (too few future rows, say).
+        """
+        self.run_dir  # noqa: B018  (refuses an unfitted estimator)
+        table = None if df is None and futr_df is None else self._table_for(df, futr_df)
+        return self._user_frame(self._forecast(table), level)
+
+    def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
+        """The long frame under the estimator's column names, with the levels asked for."""
+        from ..train.prediction import level_name
+
+        if level is not None and (
+            isinstance(level, (str, bytes)) or not hasattr(level, "__iter__")
+        ):
+            raise TypeError(f"level must be a list of percentages such as [80, 95], got {level!r}")
+        have = [c.removeprefix("stacklstm-lo-") for c in long if c.startswith("stacklstm-lo-")]
+        keep = ["unique_id", "ds", *(["cutoff"] if "cutoff" in long else []), "stacklstm"]
+        for value in level or ():
+            name = level_name(value)
+            if name not in have:
+                raise ValueError(
+                    f"the model has no interval at level {name}: it was trained "
+                    + (f"with intervals at {', '.join(have)}" if have else "without intervals")
+                    + f"; train it with {float(value) / 100:g} in `interval_levels` and a "
+                    "quantile or distribution `loss` (quantile, normal, student_t), or with "
+                    "`conformal=True`"
+                )
+            keep += [f"stacklstm-lo-{name}", f"stacklstm-hi-{name}"]
+        out = long[keep].rename(columns=lambda c: c.replace("stacklstm", self.alias, 1))
+        out = out.rename(columns={"unique_id": self.id_col, "ds": self.time_col})
+        out[self.id_col] = out[self.id_col].map(lambda v: self._id_values.get(v, v))
+        if self._time_dtype is not None and pd.api.types.is_datetime64_any_dtype(self._time_dtype):
+            for name in (self.time_col, "cutoff"):
+                if name in out:
+                    out[name] = out[name].astype(self._time_dtype)
+        return out.reset_index(drop=True)
+
+    # ------------------------------------------------------------------ cross-validation
+
+    def cross_validation(
+        self,
+        df: pd.DataFrame,
+        n_windows: int = 1,
+        step_size: int = 1,
+        refit: bool = False,
+        static_df: pd.DataFrame | None = None,
+    ) -> pd.DataFrame:
+        """Forecasts from the cut-offs of statsforecast's ``cross_validation(df, h=horizon,
+        n_windows, step_size)``, with the actual values: the same rows, so the two frames
+        merge on ``id_col, time_col, cutoff``.
+
+        The cut-offs of each series are its last ``n_windows`` rows spaced ``step_size``, the
+        last one ``horizon`` rows before its end. ``refit=False`` trains this estimator once,
+        on each series' rows up to its first cut-off, and forecasts from every cut-off with
+        the rows up to it; ``refit=True`` trains it again for every window, on the rows up
+        to that cut-off (the estimator keeps the last window's model).
+
+        Args:
+            df: The frame of :meth:`fit`, sorted or not (ordered by series and time here).
+            n_windows: Cut-offs per series.
+            step_size: Rows between cut-offs.
+            refit: Train once (False) or at every cut-off (True).
+            static_df: As in :meth:`fit`.
+
+        Returns:
+            ``(n_series * n_windows * horizon)`` rows ``id_col, time_col, cutoff, target_col,
+            alias``, ordered by series, cut-off and time.
+
+        Raises:
+            ValueError: A series too short for the windows, or for a full input window up to
+                its first cut-off; the errors of :meth:`fit`.
+        """
+        from .crossval import cross_validate
+
+        return cross_validate(self, df, n_windows, step_size, refit, static_df)
+
+    # ------------------------------------------------------------------ save and load
+
+    def save(self, path: str | Path) -> Path:
+        """Copy the run folder to ``path`` (absent or empty), with the training table in it
+        as ``data.parquet``: ``stacklstm evaluate/predict/export PATH`` read it (give
+        ``--data PATH/data.parquet`` to read the table once a temporary run is gone), and
+        :meth:`load` loads it.
+
+        Returns:
+            ``path``.
+
+        Raises:
+            ValueError: Not fitted; ``path`` is a file, a folder that is not empty, or lies
+                in another run folder's own files.
+        """
+        from ..train.lock import LOCK_FILE
+        from ..train.outputs import check_new_folder
+
+        run_dir, path = self.run_dir, Path(path)
+        check_new_folder(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise ValueError(f"cannot save to {path}: expected a new or empty folder")
+        shutil.copytree(run_dir, path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_FILE))
+        if self._table is not None and self._table.is_file():
+            shutil.copyfile(self._table, path / TABLE_FILE)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, alias: str = "stacklstm") -> LSTMForecaster:
+        """An estimator over the run folder ``path`` (written by :meth:`save`, by ``fit`` with
+        ``run_dir``, or by ``stacklstm train``); its columns are the run's (``id_column``,
+        ``time_column``, the one ``target``; ``unique_id`` and ``ds`` where it has none).
+
+        The training frame of :meth:`predict` is ``path/data.parquet`` when present, else
+        the run's own table.
+
+        Raises:
+            ValueError: Not a run folder, or a run with several targets.
+        """
+        from ..train.rundir import read_run_info
+
+        path = Path(path)
+        data = read_run_info(path).config.data
+        model = cls(
+            alias=alias,
+            id_col=data.id_column or "unique_id",
+            time_col=data.time_column or "ds",
+            target_col=data.target[0],
+        )
+        from ..data import read_table
+        from ..train.inference import table_path
+
+        table = path / TABLE_FILE
+        model._adopt(path, table if table.is_file() else None)
+        source = table if table.is_file() else table_path(model._info, None)
+        if source.is_file():  # the series' names, time stamps and static values
+            model._remember(read_table(source))
+        return model
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{key}={value!r}" for key, value in self.settings.items())
+        where = "not fitted" if self._run_dir is None else f"run_dir={str(self._run_dir)!r}"
+        return f"LSTMForecaster({shown}{', ' if shown else ''}alias={self.alias!r}) [{where}]"

@@ -1,0 +1,112 @@
+"""Cross-validation of an :class:`~stacklstm.estimator.LSTMForecaster` with the cut-offs of
+statsforecast's ``StatsForecast.cross_validation``, so the two frames merge on
+``unique_id, ds, cutoff`` row for row.
+
+The forecasts come from :func:`stacklstm.train.predict` over the frame cut at each series'
+last cut-off (with known-future covariates, the ``horizon`` rows after it stay as its future
+rows, their targets emptied), so the forecast from a cut-off reads only the rows up to it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..checks import check_positive_int
+from .frames import cutoff_positions, positions, sort_series
+
+if TYPE_CHECKING:
+    from .core import LSTMForecaster
+
+
+def cross_validate(
+    model: LSTMForecaster,
+    df: pd.DataFrame,
+    n_windows: int,
+    step_size: int,
+    refit: bool,
+    static_df: pd.DataFrame | None,
+) -> pd.DataFrame:
+    """:meth:`LSTMForecaster.cross_validation` (see there)."""
+    check_positive_int("n_windows", n_windows)
+    check_positive_int("step_size", step_size)
+    if not isinstance(refit, bool):
+        raise TypeError(f"refit must be True or False, got {refit!r}")
+    if refit and model._out_dir is not None:
+        raise ValueError(
+            "refit=True trains one run per window, but `run_dir` names one run folder; "
+            "leave `run_dir` unset (each run then lives in a temporary folder)"
+        )
+    frame, cfg = model._run_frame(df, static_df)
+    data = cfg.data
+    frame = sort_series(frame, data.id_column, data.time_column).reset_index(drop=True)
+    cuts = cutoff_positions(frame, data.id_column, data.horizon, n_windows, step_size)
+    cuts["unique_id"] = [data.target[0] if v is None else str(v) for v in cuts["series"]]
+    key = _series_key(frame, data.id_column, data.target[0])
+    pos = positions(frame, data.id_column)
+    end = key.map(cuts.groupby("unique_id")["cutoff_pos"].max()).to_numpy()  # last cut-off
+    # the table forecast from: each series up to its last cut-off, and with known-future
+    # covariates the horizon after it as its future rows (targets emptied)
+    future = bool(data.future_features) or data.calendar != "none"
+    kept = pos <= end + (data.horizon if future else 0)
+    table = frame[kept].copy()
+    table.loc[(pos > end)[kept], list(data.target)] = np.nan  # no row without `future`
+    rounds = [cuts] if not refit else [cuts[cuts["window"] == w] for w in range(n_windows)]
+    pieces = []
+    for chosen in rounds:  # train on the rows up to the round's first cut-off
+        limit = key.map(chosen.groupby("unique_id")["cutoff_pos"].min()).to_numpy()
+        model._fit_run(frame[pos <= limit].reset_index(drop=True), cfg)
+        pieces.append(_round_forecasts(model, table, frame, key, pos, chosen))
+    return pd.concat(pieces, ignore_index=True)
+
+
+def _series_key(frame: pd.DataFrame, id_col: str | None, target: str) -> pd.Series:
+    """``(rows,)`` each row's series as the long frames name it: the id as text (the name
+    of the target for a frame of one series)."""
+    if id_col is None:
+        return pd.Series(np.full(len(frame), target, dtype=object), index=frame.index)
+    return frame[id_col].map(str).astype(object)
+
+
+def _round_forecasts(
+    model: LSTMForecaster,
+    table: pd.DataFrame,
+    frame: pd.DataFrame,
+    key: pd.Series,
+    pos: np.ndarray,
+    chosen: pd.DataFrame,
+) -> pd.DataFrame:
+    """The forecasts of the fitted ``model`` from the cut-offs ``chosen``, with the actual
+    values, under the estimator's column names (``id, ds, cutoff, y, alias``)."""
+    data = model._info.config.data
+    long = model._forecast(table.reset_index(drop=True), every_origin=True)
+    stamp = pos if data.time_column is None else frame[data.time_column].to_numpy()
+    rows = pd.DataFrame({"unique_id": key.to_numpy(), "pos": pos, "stamp": stamp})
+    wanted = chosen[["unique_id", "cutoff_pos"]].rename(columns={"cutoff_pos": "pos"})
+    wanted = wanted.merge(rows, on=["unique_id", "pos"], how="left")
+    wanted = wanted.rename(columns={"stamp": "cutoff"})[["unique_id", "cutoff"]]
+    if data.time_column is not None:
+        long["cutoff"] = long["cutoff"].astype(frame[data.time_column].dtype)
+        long["ds"] = long["ds"].astype(frame[data.time_column].dtype)
+    got = long.merge(wanted, on=["unique_id", "cutoff"], how="inner")
+    expected = len(wanted) * data.horizon
+    if len(got) != expected:
+        short = wanted.merge(got[["unique_id", "cutoff"]].drop_duplicates(), how="left",
+                             indicator=True)  # fmt: skip
+        lacking = short[short["_merge"] == "left_only"].head(3).to_dict("records")
+        raise ValueError(
+            f"no forecast from the cut-off(s) {lacking}: a cut-off needs a full input window "
+            f"of {data.window} rows (+1 with difference) up to it; lower n_windows or "
+            "step_size, or use longer series"
+        )
+    actual = rows.rename(columns={"stamp": "ds"})[["unique_id", "ds"]]
+    actual["y"] = frame[data.target[0]].to_numpy(dtype=np.float64)
+    if data.time_column is None:
+        actual["ds"] = pos
+    got = got.merge(actual, on=["unique_id", "ds"], how="left")
+    got = got.sort_values(["unique_id", "cutoff", "ds"], kind="stable")
+    out = model._user_frame(got, None)
+    out.insert(3, model.target_col, got["y"].to_numpy())
+    return out
