@@ -188,3 +188,33 @@ def test_library_errors_name_the_setting(tmp_path):
     assert not (tmp_path / "bt").exists()
     with pytest.raises(ValueError, match="holds no backtest to resume"):
         bt.backtest(_cfg("naive"), tmp_path, resume=True, data_path=data)
+
+
+def test_the_backtest_plan_resolves_auto_as_a_run_does(tmp_path):
+    """The folds are planned on the settings a run's plan resolves (monthly: season 12,
+    window 24), and a resume with other settings is refused with the run's message."""
+    n = 120
+    frame = pd.DataFrame(
+        {
+            "date": pd.date_range("2000-01-01", periods=n, freq="MS").strftime("%Y-%m-%d"),
+            "co2": 10.0 + np.sin(2 * np.pi * np.arange(n) / 12),
+        }
+    )
+    data = tmp_path / "monthly.csv"
+    frame.to_csv(data, index=False)
+    cfg = RunConfig(train=TrainConfig(baselines="naive"))
+    out = tmp_path / "bt"
+    plan = bt.prepare_backtest(cfg, out, 2, 3, None, data, False)
+    assert (plan.cfg.data.season, plan.cfg.data.window) == (12, 24)
+    assert plan.cfg.train.epochs == "auto"  # the budget is each fold's run's to resolve
+    # cut-offs: 120 - 1 - 3 x 2 = 113, then 116; origins 113 .. 115 and 116 .. 118
+    assert plan.cutoffs == [113, 116] and plan.uses == [0, 1]
+    np.testing.assert_array_equal(plan.origins(1), [116, 117, 118])
+    out.mkdir()
+    (out / "plan.json").write_text(json.dumps(plan.settings))
+    with pytest.raises(ValueError) as caught:
+        bt.prepare_backtest(cfg, out, None, 4, None, None, True)
+    assert str(caught.value) == (
+        f"cannot resume {out}: the settings differ from the saved backtest's (step: 4 != 3); "
+        "resume with the same settings or start a new backtest"
+    )

@@ -133,8 +133,9 @@ def count_text(n: int, noun: str) -> str:
 
 
 def step_text(step: np.timedelta64 | np.integer) -> str:
-    """``1 day``, ``7 days``, ``6:00:00``; a whole number as it is."""
-    if isinstance(step, np.integer | int):
+    """``1 day``, ``7 days``, ``0 days 06:00:00``; a whole number as it is."""
+    # np.timedelta64 is a subclass of np.integer: a step of time is not a whole number
+    if isinstance(step, np.integer | int) and not isinstance(step, np.timedelta64):
         return str(int(step))
     step = pd.Timedelta(step)
     if step % pd.Timedelta(days=1) == pd.Timedelta(0):

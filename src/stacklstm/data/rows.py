@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import DataError
-from ..config import DataConfig
+from ..config import AUTO, DataConfig
 from .columns import (
     count_text,
     file_rows,
@@ -23,7 +23,7 @@ from .columns import (
     stamp_text,
     step_text,
 )
-from .season import resolve_data_config
+from .season import require_resolved
 from .splits import fewest_rows
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,8 @@ def prepare_rows(frame: pd.DataFrame, cfg: DataConfig, *, forecast_only: bool) -
     if n_filled:
         values = _fill_gaps(values, times)
         log.info("filled %d rows with missing values by linear interpolation", n_filled)
-    _check_length(values.shape[0], resolve_data_config(cfg, freq), forecast_only)
+    if cfg.window != AUTO:  # else the run checks it once the window is known (train.resolve)
+        check_length(values.shape[0], cfg, forecast_only)
     return Series(
         values=values,
         times=times,
@@ -320,9 +321,14 @@ def _check_missing(
     return first_gap
 
 
-def _check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
+def check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
     """One series of ``n_rows`` rows is long enough for one input window (``forecast_only``)
-    or one training window; ``cfg`` resolved."""
+    or one training window; ``cfg.window`` resolved (ValueError if ``"auto"``).
+
+    Raises:
+        DataError: Too few rows (the message says how many are needed).
+    """
+    require_resolved(cfg, "check_length", ("window",))
     extra = " + 1 (difference)" if cfg.difference else ""
     if forecast_only:
         needed = cfg.window + int(cfg.difference)

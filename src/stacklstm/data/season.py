@@ -118,6 +118,31 @@ def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
+def require_resolved(
+    cfg: DataConfig, where: str, names: Sequence[str] = ("season", "window")
+) -> None:
+    """Refuse ``cfg`` if a setting of ``names`` is still ``"auto"``: the code named
+    ``where`` works on resolved settings (a run resolves them once, in
+    :mod:`stacklstm.train.resolve`; a run folder's ``config.json`` holds them resolved).
+
+    Raises:
+        ValueError: A setting of ``names`` is ``"auto"``.
+
+    Example:
+        >>> require_resolved(DataConfig(season=12, window=24), "make_splits")
+        >>> require_resolved(DataConfig(season=12), "make_splits")
+        Traceback (most recent call last):
+        ...
+        ValueError: make_splits needs resolved settings, got window='auto'; resolve them ...
+    """
+    unresolved = [f"{name}='auto'" for name in names if getattr(cfg, name) == AUTO]
+    if unresolved:
+        raise ValueError(
+            f"{where} needs resolved settings, got {', '.join(unresolved)}; resolve them first "
+            "(stacklstm.train.resolve.resolve_data(cfg, series.freq)) or give numbers"
+        )
+
+
 # --------------------------------------------------------------------------- the pattern
 
 
@@ -374,6 +399,7 @@ __all__ = [
     "forward_targets",
     "inverse_targets",
     "model_values",
+    "require_resolved",
     "resolve_data_config",
     "season_of_freq",
     "window_for_season",

@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import DataError
-from ..config import AUTO, DataConfig
-from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
+from .resolve import planned_window as planned_window  # where the window is resolved
 
 #: Bytes per held value: float64 values, float64 model-space copy, float64 working copy.
 _VALUE_BYTES = 3 * 8
@@ -67,25 +66,6 @@ def series_bytes(
     return rows * per_row, batch_size * window * n_columns * _BATCH_BYTES
 
 
-def planned_window(cfg: DataConfig) -> tuple[int, bool]:
-    """``(window, exact)``: the input steps per window of a run on ``cfg``, before its data
-    is read. ``exact`` is False where ``window="auto"`` follows a season that follows the
-    time step (``season="auto"`` with a time column): then ``window`` is the largest it can
-    become (:data:`~stacklstm.data.season.MAX_AUTO_WINDOW`).
-
-    Example:
-        >>> planned_window(DataConfig(window=8))
-        (8, True)
-        >>> planned_window(DataConfig(season=4)), planned_window(DataConfig())
-        ((8, True), (52, False))
-    """
-    if cfg.window != AUTO:
-        return int(cfg.window), True
-    if cfg.season != AUTO or cfg.time_column is None:  # the season, so the window, is known
-        return int(resolve_data_config(cfg, None).window), True
-    return MAX_AUTO_WINDOW, False
-
-
 def check_series_fit(
     rows: int,
     n_columns: int,
@@ -99,7 +79,7 @@ def check_series_fit(
     """Raise DataError if the series of ``rows`` rows and one batch need more memory than
     is available (see :func:`series_bytes`); passes where the available memory is unknown.
     ``window`` is the run's (``exact``) or the largest it can become (see
-    :func:`planned_window`), and the message says which.
+    :func:`stacklstm.train.resolve.planned_window`), and the message says which.
 
     Example:
         >>> check_series_fit(1000, 1, 1, 32, 64, available=10**9)

@@ -16,28 +16,21 @@ import jax
 import numpy as np
 
 from .. import baselines
-from ..config import AUTO, RunConfig
+from ..config import RunConfig
 from ..data import (
     DataError,
     WindowSet,
     bundled_dataset_path,
     covariate_sizes,
     make_splits,
-    prepare_series,
     read_table,
     steps_per_epoch,
 )
-from ..data.season import resolve_data_config
 from ..distributed import check_batch_size, make_mesh
 from ..forecaster import build_model
 from ..intervals import OutputHead
-from .budget import BASE_BATCH_SIZE, resolve_train_config
-from .memory import (
-    check_fits_float32,
-    check_series_fit,
-    memory_errors_as_data_errors,
-    planned_window,
-)
+from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
+from .resolve import planned_batch, planned_window, prepare_resolved, resolve_run_config
 from .rundir import (
     RunInfo,
     check_config_unchanged,
@@ -49,7 +42,7 @@ from .step import TrainState, abstract_state, check_state_fits, example_inputs, 
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunPlan", "make_plan", "resolve_run_config"]
+__all__ = ["RunPlan", "check_settings", "make_plan", "refuse_resume", "resolve_run_config"]
 
 
 @dataclass(frozen=True)
@@ -92,15 +85,12 @@ class RunPlan:
 def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> RunPlan:
     """Check the settings, the run folder and the data; build the model; allocate nothing.
 
-    The one place a training run resolves its ``"auto"`` settings (the season and window from
-    the time step, the budget from the training windows) and checks them with the data, so
-    a mistake is one error before anything is written. With ``resume`` the resolved settings
-    and the data must match the saved run's.
+    A training run resolves its ``"auto"`` settings here, through :mod:`.resolve` (the
+    season and window from the time step, the budget from the training windows), and checks
+    them with the data, so a mistake is one error before anything is written. With
+    ``resume`` the resolved settings and the data must match the saved run's.
     """
-    if not isinstance(cfg, RunConfig):
-        raise TypeError(f"run_cfg must be a RunConfig, got {type(cfg).__name__}")
-    cfg.validate()
-    baselines.require(cfg.train.baselines)  # the report needs them: refuse before training
+    check_settings(cfg, "run_cfg")
     saved = read_run_info(out_dir) if resume else None
     differences: list[str] = []
     if saved is not None:
@@ -117,26 +107,20 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     frame = read_table(source)
     n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
     # before the series are allocated (rows may double where missing stamps are inserted);
-    # the run's window, or the largest an "auto" one can become; an "auto" batch is at most 32
+    # the run's window and batch, or the largest "auto" ones can become
     window, exact = planned_window(cfg.data)
-    batch = BASE_BATCH_SIZE if cfg.train.batch_size == AUTO else cfg.train.batch_size
+    batch = planned_batch(cfg.train)
     check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch, exact=exact)
     with memory_errors_as_data_errors(len(frame), n_columns):
-        series = prepare_series(frame, cfg.data)
+        series, cfg = prepare_resolved(frame, cfg)
         del frame
-        cfg = resolve_run_config(cfg, series.freq, None)
         splits, scaler = make_splits(series, cfg.data)
     mesh = make_mesh()
     windows = (len(splits.train), int(mesh.devices.size))
     given, cfg = cfg, resolve_run_config(cfg, series.freq, windows)
     tcfg = cfg.train
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
-        differences = cfg.diff(saved.config) + differences
-        if differences:
-            raise ValueError(
-                f"cannot resume {out_dir}: the settings differ from the saved run's "
-                f"({'; '.join(differences)}); resume with the same settings or start a new run"
-            )
+        refuse_resume(out_dir, cfg.diff(saved.config) + differences, "run")
     per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
     if per_epoch == 0:
         raise DataError(
@@ -188,13 +172,31 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     )  # fmt: skip
 
 
-def resolve_run_config(
-    cfg: RunConfig, freq: str | None, windows: tuple[int, int] | None
-) -> RunConfig:
-    """``cfg`` with its ``"auto"`` settings resolved: the data ones from the time step
-    ``freq``; with ``windows = (training windows, devices)``, the training budget too."""
-    data = resolve_data_config(cfg.data, freq)
-    train = cfg.train if windows is None else resolve_train_config(cfg.train, *windows)
-    if data is cfg.data and train is cfg.train:
-        return cfg
-    return RunConfig(data=data, model=cfg.model, train=train)
+def check_settings(cfg: RunConfig, name: str, *, require_baselines: bool = True) -> None:
+    """The checks every plan starts with: ``cfg`` (the argument ``name``) is a valid
+    RunConfig, and the baselines its report scores are installed (``require_baselines``).
+
+    Raises:
+        TypeError: ``cfg`` is not a RunConfig.
+        SettingError: A bad setting, or ``baselines="all"`` without statsforecast.
+    """
+    if not isinstance(cfg, RunConfig):
+        raise TypeError(f"{name} must be a RunConfig, got {type(cfg).__name__}")
+    cfg.validate()
+    if require_baselines:  # the report needs them: refuse before training
+        baselines.require(cfg.train.baselines)
+
+
+def refuse_resume(out_dir: Path, differences: list[str], what: str) -> None:
+    """Refuse to resume the ``what`` (``"run"``, ``"backtest"``) in ``out_dir`` when the
+    settings differ from its saved ones (``differences``: one ``"key: given != saved"``
+    each; none: nothing to refuse).
+
+    Raises:
+        ValueError: ``differences`` is not empty.
+    """
+    if differences:
+        raise ValueError(
+            f"cannot resume {out_dir}: the settings differ from the saved {what}'s "
+            f"({'; '.join(differences)}); resume with the same settings or start a new {what}"
+        )

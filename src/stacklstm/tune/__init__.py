@@ -31,8 +31,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import logging
 import math
 import time
@@ -42,13 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checks import SettingError, check_positive_int, is_int, is_real
-from .config import SECTIONS, RunConfig
-from .configfile import DATA_FILE_KEY
-from .train import loop
-from .train.files import BEST_CONFIG, HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
-from .train.plots import save_figure
-from .train.rundir import atomic_write_text
+from ..checks import SettingError, check_positive_int
+from ..config import RunConfig
+from ..train import loop
+from ..train.files import HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
+from ..train.plan import check_settings
+from ..train.plots import save_figure
+from ..train.rundir import atomic_write_text
+from .best import to_toml, write_best
+from .space import Dimension, SearchSpace, default_space
 
 log = logging.getLogger(__name__)
 
@@ -68,138 +68,6 @@ def _import_optuna():
         ) from err
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
-
-
-def default_space(base: RunConfig) -> dict[str, dict[str, Any]]:
-    """The search space used without a ``[tune]`` section: hidden size, depth, head, dropout,
-    learning rate, and the window around ``base``'s (half, same, double; with
-    ``window="auto"`` the window is left to the data: 2 seasons)."""
-    w = base.data.window
-    windows = None if w == "auto" else sorted({max(2, w // 2), w, 2 * w})
-    return {
-        "data": {} if windows is None else {"window": windows},
-        "model": {
-            "lstm_hidden_size": [16, 32, 64, 128],
-            "num_lstm_layers": {"low": 1, "high": 3},
-            "linear_layer_sizes": [[], [32], [32, 16]],
-            "dropout_rate": {"low": 0.0, "high": 0.3},
-        },
-        "train": {"lr": {"low": 3e-4, "high": 1e-2, "log": True}},
-    }
-
-
-@dataclass(frozen=True)
-class Dimension:
-    """One searched setting: ``choices`` (a list), or a ``low..high`` range.
-
-    Attributes:
-        section: ``"data"``, ``"model"`` or ``"train"``.
-        name: The config field.
-        choices: The values to choose from, or None for a range.
-        low, high: The range's bounds (integers: an integer range).
-        log: Sample the range on a log scale.
-    """
-
-    section: str
-    name: str
-    choices: tuple[Any, ...] | None = None
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.section}.{self.name}"
-
-    def suggest(self, trial: Any) -> Any:
-        if self.choices is not None:
-            # Optuna's choices must be scalars: a list (layer sizes) is chosen by its label.
-            labels = [_label(c) for c in self.choices]
-            picked = trial.suggest_categorical(self.key, labels)
-            return self.choices[labels.index(picked)]
-        if is_int(self.low) and is_int(self.high):
-            return trial.suggest_int(self.key, self.low, self.high, log=self.log)
-        return trial.suggest_float(self.key, self.low, self.high, log=self.log)
-
-
-def _label(choice: Any) -> Any:
-    if isinstance(choice, (list, tuple)):
-        return ",".join(map(str, choice)) or "()"
-    return choice
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """The dimensions of a search, each checked against the config it will be applied to."""
-
-    dimensions: tuple[Dimension, ...]
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], base: RunConfig) -> SearchSpace:
-        """Parse a ``[tune]`` table; every choice and bound is checked on ``base``.
-
-        Raises:
-            SettingError: An unknown section or field, a malformed entry, or a value the
-                config refuses (the message names ``[tune.section] field``).
-        """
-        if not isinstance(raw, Mapping) or not raw:
-            raise SettingError(f"[tune] must be a non-empty table of sections, got {raw!r}")
-        dims = []
-        for section, fields in raw.items():
-            if section not in SECTIONS:
-                raise SettingError(
-                    f"unknown [tune] section {section!r}; expected some of: {', '.join(SECTIONS)}"
-                )
-            if not isinstance(fields, Mapping):
-                raise SettingError(f"[tune.{section}] must be a table, got {fields!r}")
-            known = [f.name for f in dataclasses.fields(SECTIONS[section])]
-            for name, spec in fields.items():
-                where = f"[tune.{section}] {name}"
-                if name not in known:
-                    raise SettingError(
-                        f"{where}: unknown setting; expected some of: {', '.join(known)}"
-                    )
-                dim = _dimension(section, name, spec, where)
-                for value in dim.choices or (dim.low, dim.high):
-                    try:
-                        base.replace({section: {name: value}})
-                    except ValueError as err:
-                        raise SettingError(f"{where}: {value!r} is not allowed: {err}") from err
-                dims.append(dim)
-        return cls(tuple(dims))
-
-    def suggest(self, trial: Any) -> dict[str, dict[str, Any]]:
-        """``{"section": {field: value}}`` overrides sampled by ``trial``."""
-        out: dict[str, dict[str, Any]] = {}
-        for dim in self.dimensions:
-            out.setdefault(dim.section, {})[dim.name] = dim.suggest(trial)
-        return out
-
-
-def _dimension(section: str, name: str, spec: Any, where: str) -> Dimension:
-    if isinstance(spec, (list, tuple)):
-        if not spec:
-            raise SettingError(f"{where}: a list of choices must not be empty")
-        labels = [_label(c) for c in spec]
-        if len(set(map(repr, labels))) != len(labels):
-            raise SettingError(f"{where}: the choices repeat a value: {list(spec)!r}")
-        return Dimension(section, name, choices=tuple(spec))
-    if isinstance(spec, Mapping):
-        unknown = sorted(set(spec) - {"low", "high", "log"})
-        if unknown or "low" not in spec or "high" not in spec:
-            raise SettingError(
-                f"{where}: a range is {{low = ..., high = ...}} (and optionally log = true), "
-                f"got {dict(spec)!r}"
-            )
-        low, high, use_log = spec["low"], spec["high"], spec.get("log", False)
-        if not (is_real(low) and is_real(high)) or not math.isfinite(low + high) or low >= high:
-            raise SettingError(f"{where}: a range needs numbers low < high, got {low!r}, {high!r}")
-        if not isinstance(use_log, bool) or (use_log and low <= 0):
-            raise SettingError(f"{where}: log = true needs low > 0 (and log true or false)")
-        return Dimension(section, name, low=low, high=high, log=use_log)
-    raise SettingError(
-        f"{where}: expected a list of choices or a range {{low = ..., high = ...}}, got {spec!r}"
-    )
 
 
 def open_study(
@@ -287,12 +155,15 @@ def tune(
         quiet: No progress bars.
 
     Raises:
+        TypeError: ``base`` is not a RunConfig.
         SettingError: Bad settings, search space or storage, no validation windows
             (the objective is the validation loss), or a seed ensemble (``ensemble > 1``).
     """
 
     optuna = _import_optuna()
     check_positive_int("trials", trials)
+    # the settings as a run's plan checks them (each trial's baselines are the naive ones)
+    check_settings(base, "base", require_baselines=False)
     if base.data.val_size == 0 or (base.data.val_size is None and base.data.val_fraction <= 0):
         raise SettingError(
             "the search minimises the validation loss: `val_fraction` must be above 0 (or "
@@ -394,34 +265,13 @@ def _summarise(
     if done:
         best_config = base.replace(best_overrides(the_study, dims))
         best_value = the_study.best_value
-        _write_best(best_config, out_dir, data_path)
+        write_best(best_config, out_dir, data_path)
     frame = the_study.trials_dataframe(attrs=("number", "state", "value", "params"))
     atomic_write_text(out_dir / TRIALS_TABLE, frame.to_csv(index=False))
     table = frame.to_string(index=False) if len(frame) else "(no trials)"
     if len(done) >= 2:
         _plot(the_study, out_dir)
     return TuneResult(out_dir, ran, best_value, best_config, table)
-
-
-def _write_best(cfg: RunConfig, out_dir: Path, data_path: str | Path | None = None) -> Path:
-    """``best.toml``, or ``best.yaml`` when a setting is None (which TOML cannot spell).
-
-    The file names the search's table (``[data] file``, absolute; none for the bundled
-    data), so that ``stacklstm train --config best.toml`` trains on what the trials did.
-    """
-
-    settings = cfg.to_dict()
-    if data_path is not None:
-        settings["data"] = {DATA_FILE_KEY: str(Path(data_path).absolute()), **settings["data"]}
-    try:
-        text, path = to_toml(settings), out_dir / BEST_CONFIG
-    except SettingError:
-        import yaml
-
-        text, path = yaml.safe_dump(settings, sort_keys=False), out_dir / "best.yaml"
-        log.info("the best config holds a None setting, which TOML cannot write: %s", path)
-    atomic_write_text(path, text)
-    return path
 
 
 def _plot(the_study: Any, out_dir: Path) -> None:
@@ -447,35 +297,7 @@ def _plot(the_study: Any, out_dir: Path) -> None:
             plt.close(figure)
 
 
-def to_toml(config: Mapping[str, Mapping[str, Any]]) -> str:
-    """A nested ``{"section": {key: value}}`` config as TOML (what ``--config`` reads).
-
-    A None value whose field defaults to None (``id_column``, say) is left out: read back,
-    it takes that default.
-
-    Raises:
-        SettingError: Any other None value (``time_column=None``), which TOML cannot spell.
-
-    Example:
-        >>> print(to_toml({"model": {"lstm_hidden_size": 8, "linear_layer_sizes": [8]}}))
-        [model]
-        lstm_hidden_size = 8
-        linear_layer_sizes = [8]
-        <BLANKLINE>
-    """
-    lines = []
-    for section, values in config.items():
-        lines.append(f"[{section}]")
-        fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if (
-            section in SECTIONS
-        ) else {}  # fmt: skip
-        for key, value in values.items():
-            if value is None and key in fields and fields[key].default is None:
-                continue  # the default: leaving it out reads back the same
-            if value is None:
-                raise SettingError(
-                    f"[{section}] {key} is None, which TOML cannot write; use a YAML config for it"
-                )
-            lines.append(f"{key} = {json.dumps(value)}")
-        lines.append("")
-    return "\n".join(lines)
+__all__ = [
+    "DEFAULT_HEARTBEAT", "DEFAULT_STUDY", "Dimension", "SearchSpace", "TuneResult",
+    "best_overrides", "default_space", "open_study", "to_toml", "tune",
+]  # fmt: skip

@@ -1,0 +1,115 @@
+"""The one place the settings given as ``"auto"`` become numbers.
+
+A run derives some settings from its data once the table is read:
+
+* ``season`` from the time step, and ``window`` from the season
+  (:mod:`stacklstm.data.season`);
+* ``epochs``, ``batch_size`` and ``patience`` from the number of training windows
+  (:mod:`stacklstm.train.budget`).
+
+:func:`prepare_resolved` reads the series and resolves the data settings, and
+:func:`resolve_run_config` resolves the budget once the training windows are counted; the
+plan of a run (:func:`stacklstm.train.plan.make_plan`), of a backtest and of a search use
+them, and everything below (the windows, the memory checks, the folds) receives the
+settings resolved. A run folder's ``config.json`` holds them resolved, so ``evaluate``,
+``predict`` and ``export`` need nothing from here.
+
+Example:
+    >>> from stacklstm.config import DataConfig
+    >>> cfg = resolve_run_config(RunConfig(), "7D", (57, 1))
+    >>> cfg.data.season, cfg.data.window, cfg.train.batch_size, cfg.train.epochs
+    (52, 52, 8, 143)
+    >>> resolve_data(DataConfig(), "MS").window
+    24
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..config import AUTO, DataConfig, RunConfig, TrainConfig
+from ..data import prepare_series
+from ..data.rows import check_length
+from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
+from .budget import BASE_BATCH_SIZE, resolve_train_config
+
+__all__ = [
+    "planned_batch",
+    "planned_window",
+    "prepare_resolved",
+    "resolve_data",
+    "resolve_run_config",
+]
+
+
+def resolve_data(cfg: DataConfig, freq: str | None) -> DataConfig:
+    """``cfg`` with ``season`` and ``window`` given as ``"auto"`` resolved for data whose
+    time step is ``freq`` (``Series.freq``); ``cfg`` itself when nothing is ``"auto"``."""
+    return resolve_data_config(cfg, freq)
+
+
+def resolve_run_config(
+    cfg: RunConfig, freq: str | None, windows: tuple[int, int] | None
+) -> RunConfig:
+    """``cfg`` with its ``"auto"`` settings resolved: the data ones from the time step
+    ``freq``; with ``windows = (training windows, devices)``, the training budget too.
+
+    Returns:
+        ``cfg`` itself when nothing was ``"auto"``, else a new RunConfig.
+    """
+    data = resolve_data_config(cfg.data, freq)
+    train = cfg.train if windows is None else resolve_train_config(cfg.train, *windows)
+    if data is cfg.data and train is cfg.train:
+        return cfg
+    return RunConfig(data=data, model=cfg.model, train=train)
+
+
+def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfig]:
+    """``(series, cfg)``: the table prepared (:func:`~stacklstm.data.prepare_series`) and
+    ``cfg`` with its data settings resolved for the series' time step (the budget is left
+    to :func:`resolve_run_config` once the windows are counted).
+
+    The length of one series is checked for a training window here when its window was
+    ``"auto"`` (``prepare_series`` checks it when the window is given), with the same
+    message.
+
+    Raises:
+        DataError: As :func:`~stacklstm.data.prepare_series`.
+    """
+    series = prepare_series(frame, cfg.data)
+    resolved = resolve_run_config(cfg, series.freq, None)
+    if cfg.data.window == AUTO and series.ids is None:
+        check_length(len(series), resolved.data, forecast_only=False)
+    return series, resolved
+
+
+def planned_window(cfg: DataConfig) -> tuple[int, bool]:
+    """``(window, exact)``: the input steps per window of a run on ``cfg``, before its data
+    is read. ``exact`` is False where ``window="auto"`` follows a season that follows the
+    time step (``season="auto"`` with a time column): then ``window`` is the largest it can
+    become (:data:`~stacklstm.data.season.MAX_AUTO_WINDOW`).
+
+    Example:
+        >>> planned_window(DataConfig(window=8))
+        (8, True)
+        >>> planned_window(DataConfig(season=4)), planned_window(DataConfig())
+        ((8, True), (52, False))
+    """
+    if cfg.window != AUTO:
+        return int(cfg.window), True
+    if cfg.season != AUTO or cfg.time_column is None:  # the season, so the window, is known
+        return int(resolve_data_config(cfg, None).window), True
+    return MAX_AUTO_WINDOW, False
+
+
+def planned_batch(tcfg: TrainConfig) -> int:
+    """The windows per batch of a run on ``tcfg`` before its windows are counted: the given
+    ``batch_size``, or the largest ``"auto"`` can become (:data:`~.budget.BASE_BATCH_SIZE`).
+
+    Example:
+        >>> planned_batch(TrainConfig(batch_size=4)), planned_batch(TrainConfig())
+        (4, 32)
+    """
+    return BASE_BATCH_SIZE if tcfg.batch_size == AUTO else int(tcfg.batch_size)
