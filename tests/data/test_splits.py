@@ -51,3 +51,16 @@ def test_split_problem_names_what_is_missing():
     assert split_problem(20, split_rows(20, short), short) == (
         "the validation split has 2 rows, fewer than horizon (3); raise `val_size` or set it to 0"
     )
+
+
+def test_a_fraction_gives_at_least_one_horizon_of_rows():
+    # round(0.15 * 40) = 6 < horizon 8: each split is raised to 8 rows; a size is kept as given
+    cfg = DataConfig(window=4, season=1, horizon=8)
+    assert split_rows(40, cfg) == (24, 8, 8)
+    assert split_rows(40, DataConfig(window=4, season=1, horizon=8, val_size=2)) == (30, 2, 8)
+    # a fraction of 0 stays 0 rows; a fraction giving more than the horizon is untouched
+    assert split_rows(40, DataConfig(window=4, season=1, horizon=8, test_fraction=0.0)) == (
+        32, 8, 0,
+    )  # fmt: skip
+    assert split_rows(100, DataConfig(window=4, season=1, horizon=8)) == (70, 15, 15)
+    assert split_problem(40, split_rows(40, cfg), cfg) is None  # 24 >= 4 + 8

@@ -61,9 +61,13 @@ class DataConfig(_Section):
         1, help="step between training and validation windows (the test scores every origin)"
     )
     val_fraction: float = setting(
-        0.15, help="share of the rows (the latest before test) for validation, in [0, 1)"
+        0.15,
+        help="share of the rows (the latest before test) for validation, in [0, 1); at least "
+        "`horizon` rows unless 0",
     )
-    test_fraction: float = setting(0.15, help="share of the rows (the latest) for test, in [0, 1)")
+    test_fraction: float = setting(
+        0.15, help="share of the rows (the latest) for test, in [0, 1); at least `horizon` rows"
+    )
     scaler: ScalerKind = setting("standard", help="per-column scaling fitted on the training rows")
     normalize: NormalizeKind = setting(
         "window", help="'window': subtract each window's last target value from that target"

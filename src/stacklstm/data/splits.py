@@ -14,17 +14,30 @@ def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
     """Rows ``(n_train, n_val, n_test)`` of a series of ``n_rows`` rows, in time order.
 
     ``test_size``/``val_size`` give the rows themselves; otherwise ``round(fraction *
-    n_rows)`` (Python's ``round``, half to even).
+    n_rows)`` (Python's ``round``, half to even), raised to ``horizon`` where that is fewer (a
+    split shorter than one horizon scores no window: a short series then still gets one
+    validation and one test window, where it has the rows).
 
     Example:
         >>> split_rows(20, DataConfig(val_fraction=0.2, test_fraction=0.2))
         (12, 4, 4)
         >>> split_rows(20, DataConfig(val_size=3, test_size=5))
         (12, 3, 5)
+        >>> split_rows(20, DataConfig(horizon=6, test_size=0))  # round(0.15 * 20) = 3 -> 6
+        (14, 6, 0)
     """
-    n_test = cfg.test_size if cfg.test_size is not None else round(cfg.test_fraction * n_rows)
-    n_val = cfg.val_size if cfg.val_size is not None else round(cfg.val_fraction * n_rows)
+    n_test = _rows(cfg.test_size, cfg.test_fraction, n_rows, cfg.horizon)
+    n_val = _rows(cfg.val_size, cfg.val_fraction, n_rows, cfg.horizon)
     return n_rows - n_val - n_test, n_val, n_test
+
+
+def _rows(size: int | None, fraction: float, n_rows: int, horizon: int) -> int:
+    """One split's rows: ``size``, else ``round(fraction * n_rows)``, at least ``horizon``
+    unless the fraction is 0."""
+    if size is not None:
+        return size
+    rows = round(fraction * n_rows)
+    return max(rows, horizon) if fraction > 0 else rows
 
 
 def fewest_rows(cfg: DataConfig) -> int:
@@ -70,10 +83,9 @@ def split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> s
             f"{fewest} rows"
         )
     for name, count, split in (("validation", n_val, "val"), ("test", n_test, "test")):
-        if 0 < count < h:
-            what = "its fraction" if getattr(cfg, split + "_size") is None else f"`{split}_size`"
+        if 0 < count < h:  # only a size given in rows: a fraction gives at least horizon
             return (
-                f"the {name} split has {count} rows, fewer than horizon ({h}); raise {what} "
-                "or set it to 0"
+                f"the {name} split has {count} rows, fewer than horizon ({h}); raise "
+                f"`{split}_size` or set it to 0"
             )
     return None

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pandas as pd
@@ -33,7 +34,10 @@ from ..config import AUTO, DataConfig, RunConfig, TrainConfig
 from ..data import prepare_series
 from ..data.rows import check_length
 from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
+from ..data.splits import split_rows
 from .budget import BASE_BATCH_SIZE, resolve_train_config
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "planned_batch",
@@ -41,6 +45,7 @@ __all__ = [
     "prepare_resolved",
     "resolve_data",
     "resolve_run_config",
+    "short_series_window",
 ]
 
 
@@ -81,8 +86,35 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
     series = prepare_series(frame, cfg.data)
     resolved = resolve_run_config(cfg, series.freq, None)
     if cfg.data.window == AUTO and series.ids is None:
+        window = short_series_window(len(series), resolved.data)
+        if window != resolved.data.window:
+            log.info(
+                "window 'auto': %d input steps (not %d): the series' %d rows leave room for no "
+                "more with its validation and test rows", window, resolved.data.window,
+                len(series),
+            )  # fmt: skip
+            resolved = resolved.replace({"data": {"window": window}})
         check_length(len(series), resolved.data, forecast_only=False)
     return series, resolved
+
+
+def short_series_window(n_rows: int, cfg: DataConfig) -> int:
+    """``window="auto"`` on one series of ``n_rows`` rows: ``cfg.window`` (resolved from the
+    season) where the training split holds a window of it; on a shorter series, half the
+    room the training split leaves (``room = training rows - horizon``, minus 1 with
+    ``difference``; at least 1 step), so that it holds about as many training windows as
+    each has input steps. ``cfg.window`` where even one step does not fit (the length checks
+    then say why).
+
+    Example:
+        >>> cfg = DataConfig(window=10, horizon=6, val_size=6, test_size=0)
+        >>> [short_series_window(n, cfg) for n in (30, 20, 14, 8)]  # rooms 18, 8, 2, -4
+        [10, 4, 1, 10]
+    """
+    room = split_rows(n_rows, cfg)[0] - cfg.horizon - int(cfg.difference)
+    if room >= cfg.window or room < 1:
+        return int(cfg.window)
+    return max(1, (room + 1) // 2)
 
 
 def planned_window(cfg: DataConfig) -> tuple[int, bool]:

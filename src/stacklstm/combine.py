@@ -1,0 +1,79 @@
+"""Combining forecasters: the model's forecast and the statistical baselines', weighed by how
+well each did on the validation rows.
+
+A combination of forecasts is, on average, more accurate than the forecasters it combines
+(Bates and Granger, 1969; the M competitions' combinations of exponential smoothing, ARIMA and
+Theta): each forecaster's weight is the inverse of its mean absolute error on the validation
+windows, normalised to sum to one, so a forecaster that did badly there counts little and one
+that did well counts most. Forecasters without a finite error or forecast are left out.
+
+Example:
+    >>> import numpy as np
+    >>> forecasts = {"lstm": np.array([10.0, 12.0]), "auto_ets": np.array([14.0, 16.0])}
+    >>> weights({"lstm": 1.0, "auto_ets": 3.0})
+    {'lstm': 0.75, 'auto_ets': 0.25}
+    >>> combine(forecasts, {"lstm": 1.0, "auto_ets": 3.0}).tolist()
+    [11.0, 13.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["NAME", "combine", "weights"]
+
+#: The report key and forecast column of the combination.
+NAME = "combination"
+
+
+def weights(errors: Mapping[str, float]) -> dict[str, float]:
+    """``{name: weight}``: the inverse of each finite, non-negative validation error,
+    normalised to sum to 1; names whose error is missing, negative or not finite are left
+    out. Forecasters with an error of 0 share all the weight.
+
+    Raises:
+        ValueError: when no error is usable.
+    """
+    usable = {
+        name: float(e)
+        for name, e in errors.items()
+        if e is not None and np.isfinite(e) and float(e) >= 0.0
+    }
+    if not usable:
+        raise ValueError(
+            f"no forecaster has a finite validation error to weigh it by, got {dict(errors)}"
+        )
+    perfect = [name for name, e in usable.items() if e == 0.0]
+    if perfect:
+        return {name: (1.0 / len(perfect) if name in perfect else 0.0) for name in usable}
+    inverse = {name: 1.0 / e for name, e in usable.items()}
+    total = sum(inverse.values())
+    return {name: v / total for name, v in inverse.items()}
+
+
+def combine(forecasts: Mapping[str, np.ndarray], errors: Mapping[str, float]) -> np.ndarray:
+    """The weighted mean of ``forecasts`` (arrays of one shape), weighed by :func:`weights` of
+    ``errors``; a forecaster with a non-finite value anywhere, or without an error, is left out.
+
+    Args:
+        forecasts: ``{name: array}``, every array of the same shape (e.g. ``(n, horizon,
+            n_targets)``).
+        errors: ``{name: validation error}`` (mean absolute error, any scale shared by all).
+
+    Returns:
+        An array of the forecasts' shape, float64.
+
+    Raises:
+        ValueError: arrays of different shapes, or no forecaster left to combine.
+    """
+    arrays = {name: np.asarray(f, dtype=np.float64) for name, f in forecasts.items()}
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) > 1:
+        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")
+    finite = {name: a for name, a in arrays.items() if np.isfinite(a).all()}
+    w = weights({name: errors.get(name) for name in finite if errors.get(name) is not None})
+    if not any(w.values()):
+        raise ValueError("no forecaster is left to combine")
+    return sum(w[name] * finite[name] for name in w)

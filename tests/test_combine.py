@@ -1,0 +1,34 @@
+"""The combination of forecasters: inverse-error weights, hand-computed."""
+
+import numpy as np
+import pytest
+
+from stacklstm.combine import combine, weights
+
+
+def test_weights_are_inverse_errors_normalised():
+    # 1/2 : 1/4 : 1/4 -> 0.5, 0.25, 0.25
+    assert weights({"a": 2.0, "b": 4.0, "c": 4.0}) == pytest.approx(
+        {"a": 0.5, "b": 0.25, "c": 0.25}
+    )
+
+
+def test_unusable_errors_are_left_out_and_zero_error_takes_all():
+    assert weights({"a": 1.0, "b": float("nan"), "c": None, "d": -1.0}) == {"a": 1.0}
+    assert weights({"a": 0.0, "b": 3.0, "c": 0.0}) == {"a": 0.5, "b": 0.0, "c": 0.5}
+    with pytest.raises(ValueError, match="no forecaster has a finite validation error"):
+        weights({"a": float("inf")})
+
+
+def test_combine_weighs_each_step():
+    forecasts = {"a": np.array([[1.0, 2.0]]), "b": np.array([[4.0, 8.0]])}
+    # weights 1/1 : 1/2 -> 2/3, 1/3
+    out = combine(forecasts, {"a": 1.0, "b": 2.0})
+    np.testing.assert_allclose(out, [[2.0, 4.0]])
+
+
+def test_combine_leaves_out_non_finite_forecasts_and_refuses_shapes():
+    forecasts = {"a": np.array([1.0, np.nan]), "b": np.array([3.0, 5.0])}
+    np.testing.assert_allclose(combine(forecasts, {"a": 1.0, "b": 1.0}), [3.0, 5.0])
+    with pytest.raises(ValueError, match="share one shape"):
+        combine({"a": np.zeros(2), "b": np.zeros(3)}, {"a": 1.0, "b": 1.0})
