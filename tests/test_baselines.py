@@ -193,3 +193,117 @@ def test_import_stacklstm_does_not_import_statsforecast():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- one pass
+
+
+def _rolling_cases():
+    """``(id, model, series)``: each rolling path of :mod:`stacklstm.baselines.rolling`."""
+    from statsforecast.models import ARIMA, AutoARIMA, AutoETS
+
+    y, n = seasonal_values(90), 90
+    rng = np.random.default_rng(3)
+    walk = 20 + np.cumsum(rng.normal(size=n))
+    flat_start = np.r_[np.full(40, 5.0), 5 + np.cumsum(rng.normal(size=n - 40))]
+    positive = 50 + 8 * np.sin(2 * np.pi * np.arange(n) / SEASON) + rng.normal(size=n)
+    return [
+        ("ets_auto", AutoETS(season_length=SEASON), y),
+        ("ets_mam", AutoETS(season_length=SEASON, model="MAM"), positive),
+        ("ets_damped", AutoETS(season_length=SEASON, model="AAN", damped=True), walk),
+        ("ets_constant_prefix", AutoETS(season_length=SEASON), flat_start),
+        ("arima_auto", AutoARIMA(season_length=SEASON), y),
+        ("arima_drift", ARIMA(order=(1, 1, 1), include_drift=True, season_length=SEASON), walk),
+        ("arima_mean", ARIMA(order=(2, 0, 1), include_mean=True, season_length=SEASON), positive),
+        ("arima_seasonal_diff",
+         ARIMA(order=(0, 1, 1), seasonal_order=(0, 1, 1), season_length=SEASON), y),
+        ("arima_constant_prefix", ARIMA(order=(0, 1, 1), season_length=SEASON), flat_start),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_one_pass_rolling_equals_forward_at_every_origin(case):
+    from stacklstm.baselines.rolling import rolling_means
+
+    label, model, y = _rolling_cases()[case]
+    fit_at = 30 if "constant" in label else 50  # the constant prefix: rows 0..39
+    origins = np.arange(fit_at, len(y) - 3)
+    model.fit(y=y[: fit_at + 1])
+    if label == "arima_drift":
+        assert "drift" in model.model_["coef"]
+    if label == "arima_mean":
+        assert "intercept" in model.model_["coef"]
+    want = np.stack([model.forward(y=y[: o + 1], h=3)["mean"] for o in origins])
+    ticks = []
+    name = "auto_ets" if label.startswith("ets") else "auto_arima"
+    got = rolling_means(name, model, y, origins, 3, ticks.append)
+    np.testing.assert_array_equal(got, want)
+    assert sum(ticks) == origins.size
+    assert np.ptp(got[:, 0]) > 0  # the forecasts follow the data
+
+
+def test_forecast_parts_equal_separate_fits_report_progress_and_are_reused(monkeypatch):
+    from stacklstm.baselines import worker
+
+    history = np.stack([seasonal_values(70), seasonal_values(70, seed=2) * 2], axis=1)
+    val, test = np.arange(38, 50), np.arange(50, 67)
+    baselines._CACHE.clear()
+    separate = [baselines.statistical_forecasts(history, o, 3, SEASON) for o in (val, test)]
+    baselines._CACHE.clear()
+    calls = []
+    parts = baselines.forecast_parts(
+        [(history, val), (history, test)], 3, SEASON, lambda *a: calls.append(a)
+    )
+    for one, other in zip(parts, separate, strict=True):
+        for name in baselines.STATISTICAL:
+            np.testing.assert_array_equal(one[name], other[name])
+    # one progress line per model: counts that only grow, to every forecast of both parts
+    assert sorted({c[0] for c in calls}) == sorted(baselines.STATISTICAL)
+    for name in baselines.STATISTICAL:
+        mine = [c for c in calls if c[0] == name]
+        assert all(c[2] == (12 + 17) * 2 for c in mine)
+        assert [c[1] for c in mine] == sorted(c[1] for c in mine)
+        assert mine[-1][1:] == (29 * 2, 29 * 2, "done") and mine[0][3] == "fitting"
+
+    def no_work(jobs, on_progress=None):
+        raise AssertionError(f"computed again: {len(jobs)} jobs")
+
+    monkeypatch.setattr(worker, "run_jobs", no_work)
+    again = baselines.forecast_parts([(history, test)], 3, SEASON)[0]
+    np.testing.assert_array_equal(again["auto_arima"], parts[1]["auto_arima"])
+
+
+def test_report_intervals_come_from_the_validation_fit_once(all_run, monkeypatch, tmp_path):
+    import shutil
+
+    from stacklstm.intervals import interval_scores
+    from stacklstm.train import evaluate_run, report_baselines
+
+    run, data, cfg, _ = all_run
+    report = json.loads((run / "report.json").read_text())
+    series = prepare_series(read_table(data), cfg.data)
+    splits, _ = make_splits(series, cfg.data)
+    history = series.values[:, :1]
+    # the baselines' intervals: their residuals on the validation windows, fitted at the
+    # first validation origin (statsforecast's cross-validation there), around the test's
+    # (statsforecast's cross-validation ends its windows at the last row of the series)
+    cv_val = statsforecast_cv(history[: splits.val.origin[-1] + 4], splits.val.origin, 3, False)
+    cv_test = statsforecast_cv(history, splits.test.origin, 3, refit=False)
+    for name in baselines.STATISTICAL:
+        bands = baselines.residual_intervals(
+            splits.val.y_true, cv_val[name], cv_test[name], tuple(report["quantiles"])
+        )
+        want = interval_scores(splits.test.y_true, bands)
+        got = report["test"][name]
+        assert got["width"] == pytest.approx(want["width"], rel=1e-12)
+        assert got["coverage"] == want["coverage"] and got["wql"] == pytest.approx(want["wql"])
+    # one computation for both splits, and none in a process that does not write the report
+    real, seen = baselines.forecast_parts, []
+    monkeypatch.setattr(baselines, "forecast_parts", lambda parts, *a, **k: seen.append(
+        [o.tolist() for _, o in parts]) or real(parts, *a, **k))  # fmt: skip
+    copy = shutil.copytree(run, tmp_path / "run")
+    assert evaluate_run(copy).data["test"] == report["test"]
+    assert seen == [[splits.test.origin.tolist(), splits.val.origin.tolist()]]
+    monkeypatch.setattr(report_baselines, "is_primary", lambda: False)
+    other = evaluate_run(copy).data["test"]
+    assert len(seen) == 1 and all(other[name] is None for name in baselines.STATISTICAL)

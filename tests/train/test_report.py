@@ -31,3 +31,30 @@ def test_report_baselines_match_a_hand_computation(trained_run):
     model = by_origin.loc[series.times[origins]].to_numpy()
     assert report["test"]["model"]["rmse"] == pytest.approx(rmse(actual, model), rel=1e-9)
     assert report["test"]["model"]["mae"] == pytest.approx(np.mean(np.abs(actual - model)))
+
+
+def test_the_statistical_baselines_show_one_bar_each_on_a_terminal(monkeypatch):
+    import io
+    import logging
+
+    from stacklstm.train import report_baselines
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(report_baselines.sys, "stderr", Terminal())
+    monkeypatch.setattr(logging.getLogger("stacklstm"), "level", logging.INFO)
+    with report_baselines._bars() as progress:
+        progress("auto_arima", 0, 20, "fitting")
+        progress("auto_ets", 5, 20, "forecasting")
+        progress("auto_arima", 20, 20, "done")
+    text = report_baselines.sys.stderr.getvalue()
+    last = {name: [line for line in text.replace("\r", "\n").splitlines() if name in line][-1]
+            for name in ("auto_arima", "auto_ets")}  # fmt: skip
+    assert "20/20" in last["auto_arima"] and "done" in last["auto_arima"]
+    assert "5/20" in last["auto_ets"] and "forecasting" in last["auto_ets"]
+    # not a terminal (or --quiet): no bars
+    monkeypatch.setattr(report_baselines.sys, "stderr", io.StringIO())
+    with report_baselines._bars() as progress:
+        assert progress is None

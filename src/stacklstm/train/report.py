@@ -25,24 +25,28 @@ from typing import Any
 import numpy as np
 
 from .. import baselines
-from ..config import RunConfig
 from ..data import WindowSet, make_splits
 from ..distributed import is_primary
 from ..intervals import (
     Forecast,
     calibrate,
     interval_pairs,
-    interval_scores,
     level_key,
     report_quantiles,
 )
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
-from .ensemble import EnsembleRun, load_model, rank_members, table_lines
+from .ensemble import EnsembleRun, load_run, rank_members, table_lines
 from .files import FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
 from .inference import load_series
 from .plots import plot_forecast, plot_loss
+from .report_baselines import (
+    add_interval_scores,
+    baseline_forecasts,
+    series_slices,
+    statistical_splits,
+)
 from .rundir import atomic_write
 from .step import make_predict_step
 
@@ -68,51 +72,6 @@ def score_forecasts(
     return scores
 
 
-def baseline_forecasts(
-    windows: WindowSet, season: int, kind: str, refit_at=()
-) -> dict[str, np.ndarray | None]:
-    """``{name: (n, horizon, n_targets)}`` of the baselines of ``kind`` from the origins of
-    ``windows`` (the statistical ones fitted at the first origin, and at ``refit_at``; for
-    a panel, on each series at its own first origin)."""
-    out: dict[str, np.ndarray | None] = {
-        "last_value": windows.last_value,
-        "seasonal_naive": windows.seasonal_naive(season),
-    }
-    if kind == "all" and len(windows):
-        if windows.ids is None:
-            out.update(
-                baselines.statistical_forecasts(
-                    windows.history, windows.origin, windows.horizon, season, refit_at
-                )
-            )
-        else:
-            out.update(_panel_statistical(windows, season))
-    return out
-
-
-def _series_slices(windows: WindowSet) -> list[tuple[int, slice]]:
-    """``(series, slice of its windows)`` of every held series with windows (the windows of
-    a split come in series order)."""
-    n_series = len(windows.held.offsets) - 1
-    edges = np.searchsorted(windows.series, np.arange(n_series + 1))
-    return [(i, slice(edges[i], edges[i + 1])) for i in range(n_series) if edges[i + 1] > edges[i]]
-
-
-def _panel_statistical(windows: WindowSet, season: int) -> dict[str, np.ndarray | None]:
-    """The statistical baselines of a panel, series by series (NaN where a model failed on a
-    series, so that the forecaster is reported without metrics)."""
-    out = {name: np.full((len(windows), windows.horizon, windows.n_targets), np.nan)
-           for name in baselines.STATISTICAL}  # fmt: skip
-    offsets, local = windows.held.offsets, windows.local_origin
-    for i, rows in _series_slices(windows):
-        history = windows.history[offsets[i] : offsets[i + 1]]
-        forecasts = baselines.statistical_forecasts(history, local[rows], windows.horizon, season)
-        for name, values in forecasts.items():
-            if values is not None:
-                out[name][rows] = values
-    return dict(out)
-
-
 def _panel_scores(
     windows: WindowSet,
     forecasts: dict[str, np.ndarray | None],
@@ -127,7 +86,7 @@ def _panel_scores(
     y_true, ids, offsets = windows.y_true, windows.ids, windows.held.offsets
     assert ids is not None
     per_series: dict[str, dict[str, Any]] = {}
-    for i, rows in _series_slices(windows):
+    for i, rows in series_slices(windows):
         history = windows.history[offsets[i] : offsets[i] + seen[i]]
         scale = seasonal_scale(history, season)
         parts = {name: None if f is None else f[rows] for name, f in forecasts.items()}
@@ -282,7 +241,8 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     in-sample seasonal naive MAE; series whose scale is 0 are left out of the mean), and
     ``per_series`` holds the same metrics for each series. The statistical baselines
     (``baselines="all"``) are scored on the test only; the validation split has the model and
-    the naive baselines.
+    the naive baselines (:mod:`stacklstm.train.report_baselines`: with several processes,
+    only the one that writes the report computes them; the others' reports leave them None).
 
     For a seed ensemble (:mod:`stacklstm.train.ensemble`) the model is the median of the
     members' forecasts, and ``report.data["ensemble"]`` lists every member's point metrics
@@ -298,7 +258,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         SettingError: ``baselines="all"`` without statsforecast installed.
     """
     test_hook("evaluate")
-    run = load_model(run_dir)
+    run = load_run(run_dir)
     cfg = run.info.config
     baselines.require(cfg.train.baselines)
     source, series = load_series(run.info, data_path)
@@ -348,6 +308,10 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
     # in-sample rows of each split: what was seen before its first target
     seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
     out = _Scores()
+    # the statistical baselines: the test's, and the validation's for the intervals' residuals
+    statistical = {"test": {}, "val": {}}
+    if kind == "all":
+        statistical = statistical_splits(splits, season, with_val=bool(report_quantiles(cfg.train)))
     for split in ("val", "test"):
         part = getattr(splits, split)
         model_forecast, member_forecasts = run.forecasts(part, predict_step)
@@ -360,10 +324,10 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
             out.data[split] = {}
             out.members[split] = [None] * len(run.members)
             continue
-        # the statistical models are fitted on the rows before the test only
+        # the validation split is scored with the naive baselines only
         forecasts = {
             "model": model_forecast.point,
-            **baseline_forecasts(part, season, kind if split == "test" else "naive"),
+            **baseline_forecasts(part, season, statistical["test"] if split == "test" else None),
         }
         out.data[split], by_series = _split_scores(part, forecasts, seen_rows[split], season, nt)
         for name, scores in by_series.items():
@@ -374,8 +338,14 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
         out.members[split] = [member_scores[name] for name in points]
         if split == "test":
             out.test_forecasts = forecasts
-            out.bands = _interval_scores(
-                out.data[split], cfg, part, forecasts, model_forecast, out.scored
+            out.bands = add_interval_scores(
+                out.data[split],
+                cfg,
+                part,
+                forecasts,
+                model_forecast,
+                out.scored,
+                statistical["val"],
             )
     return out
 
@@ -459,42 +429,3 @@ def _ensemble_data(run: EnsembleRun, members: dict[str, list[Any]]) -> dict[str,
             for k, member in enumerate(run.members)
         ],
     }
-
-
-def _interval_scores(
-    scores: dict[str, Any],
-    cfg: RunConfig,
-    test: WindowSet,
-    forecasts: dict[str, np.ndarray | None],
-    model: Forecast,
-    scored: dict[str, tuple[WindowSet, Forecast]],
-) -> Forecast | None:
-    """Add ``coverage``, ``width`` and ``wql`` to each forecaster's test ``scores`` (None where
-    it has no intervals); returns the model's forecast if it has intervals (for the fan).
-
-    The model's intervals are its own (calibrated with ``conformal``); a baseline's come from
-    its residuals on the validation windows (:func:`stacklstm.baselines.residual_intervals`).
-    """
-    levels = report_quantiles(cfg.train)
-    if not levels:
-        return None
-    val, _ = scored["val"]
-    val_points: dict[str, np.ndarray | None] = {}
-    if len(val):
-        val_points = baseline_forecasts(val, cfg.data.season, cfg.train.baselines)
-    out: dict[str, Forecast | None] = {
-        name: baselines.residual_intervals(val.y_true, val_points.get(name), values, levels)
-        for name, values in forecasts.items()
-        if name != "model"
-    }
-    out["model"] = model if model.quantiles is not None else None
-    for name, intervals in out.items():
-        metrics = scores.get(name)
-        if metrics is None:
-            continue
-        empty = {"coverage": None, "width": None, "wql": None}
-        if intervals is not None and np.isfinite(intervals.quantiles).all():
-            metrics.update(interval_scores(test.y_true, intervals))
-        else:
-            metrics.update(empty)
-    return out["model"]

@@ -1,0 +1,212 @@
+"""Rolling forecasts of a fitted statsforecast model from many origins, in one pass.
+
+statsforecast's ``forward(y[: o + 1], h)`` reruns a fitted model's filter over the whole
+prefix for every origin ``o``: rolling over ``n`` origins of a long series costs ``n`` full
+passes. Where the filter's state after row ``o`` is all that the mean forecast from ``o``
+needs, one pass over the series gives it for every origin:
+
+* AutoETS: ``forward`` runs ``pegelsresid_C`` from the fitted initial state and parameters;
+  row ``o + 1`` of the states of one run over ``y[: last + 1]`` is the last state of a run
+  over ``y[: o + 1]`` (the recursion only looks back), and ``pegelsfcast_C`` forecasts from
+  it. A constant prefix is fitted afresh by ``forward`` (another model): ``forward`` there.
+* AutoARIMA: ``forward`` refits with every coefficient fixed, which runs the Kalman filter
+  (``arima_like``) from the initial state of ``make_arima`` over the series less its
+  regression part (intercept, drift); the filter keeps its whole state in ``a``, ``P`` and
+  ``Pn``, so it runs on in pieces, stopping at each origin for ``forecast_arima``'s mean
+  from ``a`` (``T`` carries the state, differencing in ``Delta`` included, ``Z`` reads
+  it; then the intercept and drift; a constant prefix forecasts its value). A piece's
+  first step takes ``Pn`` as given (later steps predict it from ``P``), so each piece also
+  runs one step further, on a missing value, for the ``Pn`` that the next piece starts
+  from: three filter steps per origin, and two passes over the rows up to the first one.
+* AutoTheta: ``forward`` reruns the seasonality test (an autocorrelation of the whole
+  prefix) and, where it passes, a classical decomposition of the whole prefix, whose
+  seasonal indices (means over every period of the prefix) change with each new row and
+  rescale every earlier value: no state carries from one origin to the next, so it keeps
+  ``forward`` at every origin.
+
+The numbers are those of the per-origin ``forward`` calls (the same native code in the same
+order; only the drift's regression values may differ by rounding), which the tests check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+Tick = Callable[[int], None]
+
+
+def rolling_means(
+    name: str, model: Any, y: np.ndarray, origins: np.ndarray, horizon: int, tick: Tick
+) -> np.ndarray:
+    """Mean forecasts of the fitted ``model`` (report key ``name``) from every origin.
+
+    Args:
+        name: ``"auto_ets"``, ``"auto_arima"`` or ``"auto_theta"``.
+        model: The statsforecast model, fitted (on the rows up to ``origins[0]`` or earlier).
+        y: ``(time,)`` float64 values of one series.
+        origins: ``(n,)`` ascending rows of the last value seen by each forecast.
+        horizon: Steps forecast from each origin.
+        tick: Called with the number of origins done since its last call.
+
+    Returns:
+        ``(n, horizon)`` float64: ``model.forward(y=y[: o + 1], h=horizon)["mean"]`` of
+        every origin ``o``.
+    """
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one series (time,), got shape {y.shape}")
+    origins = np.asarray(origins, dtype=np.int64)
+    if name == "auto_ets":
+        return _ets_rolling(model, y, origins, horizon, tick)
+    if name == "auto_arima":
+        return _arima_rolling(model, y, origins, horizon, tick)
+    return forward_means(model, y, origins, horizon, tick)
+
+
+def forward_means(
+    model: Any, y: np.ndarray, origins: np.ndarray, horizon: int, tick: Tick
+) -> np.ndarray:
+    """``(n, horizon)`` ``model.forward(y=y[: o + 1], h=horizon)["mean"]`` of every origin
+    ``o`` of ``origins``: a pass over each prefix (``tick(1)`` after each)."""
+    out = np.empty((origins.size, horizon))
+    for i, origin in enumerate(origins.tolist()):
+        out[i] = model.forward(y=y[: origin + 1], h=horizon)["mean"]
+        tick(1)
+    return out
+
+
+def _constant_rows(y: np.ndarray) -> int:
+    """How many leading rows of ``y`` equal ``y[0]`` (statsforecast's ``is_constant`` of a
+    prefix holds exactly for prefixes no longer than that; NaN is never constant)."""
+    differs = np.flatnonzero(~(y == y[0]))
+    return int(differs[0]) if differs.size else y.size
+
+
+def _ets_rolling(
+    model: Any, y: np.ndarray, origins: np.ndarray, horizon: int, tick: Tick
+) -> np.ndarray:
+    """AutoETS: one ``pegelsresid_C`` pass, then ``pegelsfcast_C`` from each origin's state."""
+    from statsforecast.ets import pegelsfcast_C, pegelsresid_C
+
+    fitted = model.model_
+    components, par, m = fitted["components"], np.asarray(fitted["par"]), fitted["m"]
+    alpha, beta, gamma, phi = par[:4]
+    _, _, states, _ = pegelsresid_C(
+        y=y[: int(origins[-1]) + 1], m=m, init_state=par[4:], errortype=components[0],
+        trendtype=components[1], seasontype=components[2], damped=components[3] != "N",
+        alpha=alpha, beta=beta, gamma=gamma, phi=phi, nmse=3,
+    )  # fmt: skip
+    constant = _constant_rows(y)
+    out = np.empty((origins.size, horizon))
+    for i, origin in enumerate(origins.tolist()):
+        if origin < constant:  # forward fits a constant prefix afresh
+            out[i] = model.forward(y=y[: origin + 1], h=horizon)["mean"]
+        else:
+            state = {"states": states[origin + 1 : origin + 2], "components": components,
+                     "par": par, "m": m}  # fmt: skip
+            out[i] = pegelsfcast_C(horizon, state)
+        tick(1)
+    return out
+
+
+def _arima_regression(fitted: dict[str, Any], n: int) -> np.ndarray | None:
+    """``(n, k)`` the regressors ``forward`` gives ``arima`` for ``n`` rows (intercept, then
+    the drift predicted by its regression on the fitted rows' time), None without any."""
+    coef = fitted["coef"]
+    columns = []
+    if "intercept" in coef:
+        columns.append(np.ones(n))
+    if "drift" in coef:
+        import statsmodels.api as sm
+
+        m = fitted["arma"][4]
+        n_fit = len(fitted["x"])
+        time = np.arange(0, (n_fit + 1) / m, 1 / m)[:n_fit].reshape(-1, 1)
+        drift = sm.OLS(fitted["xreg"][:, 0], sm.add_constant(time)).fit()
+        new_time = np.arange(0, (n + 1) / m, 1 / m)[:n].reshape(-1, 1)
+        columns.append(drift.predict(sm.add_constant(new_time)))
+    narma = sum(fitted["arma"][:4])
+    extra = [k for k in list(coef)[narma:] if k not in ("intercept", "drift")]
+    if extra:  # regressors of the user's own: not fitted here
+        raise ValueError(f"AutoARIMA with the external regressors {extra} has no rolling path")
+    return np.stack(columns, axis=1) if columns else None
+
+
+def _arima_rolling(
+    model: Any, y: np.ndarray, origins: np.ndarray, horizon: int, tick: Tick
+) -> np.ndarray:
+    """AutoARIMA: the Kalman filter of ``forward`` run once, forecasting at each origin."""
+    from statsforecast.arima import arima_like, arima_transpar, make_arima
+
+    fitted = model.model_
+    arma = fitted["arma"]
+    narma = sum(arma[:4])
+    coefs = np.array(list(fitted["coef"].values()), dtype=np.float64)
+    last = int(origins[-1]) + 1
+    x = y[:last].copy()
+    regression = _arima_regression(fitted, last)
+    if regression is not None:
+        x -= np.dot(regression, coefs[narma : narma + regression.shape[1]])
+    phi, theta = arima_transpar(coefs, np.asarray(arma, dtype=np.int32), False)
+    state = make_arima(phi, theta, fitted["model"]["delta"], 1e6)
+    # the filter's state before the rows x[start:]: a, P and Pn, the covariance predicted
+    # for row `start` (the filter's first step takes Pn as given; later steps predict it)
+    start, carried = 0, {k: state[k] for k in ("a", "P", "Pn")}
+    constant = _constant_rows(y)
+    out = np.empty((origins.size, horizon))
+    with np.errstate(invalid="ignore"):
+        for i, origin in enumerate(origins.tolist()):
+            rows = x[start : origin + 1]
+            now = _filter(state, carried, rows, arima_like)  # the state after the origin
+            # Pn for the next row: predicted from the origin's P by a step on a missing value
+            ahead = _filter(state, carried, np.append(rows, np.nan), arima_like)
+            carried = {"a": now["a"], "P": now["P"], "Pn": ahead["Pn"]}
+            start = origin + 1
+            if origin < constant:  # forecast_arima: a constant series forecasts its value
+                out[i] = np.repeat(y[0], horizon)
+            else:
+                out[i] = _arima_mean(fitted, state, now["a"], start, horizon)
+            tick(1)
+    return out
+
+
+def _arima_mean(
+    fitted: dict[str, Any], model: dict[str, Any], a: np.ndarray, n: int, horizon: int
+) -> np.ndarray:
+    """``forecast_arima``'s mean from the filter's state ``a`` after ``n`` rows: the state
+    carried ``horizon`` steps by ``T`` and read by ``Z`` (``kalman_forecast``, without its
+    variances), plus the regression part (intercept, drift at rows ``n + 1 ...``), computed
+    as ``predict_arima`` does."""
+    a = a.copy()
+    pred = np.empty(horizon)
+    for step in range(horizon):
+        a = model["T"] @ a
+        pred[step] = a @ model["Z"]
+    names, coefs = list(fitted["coef"]), list(fitted["coef"].values())
+    narma = sum(fitted["arma"][:4])
+    if len(coefs) > narma:
+        columns = []
+        if names[narma] == "intercept":
+            columns.append(np.ones(horizon, dtype=np.float64).reshape(-1, 1))
+        if "drift" in fitted["coef"]:
+            drift = np.arange(1, horizon + 1, dtype=np.float64).reshape(-1, 1)
+            drift += n
+            columns.append(drift)
+        regression = np.concatenate(columns, axis=1) if len(columns) > 1 else columns[0]
+        xm = np.matmul(regression, coefs if narma == 0 else coefs[narma:])
+        pred += xm.flatten()
+    return pred
+
+
+def _filter(
+    model: dict[str, Any], carried: dict[str, np.ndarray], rows: np.ndarray, arima_like: Any
+) -> dict[str, np.ndarray]:
+    """statsforecast's ``arima_like`` over ``rows`` from copies of the ``carried`` state:
+    the ``a``, ``P`` and ``Pn`` it leaves."""
+    out = {k: v.copy() for k, v in carried.items()}
+    arima_like(rows, model["phi"], model["theta"], model["delta"], out["a"], out["P"],
+               out["Pn"], 0, False)  # fmt: skip
+    return out
