@@ -111,6 +111,44 @@ def test_an_old_layout_file_still_loads_and_forecasts_alike(forecaster_file):
         serving.from_bytes(serving.pack(old, program))  # a version 2 file needs the key
 
 
+NEW_IN_3 = ("inputs", "ids", "future_columns", "static_columns", "conformal")
+
+
+def test_a_layout_2_file_still_loads_as_a_point_forecaster_of_windows(forecaster_file):
+    """Layout 2 (before the keys of panels, covariates and intervals): read as a program of
+    the windows (and phases) giving point forecasts."""
+    metadata, program = serving.unpack(forecaster_file.read_bytes())
+    assert metadata["inputs"] == ["windows"] and metadata["ids"] is None
+    old = {k: v for k, v in metadata.items() if k not in NEW_IN_3} | {"layout_version": 2}
+    f = serving.from_bytes(serving.pack(old, program, version=2), "old.stacklstm")
+    assert f.inputs == ("windows",) and f.ids is None and f.quantiles == ()
+    assert (f.future_columns, f.static_columns, f.conformal) == ((), (), False)
+    windows = 330 + np.random.default_rng(5).normal(0, 3, (4, 6, 1))
+    np.testing.assert_array_equal(
+        f.predict(windows), serving.load(forecaster_file).predict(windows)
+    )
+    with pytest.raises(ValueError, match=r"lacks the keys \['conformal', 'future_columns'"):
+        serving.from_bytes(serving.pack(old, program))  # a version 3 file needs them
+    with pytest.raises(ValueError, match=r"names the inputs \['windows', 'ids'\] but its other"):
+        serving.from_bytes(serving.pack({**metadata, "inputs": ["windows", "ids"]}, program))
+
+
+def test_a_forecaster_of_one_series_refuses_inputs_it_does_not_take(forecaster_file):
+    f = serving.load(forecaster_file)
+    x = np.zeros((2, 6, 1))
+    with pytest.raises(ValueError, match="trained on one series: it takes no ids"):
+        f.predict(x, ids=["a", "b"])
+    with pytest.raises(ValueError, match="no known-future columns: it takes no future"):
+        f.predict(x, future=np.zeros((2, 1, 1)))
+    with pytest.raises(ValueError, match="no static columns: it takes no static"):
+        f.predict(x, static=np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="gives point forecasts only"):
+        f.predict_quantiles(x)
+    point, quantiles = f.forecast(x)
+    assert quantiles is None
+    np.testing.assert_array_equal(point, f.predict(x))
+
+
 # the run's time step -> the step rule export writes and stamps on that grid
 STEP_RULES = {
     "MS": ({"kind": "months", "every": 1, "anchor": "start"}, "2001-03-01"),

@@ -19,12 +19,28 @@ The input contract (``ExportedForecaster.input_shape``):
   ``seasonal.reference`` (phase 0: the first training row of the series) to that row, modulo
   ``season``. :meth:`ExportedForecaster.predict` takes it as ``phase=`` or computes it from the
   origin's time stamp, ``last_time=`` (the ``origin`` column ``stacklstm predict`` writes).
+  For a panel run, the phase counts from the first series' phase 0 (``seasonal.reference``);
+  the program shifts it to each series' own.
+- ``ids`` ``(batch,)`` integers, only for a panel run (metadata ``ids`` not null): the
+  position in ``ids`` of each window's series; :meth:`ExportedForecaster.predict` takes the
+  names (``ids=``) and refuses one the run was not trained on.
+- ``future`` ``(batch, horizon, n_future)``, only for a run with known-future columns
+  (metadata ``future_columns``: its ``future_features``, then its calendar columns): their
+  raw values on the ``horizon`` rows after each window's last row (``future=``).
+- ``static`` ``(batch, n_static)``, only for a run with static columns (metadata
+  ``static_columns``): each window's series' raw values (``static=``).
 - Returns ``(batch, horizon, n_targets)`` float64 forecasts of the rows after each window's
   last row: what ``stacklstm predict`` writes for the origin at that row (within float32
-  rounding of the network; the scaling is done in float64).
+  rounding of the network; the scaling is done in float64); for a run with quantiles
+  (metadata ``quantiles`` not null: a quantile or distribution loss, or ``conformal``, whose
+  offsets are applied inside) also ``(batch, horizon, n_targets, Q)`` quantiles at those
+  levels (:meth:`ExportedForecaster.predict_quantiles`, :meth:`ExportedForecaster.forecast`).
 
-The file (layout version :data:`LAYOUT_VERSION`; version 1 files, written before the
-``seasonal`` metadata key existed, are read too), all integers little-endian::
+The metadata's ``inputs`` lists the program's inputs in that order (``windows`` first).
+
+The file (layout version :data:`LAYOUT_VERSION`; files of versions 1 and 2, written before
+the ``seasonal`` key, or the ``inputs``, ``ids``, ``future_columns``, ``static_columns`` and
+``conformal`` keys existed, are read too), all integers little-endian::
 
     16 bytes  MAGIC, b"stacklstm-export"
      4 bytes  layout version (uint32)
@@ -43,6 +59,7 @@ Example:
     (5, 1, 1)
 """
 
+from ._format import INPUT_NAMES as INPUT_NAMES
 from ._format import LAYOUT_VERSION as LAYOUT_VERSION
 from ._format import MAGIC as MAGIC
 from ._format import METADATA_KEYS as METADATA_KEYS

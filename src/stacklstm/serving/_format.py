@@ -12,9 +12,11 @@ import numpy as np
 
 MAGIC = b"stacklstm-export"
 #: Version of the file layout (header and metadata keys) written.
-LAYOUT_VERSION = 2
-#: Versions read: 1 has no ``seasonal`` key (its programs take windows only); others are refused.
-READ_VERSIONS = (1, 2)
+LAYOUT_VERSION = 3
+#: Versions read: 1 has no ``seasonal`` key (its programs take windows only), 1 and 2 none of
+#: ``inputs``, ``ids``, ``future_columns``, ``static_columns``, ``conformal`` (their programs
+#: take windows and phases, give point forecasts); others are refused.
+READ_VERSIONS = (1, 2, 3)
 _PREFIX = struct.Struct("<16sI")  # magic, layout version
 _SIZES = struct.Struct("<QQ32s")  # metadata bytes, program bytes, SHA-256
 _HEADER_SIZE = _PREFIX.size + _SIZES.size
@@ -37,9 +39,23 @@ METADATA_KEYS: dict[str, type | tuple[type, ...]] = {
     "dtype": str,
     "checkpoint": dict,
     "seasonal": (dict, type(None)),
+    "inputs": list,
+    "ids": (list, type(None)),
+    "future_columns": list,
+    "static_columns": list,
+    "conformal": bool,
 }
 #: Keys added by each layout version after 1 (absent from older files: see :func:`unpack`).
-_ADDED_KEYS = {"seasonal": 2}
+_ADDED_KEYS = {
+    "seasonal": 2,
+    "inputs": 3,
+    "ids": 3,
+    "future_columns": 3,
+    "static_columns": 3,
+    "conformal": 3,
+}
+#: The program inputs a file may name, in the order they come.
+INPUT_NAMES = ("windows", "phase", "ids", "future", "static")
 #: Keys of the ``seasonal`` metadata (a deseasonalised run's; see :func:`origin_steps`).
 SEASONAL_KEYS = ("season", "phase_of", "reference", "freq", "step")
 
@@ -69,7 +85,7 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
         ValueError: co2.csv is not a stacklstm export (it does not start with ...
         >>> unpack(MAGIC + (LAYOUT_VERSION + 1).to_bytes(4, "little"), "new.stacklstm")
         Traceback (most recent call last):
-        ValueError: new.stacklstm has layout version 3 but this stacklstm reads versions 1 ...
+        ValueError: new.stacklstm has layout version 4 but this stacklstm reads versions 1, 2 ...
     """
     if len(data) < _PREFIX.size or not data.startswith(MAGIC):
         if MAGIC.startswith(data[: len(MAGIC)]) and data:
@@ -80,10 +96,11 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
         )
     _, version = _PREFIX.unpack_from(data)
     if version not in READ_VERSIONS:
+        read = f"{', '.join(map(str, READ_VERSIONS[:-1]))} and {READ_VERSIONS[-1]}"
         raise ValueError(
-            f"{source} has layout version {version} but this stacklstm reads versions "
-            f"{' and '.join(map(str, READ_VERSIONS))}; export the run again with this stacklstm, "
-            "or load the file with the version that wrote it"
+            f"{source} has layout version {version} but this stacklstm reads versions {read}; "
+            "export the run again with this stacklstm, or load the file with the version that "
+            "wrote it"
         )
     if len(data) < _HEADER_SIZE:
         raise ValueError(f"{source} is truncated: {len(data)} bytes, not even a header")
@@ -103,6 +120,13 @@ def unpack(data: bytes, source: str = "the artifact") -> tuple[dict[str, Any], b
     return metadata, body[n_meta:]
 
 
+def _older_default(key: str, metadata: dict[str, Any]) -> Any:
+    """The value of ``key`` in a file written before the key existed."""
+    if key == "inputs":  # windows, and a deseasonalised run's phases
+        return ["windows"] + (["phase"] if metadata.get("seasonal") is not None else [])
+    return {"future_columns": [], "static_columns": [], "conformal": False}.get(key)
+
+
 def _check_metadata(metadata: Any, source: str, version: int) -> None:
     if not isinstance(metadata, dict):
         raise ValueError(f"{source}: the metadata must be a JSON object")
@@ -111,7 +135,7 @@ def _check_metadata(metadata: Any, source: str, version: int) -> None:
     if missing:
         raise ValueError(f"{source}: the metadata lacks the keys {missing}")
     for key in set(METADATA_KEYS) - set(expected):  # keys a file of this version cannot have
-        metadata[key] = None
+        metadata[key] = _older_default(key, metadata)
     for key, kind in expected.items():
         value = metadata[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
@@ -127,6 +151,30 @@ def _check_metadata(metadata: Any, source: str, version: int) -> None:
         raise ValueError(
             f"{source}: metadata 'seasonal' needs the keys {list(SEASONAL_KEYS)} and a season "
             f">= 2, got {seasonal!r}"
+        )
+    _check_inputs(metadata, source)
+
+
+def _check_inputs(metadata: dict[str, Any], source: str) -> None:
+    """The ``inputs`` agree with the keys that say which inputs the program takes."""
+    ids = metadata["ids"]
+    if ids is not None and (not ids or not all(isinstance(i, str) for i in ids)):
+        raise ValueError(f"{source}: metadata 'ids' must be a non-empty list of names, got {ids!r}")
+    for key in ("future_columns", "static_columns"):
+        if not all(isinstance(name, str) for name in metadata[key]):
+            raise ValueError(f"{source}: metadata {key!r} must list column names")
+    used = {
+        "windows": True,
+        "phase": metadata["seasonal"] is not None,
+        "ids": ids is not None,
+        "future": bool(metadata["future_columns"]),
+        "static": bool(metadata["static_columns"]),
+    }
+    want = [name for name in INPUT_NAMES if used[name]]
+    if metadata["inputs"] != want:
+        raise ValueError(
+            f"{source} is damaged: its metadata names the inputs {metadata['inputs']!r} but its "
+            f"other keys say {want!r}"
         )
 
 

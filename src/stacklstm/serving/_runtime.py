@@ -25,10 +25,17 @@ class ExportedForecaster:
         input_steps: Rows per input window: ``window``, plus one with differencing.
         seasonal: For a run trained deseasonalised: ``season``, ``phase_of`` (``"origin"``:
             the phase is that of each window's last row), ``reference`` (the time stamp of
-            phase 0: an ISO date-time, an integer, or null for phases counted in rows from
-            a table's first row), ``freq`` (the time step) and ``step`` (see
-            :func:`origin_steps`); None otherwise.
+            phase 0, for a panel its first series': an ISO date-time, an integer, or null for
+            phases counted in rows from a series' first row), ``freq`` (the time step) and
+            ``step`` (see :func:`origin_steps`); None otherwise.
         season: ``seasonal["season"]``, or 1 without one.
+        ids: A panel run's series names (``predict(..., ids=)``), or None.
+        future_columns: The known-future columns (``predict(..., future=)``), in order: the
+            last of ``columns``; ``()`` without them.
+        static_columns: The static columns (``predict(..., static=)``); ``()`` without them.
+        quantiles: The quantile levels of :meth:`predict_quantiles` (``()``: points only).
+        conformal: Whether the quantiles are conformally calibrated.
+        inputs: The program's inputs, in order (``windows`` first).
     """
 
     def __init__(self, metadata: dict[str, Any], exported: Any, source: str = "the artifact"):
@@ -41,25 +48,48 @@ class ExportedForecaster:
         self.input_steps: int = metadata["input_steps"]
         self.seasonal: dict[str, Any] | None = metadata.get("seasonal")
         self.season: int = 1 if self.seasonal is None else self.seasonal["season"]
-        inputs, outputs = exported.in_avals, exported.out_avals
-        n_inputs = 1 if self.seasonal is None else 2
-        shapes = [tuple(a.shape) for a in inputs]
-        if (
-            len(inputs) != n_inputs
-            or len(outputs) != 1
-            or len(inputs[0].shape) != 3
-            or tuple(inputs[0].shape[1:]) != (self.input_steps, len(self.columns))
-            or (n_inputs == 2 and len(inputs[1].shape) != 1)
-            or len(outputs[0].shape) != 3
-            or tuple(outputs[0].shape[1:]) != (self.horizon, len(self.targets))
-        ):
-            want = f"{self.input_shape}" + (" and phases ('batch',)" if n_inputs == 2 else "")
-            raise ValueError(
-                f"{source} is damaged: its program maps {', '.join(map(str, shapes))} to "
-                f"{', '.join(str(a.shape) for a in outputs)} but its metadata says {want} to "
-                f"{self.output_shape}"
-            )
+        ids = metadata["ids"]
+        self.ids: tuple[str, ...] | None = None if ids is None else tuple(ids)
+        self.future_columns: tuple[str, ...] = tuple(metadata["future_columns"])
+        self.static_columns: tuple[str, ...] = tuple(metadata["static_columns"])
+        self.quantiles: tuple[float, ...] = tuple(metadata["quantiles"] or ())
+        self.conformal: bool = metadata["conformal"]
+        self.inputs: tuple[str, ...] = tuple(metadata["inputs"])
+        self._index = {name: i for i, name in enumerate(self.ids or ())}
+        self._check_program(source)
         self._call = jax.jit(exported.call)
+
+    def _shapes(self) -> dict[str, tuple[str | int, ...]]:
+        """The shape of each input the metadata names."""
+        return {
+            "windows": self.input_shape,
+            "phase": ("batch",),
+            "ids": ("batch",),
+            "future": ("batch", self.horizon, len(self.future_columns)),
+            "static": ("batch", len(self.static_columns)),
+        }
+
+    def _check_program(self, source: str) -> None:
+        """The program's inputs and outputs agree with the metadata."""
+        inputs, outputs = self.exported.in_avals, self.exported.out_avals
+        shapes = self._shapes()
+        want_in = [shapes[name] for name in self.inputs]
+        want_out = [self.output_shape] + ([self.quantile_shape] if self.quantiles else [])
+
+        def same(avals: Any, want: list[tuple[str | int, ...]]) -> bool:
+            return len(avals) == len(want) and all(
+                len(a.shape) == len(w) and tuple(a.shape[1:]) == tuple(w[1:])
+                for a, w in zip(avals, want, strict=True)
+            )
+
+        if not same(inputs, want_in) or not same(outputs, want_out):
+            shown = ", ".join(str(tuple(a.shape)) for a in inputs)
+            named = ", ".join(f"{n} {s}" for n, s in zip(self.inputs, want_in, strict=True))
+            raise ValueError(
+                f"{source} is damaged: its program maps {shown} to "
+                f"{', '.join(str(a.shape) for a in outputs)} but its metadata says {named} to "
+                f"{', '.join(map(str, want_out))}"
+            )
 
     @property
     def input_shape(self) -> tuple[str | int, ...]:
@@ -70,6 +100,11 @@ class ExportedForecaster:
     def output_shape(self) -> tuple[str | int, ...]:
         """``("batch", horizon, n_targets)``."""
         return ("batch", self.horizon, len(self.targets))
+
+    @property
+    def quantile_shape(self) -> tuple[str | int, ...]:
+        """``("batch", horizon, n_targets, n_quantiles)`` (:meth:`predict_quantiles`)."""
+        return ("batch", self.horizon, len(self.targets), len(self.quantiles))
 
     @property
     def forecast_columns(self) -> list[str]:
@@ -115,7 +150,16 @@ class ExportedForecaster:
             return np.zeros(np.shape(last_time) or (1,), dtype=np.int64).reshape(-1)
         return origin_steps(last_time, self.seasonal) % self.season
 
-    def predict(self, windows: Any, phase: Any = None, *, last_time: Any = None) -> np.ndarray:
+    def predict(
+        self,
+        windows: Any,
+        phase: Any = None,
+        *,
+        last_time: Any = None,
+        ids: Any = None,
+        future: Any = None,
+        static: Any = None,
+    ) -> np.ndarray:
         """Forecasts ``(batch, horizon, n_targets)`` float64 of ``windows`` ``(batch,
         input_steps, n_columns)`` (any batch size), both in the run's original units.
 
@@ -126,14 +170,57 @@ class ExportedForecaster:
                 ``season``); see the module's input contract.
             last_time: Instead of ``phase``: the time stamps of the windows' last rows
                 (see :meth:`phases`). Both are ignored for a run without a seasonal pattern.
+            ids: For a panel run (``ids`` set): the series of each window, ``(batch,)`` names
+                or one name for all.
+            future: For a run with known-future columns: their raw values over the horizon,
+                ``(batch, horizon, n_future)`` in :attr:`future_columns` order (the rows
+                after each window's last row).
+            static: For a run with static columns: ``(batch, n_static)`` raw values in
+                :attr:`static_columns` order, or ``(n_static,)`` for all windows.
 
         Raises:
             ValueError: ``windows`` of another shape; a deseasonalised run's forecaster called
-                without ``phase`` or ``last_time``, or with both, or phases of another length.
+                without ``phase`` or ``last_time``, or with both, or phases of another length;
+                ``ids``, ``future`` or ``static`` missing where the run needs them, given
+                where it has none, of another shape, or an id the run was not trained on.
 
         Example:
             >>> f.predict(windows, last_time=frame["origin"].to_numpy())  # doctest: +SKIP
         """
+        return self.forecast(
+            windows, phase, last_time=last_time, ids=ids, future=future, static=static
+        )[0]
+
+    def predict_quantiles(self, windows: Any, phase: Any = None, **inputs: Any) -> np.ndarray:
+        """Quantiles ``(batch, horizon, n_targets, n_quantiles)`` float64 at the levels
+        :attr:`quantiles` (calibrated when :attr:`conformal`), in original units: what
+        ``stacklstm predict`` writes as ``<target>_h<k>_q<level>``. Takes what
+        :meth:`predict` takes.
+
+        Raises:
+            ValueError: A run without quantiles (a point loss without ``conformal``), and
+                what :meth:`predict` raises.
+        """
+        if not self.quantiles:
+            raise ValueError(
+                "this forecaster gives point forecasts only: its run was trained with a point "
+                "loss and without conformal; train with loss='quantile', 'normal' or "
+                "'student_t', or with conformal=True, for quantiles"
+            )
+        return self.forecast(windows, phase, **inputs)[1]  # type: ignore[return-value]
+
+    def forecast(
+        self,
+        windows: Any,
+        phase: Any = None,
+        *,
+        last_time: Any = None,
+        ids: Any = None,
+        future: Any = None,
+        static: Any = None,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(point, quantiles)``: :meth:`predict`'s and :meth:`predict_quantiles`' (None
+        without quantiles), from one run of the program. Takes what :meth:`predict` takes."""
         x = np.asarray(windows, dtype=np.float64)
         if x.ndim != 3 or x.shape[1:] != self.input_shape[1:]:
             extra = (
@@ -146,13 +233,95 @@ class ExportedForecaster:
                 f"{self.input_steps}{extra}, {len(self.columns)}) holding the columns "
                 f"{list(self.columns)} in original units, got shape {x.shape}"
             )
-        phases = self._phases(x.shape[0], phase, last_time)
-        if x.shape[0] == 0:
-            return np.zeros((0, self.horizon, len(self.targets)))
+        batch = x.shape[0]
+        given = {
+            "windows": x,
+            "phase": self._phases(batch, phase, last_time),
+            "ids": self.series_index(ids, batch),
+            "future": self._future(future, batch),
+            "static": self._static(static, batch),
+        }
+        if batch == 0:
+            q = np.zeros((0, self.horizon, len(self.targets), len(self.quantiles)))
+            return np.zeros((0, self.horizon, len(self.targets))), q if self.quantiles else None
         with jax.enable_x64(True):  # the program takes and returns float64
-            if phases is None:
-                return np.asarray(self._call(x))
-            return np.asarray(self._call(x, phases))
+            out = self._call(*(given[name] for name in self.inputs))
+        if self.quantiles:
+            return np.asarray(out[0]), np.asarray(out[1])
+        return np.asarray(out[0] if isinstance(out, (tuple, list)) else out), None
+
+    def series_index(self, ids: Any, batch: int) -> np.ndarray | None:
+        """``(batch,)`` int32 positions in :attr:`ids` of the series names ``ids`` (one name,
+        or one per window); None for a run on one series (which takes no ``ids``).
+
+        Raises:
+            ValueError: ``ids`` missing for a panel run or given for another, of another
+                length, or naming a series the run was not trained on.
+        """
+        if self.ids is None:
+            if ids is not None:
+                raise ValueError("this forecaster's run was trained on one series: it takes no ids")
+            return None
+        if ids is None:
+            raise ValueError(
+                f"this forecaster's run was trained on a panel of {len(self.ids)} series: pass "
+                f"the series of each window (ids=, e.g. {_some(self.ids)})"
+            )
+        names = [ids] if isinstance(ids, str) else list(np.asarray(ids, dtype=object).ravel())
+        if len(names) not in (1, batch):
+            raise ValueError(f"got {len(names)} ids for {batch} windows")
+        unknown = [name for name in names if name not in self._index]
+        if unknown:
+            raise ValueError(
+                f"no series {unknown[0]!r} in the run: it was trained on {_some(self.ids)}"
+            )
+        index = np.asarray([self._index[name] for name in names], dtype=np.int32)
+        return np.broadcast_to(index, (batch,)).copy()
+
+    def _future(self, future: Any, batch: int) -> np.ndarray | None:
+        """The program's ``(batch, horizon, n_future)`` float64 known-future input."""
+        n = len(self.future_columns)
+        if n == 0:
+            if future is not None and np.size(future):
+                raise ValueError(
+                    "this forecaster's run has no known-future columns: it takes no future"
+                )
+            return None
+        if future is None:
+            raise ValueError(
+                f"this forecaster's run knows {list(self.future_columns)} in advance: pass their "
+                f"values over the horizon (future=, shape (batch, {self.horizon}, {n}))"
+            )
+        values = np.asarray(future, dtype=np.float64)
+        if values.shape != (batch, self.horizon, n):
+            raise ValueError(
+                f"expected future of shape (batch, horizon, n_future) = ({batch}, {self.horizon}, "
+                f"{n}) holding {list(self.future_columns)} in original units, got shape "
+                f"{values.shape}"
+            )
+        return values
+
+    def _static(self, static: Any, batch: int) -> np.ndarray | None:
+        """The program's ``(batch, n_static)`` float64 static input."""
+        n = len(self.static_columns)
+        if n == 0:
+            if static is not None and np.size(static):
+                raise ValueError("this forecaster's run has no static columns: it takes no static")
+            return None
+        if static is None:
+            raise ValueError(
+                f"this forecaster's run has the static columns {list(self.static_columns)}: pass "
+                f"their values (static=, shape (batch, {n}) or ({n},))"
+            )
+        values = np.asarray(static, dtype=np.float64)
+        if values.shape == (n,):
+            values = np.broadcast_to(values, (batch, n))
+        if values.shape != (batch, n):
+            raise ValueError(
+                f"expected static of shape (batch, n_static) = ({batch}, {n}) or ({n},) holding "
+                f"{list(self.static_columns)}, got shape {values.shape}"
+            )
+        return np.ascontiguousarray(values)
 
     def _phases(self, batch: int, phase: Any, last_time: Any) -> np.ndarray | None:
         """The program's ``(batch,)`` int32 phases, or None when it takes none."""
@@ -185,6 +354,12 @@ class ExportedForecaster:
                 raise ValueError(f"got {values.shape[0]} phases for {batch} windows")
         phases = values.astype(np.int64).reshape(-1) % self.season
         return np.broadcast_to(phases, (batch,)).astype(np.int32)
+
+
+def _some(names: tuple[str, ...]) -> str:
+    """Up to five names, quoted (``'a', 'b' and 3 more``)."""
+    shown = ", ".join(map(repr, names[:5]))
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def from_bytes(data: bytes, source: str = "the artifact") -> ExportedForecaster:

@@ -18,6 +18,30 @@ it back at the forecast steps' phases before ``expm1``, as ``predict`` does. The
 ``seasonal`` entry holds what a caller needs to compute phases from time stamps (the season,
 the time stamp of phase 0, the time step; see :func:`stacklstm.serving.origin_steps`).
 
+Every kind of single run exports (:mod:`stacklstm.train.export_program` builds the program;
+its inputs come in the order of the metadata's ``inputs``):
+
+- **Panels** (``id_column``): the program holds each series' scaler, and for a
+  deseasonalised run each series' pattern and the shift of its phase 0 from the first
+  series' (the phases it takes count from that one, the metadata's ``seasonal.reference``);
+  it takes ``ids`` ``(batch,)`` int32, each window's series as its position in the
+  metadata's ``ids`` (the Python runtime takes the names).
+- **Covariates**: ``future`` ``(batch, horizon, n_future)``, the raw known-future columns
+  (``future_features``, then the ``calendar="auto"`` columns: the metadata's
+  ``future_columns``, also the last of the window's ``columns``) of the rows after each
+  window's last row, differenced from the origin's row and scaled inside as ``predict``
+  does; ``static`` ``(batch, n_static)``, the raw ``static_features`` (``static_columns``),
+  scaled by the run's static scaler.
+- **Intervals**: a quantile or distribution loss with ``interval_levels``, or ``conformal``,
+  gives a second output, ``(batch, horizon, n_targets, Q)`` quantiles at the metadata's
+  ``quantiles`` (``predict``'s ``<target>_h<k>_q<level>`` columns), the conformal offsets
+  (``calibration.json``, or computed as ``predict`` computes them) applied inside
+  (``conformal`` true).
+
+A seed ensemble (``ensemble > 1``) is refused: a file holds one network, and the ensemble
+forecasts with the median of several; export one member instead (``RUN_DIR/members/0``, a
+single run with its own checkpoint and scaler).
+
 Example:
     >>> meta = export_run("runs/co2", "runs/co2/model.stacklstm")  # doctest: +SKIP
     >>> meta["input_steps"], meta["horizon"]  # doctest: +SKIP
@@ -28,21 +52,21 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from .. import __version__, kernels, serving
 from ..config import DataConfig
-from ..data import Scaler
+from ..data import PanelScaler, Scaler, covariate_sizes
 from ..data.season import SeasonalPattern
-from ..intervals import OutputHead
-from ..kernels.lstm import LSTMState
+from ..intervals import INTERVAL_LOSSES, Calibration, OutputHead, report_quantiles
+from .calibration import run_calibration
+from .export_program import ProgramSpec, forecast_function
 from .files import MEMBERS_DIR
 from .inference import TrainedRun, load_run
 from .outputs import check_output
@@ -56,104 +80,53 @@ PLATFORMS = ("cpu", "cuda")
 
 Array = jax.Array
 
-
-def forecast_function(
-    model: Any, params: Any, cfg: DataConfig, scaler: Scaler, head: OutputHead | None = None
-) -> Callable[..., Array]:
-    """The function the artifact holds: raw windows -> forecasts, both in original units.
-
-    Args:
-        model: The run's ``LSTMModel``.
-        params: Its parameters (the ``params`` collection), baked in as constants.
-        cfg: The run's data settings (window, horizon, targets, normalize, difference).
-        scaler: The run's fitted scaler.
-        head: The run's output head (None: a point loss); the artifact gives its point
-            forecast (the 0.5 quantile, the mean or the Student-t location), no quantiles.
-
-    Returns:
-        ``f(x)``: ``x`` ``(batch, window + difference, n_columns)`` float64 ->
-        ``(batch, horizon, n_targets)`` float64; ``f(x, phase)`` for a scaler with a
-        seasonal pattern, ``phase`` ``(batch,)`` int32 the phase of each window's last row.
-        Trace it with x64 enabled.
-    """
-    nt, horizon = len(cfg.target), cfg.horizon
-    input_steps = cfg.window + int(cfg.difference)
-    head = OutputHead("mse") if head is None else head
-    center = np.asarray(scaler.center, np.float64)  # (n_columns,)
-    scale = np.asarray(scaler.scale, np.float64)
-    params = jax.tree.map(np.asarray, jax.device_get(params))
-
-    log1p = cfg.target_transform == "log1p"
-    seasonal = scaler.seasonal
-    if seasonal is not None and seasonal.pattern.shape != (1, seasonal.season, nt):
-        raise ValueError(
-            f"expected the seasonal pattern of one series of {nt} targets, got shape "
-            f"{seasonal.pattern.shape}"
-        )
-    pattern = None if seasonal is None else np.asarray(seasonal.pattern[0], np.float64)
-    # the rows' offsets from the window's last row: the window's rows, then the horizon's
-    offsets = np.arange(-(input_steps - 1), horizon + 1)
-
-    def f(x: Array, phase: Array | None = None) -> Array:
-        batch = x.shape[0]  # symbolic when exported
-        if log1p:  # target_transform: the model works on log1p of the targets
-            x = jnp.concatenate([jnp.log1p(x[:, :, :nt]), x[:, :, nt:]], axis=2)
-        if pattern is not None:  # (batch, input_steps + horizon, n_targets) at each row's phase
-            assert phase is not None
-            rows = (phase.astype(jnp.int64)[:, None] + offsets) % pattern.shape[0]
-            seasons = jnp.asarray(pattern)[rows]
-            x = jnp.concatenate([x[:, :, :nt] - seasons[:, :input_steps], x[:, :, nt:]], axis=2)
-        steps = x[:, 1:] - x[:, :-1] if cfg.difference else x  # (batch, window, n_columns)
-        scaled = (steps - center) / scale
-        if cfg.normalize == "window":
-            anchor = scaled[:, -1, :nt]  # (batch, n_targets): the target at the origin
-        else:
-            anchor = jnp.zeros((batch, nt), scaled.dtype)
-        inputs = jnp.concatenate([scaled[:, :, :nt] - anchor[:, None, :], scaled[:, :, nt:]], 2)
-        # An explicit zero carry: LSTMModel's default one wants a concrete batch size.
-        zeros = jnp.zeros((batch, model.lstm_hidden_size), jnp.float32)
-        carry = tuple(LSTMState(zeros, zeros) for _ in range(model.num_states))
-        y = model.apply({"params": params}, inputs.astype(jnp.float32), carry)
-        y = head.point(y, horizon, nt).astype(jnp.float64)  # horizon-major, as in training
-        out = (y + anchor[:, None, :]) * scale[:nt] + center[:nt]
-        if cfg.difference:
-            out = x[:, -1:, :nt] + jnp.cumsum(out, axis=1)  # from the level at the origin
-        if pattern is not None:
-            out = out + seasons[:, input_steps:]
-        return jnp.maximum(jnp.expm1(out), 0.0) if log1p else out
-
-    return f
+__all__ = [
+    "EXPORT_FILE",
+    "PLATFORMS",
+    "ProgramSpec",
+    "artifact_metadata",
+    "export_forecast",
+    "export_forecaster",
+    "export_run",
+    "forecast_function",
+    "seasonal_metadata",
+]
 
 
 def export_forecast(
     model: Any,
     params: Any,
     cfg: DataConfig,
-    scaler: Scaler,
+    scaler: Scaler | PanelScaler,
     platforms: Sequence[str] = PLATFORMS,
     head: OutputHead | None = None,
+    *,
+    spec: ProgramSpec | None = None,
+    static_scaler: Scaler | None = None,
+    calibration: Calibration | None = None,
 ) -> jax.export.Exported:
     """Trace and lower :func:`forecast_function` for any batch size.
 
-    Traced on the pure-JAX path (``kernels.use("xla")``) with x64 enabled; the input is
-    ``(batch, window + difference, n_columns)`` float64 with ``batch`` symbolic, and for a
-    deseasonalised run also ``(batch,)`` int32 phases.
+    Traced on the pure-JAX path (``kernels.use("xla")``) with x64 enabled; the inputs are
+    those of :attr:`ProgramSpec.inputs` (``spec`` None: the windows ``(batch, window +
+    difference, n_columns)`` float64, and for a deseasonalised run ``(batch,)`` int32
+    phases), ``batch`` symbolic.
     """
-    input_steps = cfg.window + int(cfg.difference)
-    fn = forecast_function(model, params, cfg, scaler, head)
+    spec = spec or ProgramSpec(len(scaler.columns), seasonal=scaler.seasonal is not None)
+    fn = forecast_function(model, params, cfg, scaler, head, spec=spec,
+                           static_scaler=static_scaler, calibration=calibration)  # fmt: skip
     with jax.enable_x64(True), kernels.use("xla"):
         (batch,) = jax.export.symbolic_shape("batch")
-        specs = [jax.ShapeDtypeStruct((batch, input_steps, len(scaler.columns)), jnp.float64)]
-        if scaler.seasonal is not None:
-            specs.append(jax.ShapeDtypeStruct((batch,), jnp.int32))
+        specs = spec.shapes(batch, cfg.window + int(cfg.difference), cfg.horizon)
         return jax.export.export(jax.jit(fn), platforms=tuple(platforms))(*specs)
 
 
 def seasonal_metadata(seasonal: SeasonalPattern | None) -> dict[str, Any] | None:
-    """The artifact's ``seasonal`` entry for a one-series pattern (None without one): the
-    season, the phase's row (``"origin"``: each window's last row), the time stamp of phase
-    0, the time step, and how :func:`stacklstm.serving.origin_steps` counts steps from it
-    (checked here against the run's own time grid; null when numpy cannot count them).
+    """The artifact's ``seasonal`` entry (None without a pattern): the season, the phase's
+    row (``"origin"``: each window's last row), the time stamp of phase 0 (for a panel, its
+    first series'; the program shifts the phases of the others), the time step, and how
+    :func:`stacklstm.serving.origin_steps` counts steps from it (checked here against the
+    run's own time grid; null when numpy cannot count them).
 
     Example:
         >>> p = SeasonalPattern(12, np.zeros((1, 12, 1)), ("1958-03-01T00:00:00",), "MS")
@@ -165,7 +138,7 @@ def seasonal_metadata(seasonal: SeasonalPattern | None) -> dict[str, Any] | None
     """
     if seasonal is None:
         return None
-    (reference,) = seasonal.reference
+    reference = seasonal.reference[0]  # a panel's phases count from its first series' phase 0
     return {
         "season": seasonal.season,
         "phase_of": "origin",
@@ -225,15 +198,21 @@ def _step_rule(reference: str | int | None, freq: str | None) -> dict[str, Any] 
 def artifact_metadata(
     exported: jax.export.Exported,
     cfg: DataConfig,
-    scaler: Scaler,
+    scaler: Scaler | PanelScaler,
     checkpoint: dict[str, Any] | None = None,
+    *,
+    spec: ProgramSpec | None = None,
+    static_columns: Sequence[str] = (),
+    conformal: bool = False,
 ) -> dict[str, Any]:
     """The metadata :mod:`stacklstm.serving` stores beside the program."""
+    spec = spec or ProgramSpec(len(scaler.columns), seasonal=scaler.seasonal is not None)
+    columns = list(scaler.columns)
     return {
         "layout_version": serving.LAYOUT_VERSION,
         "stacklstm_version": __version__,
         "jax_version": jax.__version__,
-        "columns": list(scaler.columns),
+        "columns": columns,
         "targets": list(cfg.target),
         "window": cfg.window,
         "horizon": cfg.horizon,
@@ -241,22 +220,50 @@ def artifact_metadata(
         "difference": cfg.difference,
         "normalize": cfg.normalize,
         "scaler": scaler.kind,
-        "quantiles": None,  # point forecasts only
+        "quantiles": list(spec.levels) or None,
         "platforms": list(exported.platforms),
         "dtype": "float64",
         "checkpoint": dict(checkpoint or {}),
         "seasonal": seasonal_metadata(scaler.seasonal),
+        "inputs": spec.inputs,
+        "ids": list(scaler.ids) if spec.panel else None,  # type: ignore[union-attr]
+        "future_columns": columns[len(columns) - spec.n_future :] if spec.n_future else [],
+        "static_columns": list(static_columns),
+        "conformal": conformal,
     }
 
 
 def export_forecaster(
     run: TrainedRun, platforms: Sequence[str] = PLATFORMS
 ) -> tuple[jax.export.Exported, dict[str, Any]]:
-    """A loaded run's ``(exported, metadata)``; see :func:`export_forecast`."""
-    cfg, scaler = run.info.config.data, run.info.scaler
-    head = OutputHead.of(run.info.config.train)
-    exported = export_forecast(run.model, run.params, cfg, scaler, platforms, head)
-    return exported, artifact_metadata(exported, cfg, scaler, run.checkpoint)
+    """A loaded run's ``(exported, metadata)``: its program takes what the run needs (see
+    :class:`~stacklstm.train.export_program.ProgramSpec`) and gives its point forecasts,
+    and its quantiles when ``stacklstm predict`` gives them (a quantile or distribution
+    loss with ``interval_levels``, or ``conformal``, whose offsets the program applies)."""
+    cfg, train, scaler = run.info.config.data, run.info.config.train, run.info.scaler
+    head = OutputHead.of(train)
+    calibration = run_calibration(run)
+    if calibration is not None:
+        levels = tuple(calibration.quantiles)
+    elif train.loss in INTERVAL_LOSSES:
+        levels = tuple(report_quantiles(train))
+    else:
+        levels = ()
+    n_future, n_static = covariate_sizes(cfg, scaler.columns)
+    panel = isinstance(scaler, PanelScaler)
+    spec = ProgramSpec(
+        len(scaler.columns), len(scaler.ids) if panel else 1, panel,
+        scaler.seasonal is not None, n_future, n_static, levels,
+    )  # fmt: skip
+    exported = export_forecast(
+        run.model, run.params, cfg, scaler, platforms, head, spec=spec,
+        static_scaler=run.info.static_scaler, calibration=calibration,
+    )  # fmt: skip
+    metadata = artifact_metadata(
+        exported, cfg, scaler, run.checkpoint, spec=spec,
+        static_columns=cfg.static_features, conformal=calibration is not None,
+    )  # fmt: skip
+    return exported, metadata
 
 
 def export_run(
@@ -270,9 +277,9 @@ def export_run(
         platforms: Where the program may run (``jax.export`` platform names).
 
     Raises:
-        ValueError: Not a run folder, a seed ensemble's folder, a panel or covariate run, no
-            checkpoint, or ``output`` is refused by
-            :func:`stacklstm.train.outputs.check_output`: a folder (or a path ending in
+        ValueError: Not a run folder, a seed ensemble's folder (export one of its members
+            instead: ``RUN_DIR/members/0``, a single run), no checkpoint, or ``output`` is
+            refused by :func:`stacklstm.train.outputs.check_output`: a folder (or a path ending in
             ``/``), in a folder that does not exist, or a file or folder of a run folder.
         OSError: ``output`` cannot be written.
     """
@@ -287,17 +294,8 @@ def export_run(
             f"an exported file holds one model; export a member instead, e.g. "
             f"stacklstm export {member}"
         )
-    if info.config.data.id_column is not None:
-        raise ValueError(
-            f"{run_dir} was trained on a panel (id_column={info.config.data.id_column!r}), "
-            "whose scaling differs per series; export writes one-series forecasters only"
-        )
-    if info.config.data.has_covariates:
-        raise ValueError(
-            f"{run_dir} was trained with covariates (future_features, static_features or "
-            "calendar='auto'); export writes forecasters of the past window only"
-        )
     run = load_run(run_dir)
+    assert isinstance(run, TrainedRun)
     exported, metadata = export_forecaster(run, platforms)
     data = serving.pack(metadata, bytes(exported.serialize()))
 
