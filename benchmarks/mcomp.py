@@ -159,14 +159,23 @@ def _append(path: Path, row: Mapping[str, Any]) -> None:
 # -- the statistical models ----------------------------------------------------------------------
 
 
-def statistical(series: Sequence[MSeries], work: Path, dataset: str) -> dict[str, dict]:
+def _holdout(s: MSeries) -> MSeries:
+    """``s`` with the last ``h`` values of ``x`` as the values to forecast."""
+    return MSeries(s.id, s.frequency, s.x[: -s.h], s.x[-s.h :])
+
+
+def statistical(series: Sequence[MSeries], work: Path, dataset: str,
+                holdout: bool = False) -> dict[str, dict]:  # fmt: skip
     """``{id: {model: forecast (h,) list, "fit_s": seconds}}`` for every series, from the cache
-    or fitted now, one series at a time (cached after each)."""
+    or fitted now, one series at a time (cached after each). With ``holdout``, fitted on
+    ``x`` without its last ``h`` values and forecasting those (series too short are left out)."""
     from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
 
-    path = work / dataset / "stats.jsonl"
+    path = work / dataset / ("stats-holdout.jsonl" if holdout else "stats.jsonl")
     done = _read_jsonl(path)
     todo = [s for s in series if s.id not in done]
+    if holdout:  # the last h values of x held out: the forecasts the combination is weighed on
+        todo = [_holdout(s) for s in todo if len(s.x) > s.h + 1]
     for k, s in enumerate(todo):
         m = s.season
         row: dict[str, Any] = {"key": s.id}
@@ -232,18 +241,21 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
     return "defaults" if not settings else hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> dict[str, list[float]]:
-    """The forecast from the last row of each series: ``{id: (h,) list}``."""
+def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dict, dict]:
+    """The forecast from the last row of each series and the one from ``horizon`` rows before
+    (the validation forecast, scored on the last ``horizon`` values of ``x``):
+    ``({id: (h,) list}, {id: (h,) list})``."""
     from stacklstm.train import predict
 
     frame = predict(run_dir, table)
     columns = [f"y_h{k}" for k in range(1, horizon + 1)]
-    if not ids:
-        return {"": frame[columns].iloc[-1].tolist()}
-    last = frame.groupby(frame.columns[0], sort=False).tail(1)
-    return {
-        str(i): row.tolist() for i, row in zip(last.iloc[:, 0], last[columns].values, strict=True)
-    }
+    groups = [("", frame)] if not ids else frame.groupby(frame.columns[0], sort=False)
+    last, val = {}, {}
+    for i, rows in groups:
+        last[str(i)] = rows[columns].iloc[-1].tolist()
+        if len(rows) > horizon:
+            val[str(i)] = rows[columns].iloc[-horizon - 1].tolist()
+    return last, val
 
 
 def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
@@ -261,12 +273,13 @@ def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
         start = time.perf_counter()
         try:
             fit(cfg, scratch / "run", data_path=table, quiet=True)
-            found = _forecasts(scratch / "run", table, h, with_id)
+            found, val = _forecasts(scratch / "run", table, h, with_id)
         except ValueError as err:  # a refused setting or a series too short: no forecast
             return {"forecasts": {}, "fit_s": time.perf_counter() - start, "error": str(err)}
         if not with_id:
-            found = {items[0].id: found[""]}
-        return {"forecasts": found, "fit_s": time.perf_counter() - start, "error": None}
+            found, val = {items[0].id: found[""]}, {items[0].id: val.get("")}
+        return {"forecasts": found, "val_forecasts": val, "fit_s": time.perf_counter() - start,
+                "error": None}  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -281,9 +294,10 @@ def local(series: Sequence[MSeries], sample: int, seeds: Sequence[int], settings
     for seed in seeds:
         for k, s in enumerate(x for x in series if x.id in chosen):
             key = f"{seed}/{s.id}"
-            if key not in done:
+            if key not in done or "val_forecast" not in done[key]:  # older rows: refit
                 result = lstm_fit([s], settings, seed, with_id=False)
                 row = {"key": key, "forecast": result["forecasts"].get(s.id),
+                       "val_forecast": result.get("val_forecasts", {}).get(s.id),
                        "fit_s": result["fit_s"], "error": result["error"]}  # fmt: skip
                 _append(path, {**row, "settings": dict(settings)})
                 done[key] = row
@@ -305,7 +319,7 @@ def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[s
             key = f"{seed}/{frequency}"
             if not items:
                 continue
-            if key not in done:
+            if key not in done or "val_forecasts" not in done[key]:  # older rows: refit
                 result = lstm_fit(items, settings, seed, with_id=True)
                 row = {"key": key, **result, "settings": dict(settings)}
                 _append(path, row)
@@ -313,7 +327,9 @@ def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[s
                 logging.info("global seed %d %s: %.0f s", seed, frequency, row["fit_s"])
             row = done[key]
             for s in items:
-                out[seed][s.id] = {"forecast": row["forecasts"].get(s.id), "fit_s": row["fit_s"]}
+                val = row.get("val_forecasts", {}).get(s.id)
+                out[seed][s.id] = {"forecast": row["forecasts"].get(s.id), "fit_s": row["fit_s"],
+                                   "val_forecast": val}  # fmt: skip
     return out
 
 
@@ -322,7 +338,7 @@ def coverage(series: Sequence[MSeries], settings: Mapping[str, str]) -> dict[str
     data checks of ``fit`` (read, clean, resolve ``auto``, split), without training.
     ``{frequency: {"series", "trainable", "first_error"}}``."""
     from stacklstm.data import make_splits, prepare_series
-    from stacklstm.data.season import resolve_data_config
+    from stacklstm.train.resolve import resolve_data
 
     out: dict[str, Any] = {}
     for frequency in FREQUENCIES:
@@ -334,7 +350,7 @@ def coverage(series: Sequence[MSeries], settings: Mapping[str, str]) -> dict[str
             cfg = _config(settings, s.h, with_id=False, seed=0).data
             try:
                 prepared = prepare_series(_table([s], with_id=False), cfg)
-                make_splits(prepared, resolve_data_config(cfg, prepared.freq))
+                make_splits(prepared, resolve_data(cfg, prepared.freq))
                 ok += 1
             except ValueError as err:
                 key = str(err).split(";")[0]
@@ -378,10 +394,38 @@ def _first_error(lstm: Mapping[int, Mapping[str, dict]], group: Sequence[MSeries
     return errors[0] if errors else "no forecast"
 
 
+def combine(lstm: Sequence[float], stats: Mapping[str, Any]) -> list[float]:
+    """The median, step by step, of the LSTM's forecast and the three statistical models'
+    (with four forecasts: the mean of the middle two)."""
+    return np.median([lstm, *(stats[n] for n in STATISTICAL)], axis=0).tolist()
+
+
+def combine_weighted(s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, Any],
+                     held: Mapping[str, Any] | None) -> list[float]:  # fmt: skip
+    """The library's combination (:func:`stacklstm.combine.combine`): the LSTM's and the
+    statistical models' forecasts weighed by the inverse of their mean absolute error on the
+    last ``h`` values of ``x`` (each fitted without them); the median of the four where the
+    series is too short to hold them out."""
+    from stacklstm.combine import combine as weigh
+
+    if held is None or lstm.get("val_forecast") is None:
+        return combine(lstm["forecast"], stats)
+    target = s.x[-s.h :]
+    forecasts = {
+        "lstm": np.asarray(lstm["forecast"]),
+        **{n: np.asarray(stats[n]) for n in STATISTICAL},
+    }
+    errors = {"lstm": float(np.mean(np.abs(np.asarray(lstm["val_forecast"]) - target)))}
+    errors |= {n: float(np.mean(np.abs(np.asarray(held[n]) - target))) for n in STATISTICAL}
+    return weigh(forecasts, errors).tolist()
+
+
 def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
-               lstm: Mapping[int, Mapping[str, dict]] | None, name: str) -> list[str]:  # fmt: skip
-    """Markdown rows per frequency: the LSTM (mean and sd over seeds) and the baselines on the
-    series the LSTM forecast."""
+               lstm: Mapping[int, Mapping[str, dict]] | None, name: str,
+               held: Mapping[str, dict] | None = None) -> list[str]:  # fmt: skip
+    """Markdown rows per frequency: the LSTM (mean and sd over seeds), its combinations with the
+    statistical models (``held``: their forecasts of the held-out end of ``x``, for the weighted
+    one), and the baselines on the series the LSTM forecast."""
     lines = ["| frequency | series | forecaster | mean MASE | mean sMAPE % | beats seasonal "
              "naive (share of series) |", "|---|---|---|---|---|---|"]  # fmt: skip
     for frequency in FREQUENCIES:
@@ -411,6 +455,20 @@ def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
             lines.append(f"| {frequency} | {len(covered)} of {len(group)} | **{name}** "
                          f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
                          f"{np.mean(smape):.2f} | {wins:.0%} |")  # fmt: skip
+            recipes = {"median": lambda r, s: combine(r["forecast"], stats[s.id])}
+            if held is not None:
+                recipes["weighted"] = lambda r, s: combine_weighted(s, r, stats[s.id],
+                                                                    held.get(s.id))  # fmt: skip
+            for recipe, make in recipes.items():
+                combined = [{s.id: make(lstm[k][s.id], s) for s in covered} for k in seeds]
+                per_seed = [_means(covered, c) for c in combined]
+                mase = [m["mase"] for m in per_seed]
+                wins = np.mean([[score(s, c[s.id])["mase"] < naive[s.id] for s in covered]
+                                for c in combined])  # fmt: skip
+                sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
+                smape = np.mean([m["smape"] for m in per_seed])
+                lines.append(f"| {frequency} | {len(covered)} | {name} + statistical, {recipe} | "
+                             f"{np.mean(mase):.3f}{sd} | {smape:.2f} | {wins:.0%} |")  # fmt: skip
         for model in BASELINES:
             m = _means(covered, {s.id: stats[s.id][model] for s in covered})
             naive_wins = np.mean([score(s, stats[s.id][model])["mase"]
@@ -459,15 +517,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                   *coverage_rows(coverage(series, settings)), ""]  # fmt: skip
     if "local" in modes:
         results = local(series, args.sample, seeds, settings, args.work, args.dataset)
+        chosen = [s for s in series if s.id in results[seeds[0]]]
+        held = statistical(chosen, args.work, args.dataset, holdout=True)
         lines += [f"One stacklstm model per series ({recipe}), on a fixed sample of "
                   f"{args.sample} series per frequency:", "",
-                  *table_rows(series, stats, results, "stacklstm local"), ""]  # fmt: skip
+                  *table_rows(series, stats, results, "stacklstm local", held), ""]  # fmt: skip
         times = [r["fit_s"] for by_id in results.values() for r in by_id.values()]
         lines += [f"Median fit time per series: {np.median(times):.1f} s.", ""]
     if "global" in modes:
         results = global_(series, seeds, settings, args.work, args.dataset)
+        held = statistical(series, args.work, args.dataset, holdout=True)
         lines += [f"One global stacklstm model per frequency ({recipe}):", "",
-                  *table_rows(series, stats, results, "stacklstm global"), ""]  # fmt: skip
+                  *table_rows(series, stats, results, "stacklstm global", held), ""]  # fmt: skip
     lines.append(f"This run: {time.perf_counter() - start:.0f} s (cached results are not refit).")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -5,7 +5,16 @@ import os
 import jax
 import pytest
 
-from helpers import CACHE_SETTINGS, CRASH_FLAGS, CRASH_RUN, STEPS_PER_EPOCH, TINY_RUN, _main, _saved
+from helpers import (
+    CACHE_SETTINGS,
+    CRASH_FLAGS,
+    CRASH_RUN,
+    ENSEMBLE_RUN,
+    STEPS_PER_EPOCH,
+    TINY_RUN,
+    _main,
+    _saved,
+)
 from stacklstm.train import fit, read_run_info
 
 
@@ -58,3 +67,11 @@ def reference(tmp_path_factory):
     saved = _saved(run)
     assert saved["latest"][0] == 2 * STEPS_PER_EPOCH
     return run, saved
+
+
+@pytest.fixture(scope="session")
+def ensemble(tmp_path_factory):
+    """A finished 2-member ensemble of the tiny run (seeds 3 and 4): (run folder, FitResult)."""
+    out = tmp_path_factory.mktemp("ensemble") / "run"
+    result = fit(ENSEMBLE_RUN, out, quiet=True)
+    return out, result

@@ -1,12 +1,17 @@
 """Set-up shared by several test modules: the tiny training runs, child-process settings,
-the in-process CLI, run-folder readers, disk-full stand-ins, and small data series."""
+the in-process CLI, run-folder readers, disk-full stand-ins, small data series, the toy train
+step, and the benchmark scripts as modules."""
 
 import contextlib
+import dataclasses
 import errno
+import importlib.util
 import io
 import json
 import os
+import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -22,7 +27,7 @@ from stacklstm.intervals import OutputHead
 from stacklstm.train import ModelConfig, RunConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
 from stacklstm.train.rundir import METRICS_FILE
-from stacklstm.train.step import init_state, make_optimizer
+from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
 
 # The JAX settings of the suite's compilation cache (conftest.py turns it on) and the
 # environment variables that pass them to a child process.
@@ -91,6 +96,17 @@ CRASH_FLAGS, CRASH_RUN = tiny_run(batch_size=16, log_every=5, checkpoint_every=1
 
 STEPS_PER_EPOCH = 99
 
+# The tiny run as a 2-member seed ensemble (seeds 3 and 4): 48 steps per member.
+ENSEMBLE_RUN = dataclasses.replace(
+    TINY_RUN, train=dataclasses.replace(TINY_RUN.train, ensemble=2, seed=3)
+)
+
+# Cheap search trials: the tiny model, two epochs of 99 steps (batch 16), naive baselines.
+TRIAL_FLAGS = ["--window", "6", "--hidden-size", "8", "--num-layers", "1",
+               "--linear-layer-sizes", "8", "--epochs", "2", "--batch-size", "16",
+               "--season", "52", "--no-deseasonalize", "--baselines", "naive",
+               "--quiet"]  # fmt: skip
+
 
 # When one array of a checkpoint cannot be read, Orbax's other reads are dropped unawaited.
 ORBAX_ABANDONS_READS = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -137,6 +153,16 @@ def _saved(run_dir):
     return saved
 
 
+def _last_logged_step(run_dir):
+    """The newest step of metrics.jsonl (0 without one); a half-written line is skipped."""
+    path = Path(run_dir) / METRICS_FILE
+    steps = [0]
+    for line in path.read_text().splitlines() if path.exists() else []:
+        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
+            steps.append(json.loads(line)["step"])  # a line may be half written
+    return max(steps)
+
+
 def _complete_steps(run_dir):
     """Committed checkpoint steps (Orbax renames ``<step>.orbax-checkpoint-tmp`` when done)."""
     folder = Path(run_dir) / "checkpoints"
@@ -178,8 +204,8 @@ _JSON = st.recursive(
 )  # fmt: skip
 
 
-# readable numbers: no scaling, no window normalisation, row order as time
-RAW = {"target": ("v",), "time_column": None, "scaler": "none", "normalize": "none"}
+# readable numbers: no scaling, no window normalisation, row order as time (so no season)
+RAW = {"target": ("v",), "time_column": None, "scaler": "none", "normalize": "none", "season": 1}
 
 
 def series_of(values, **overrides):
@@ -215,3 +241,60 @@ def _assert_same_run(got, expected):
             np.testing.assert_array_equal(a, b)
     assert got["metrics"] == expected["metrics"]
     assert got["report"] == expected["report"]
+
+
+def _long_series(n=100_000):
+    """``(n,)`` a random walk plus a period-52 sine: long enough for seconds of AutoARIMA."""
+    t = np.arange(n)
+    rng = np.random.default_rng(0)
+    return np.cumsum(rng.normal(size=n)) + 10 * np.sin(2 * np.pi * t / 52)
+
+
+def monthly(values, start="2000-01-01"):
+    """A ``date, y`` table of monthly rows (month starts) from ``start``."""
+    return pd.DataFrame({"date": pd.date_range(start, periods=len(values), freq="MS"), "y": values})
+
+
+# --------------------------------------------------------------------------- the toy step
+
+TOY_MODEL = ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,))
+TOY_CFG = TrainConfig(lr=3e-2, warmup_fraction=0.0)
+
+
+class Toy(NamedTuple):
+    model: Any
+    optimizer: Any
+    step: Any  # the plain jitted train step, compiled once per toy
+    batch: Batch
+
+    def state(self, seed=0):
+        return init_state(self.model, self.optimizer, jax.random.key(seed), self.batch.x)
+
+
+def make_toy() -> Toy:
+    """A 2-layer model with horizon 2, its optimizer and train step, and a random batch of 16
+    windows of 6 steps (x ``(16, 6, 1)``, y ``(16, 2, 1)``)."""
+    rng = np.random.default_rng(0)
+    model = build_model(TOY_MODEL, output_size=2)
+    optimizer = make_optimizer(TOY_CFG, total_steps=100)
+    x = rng.normal(size=(16, 6, 1)).astype(np.float32)  # (batch, time, features)
+    y = rng.normal(size=(16, 2, 1)).astype(np.float32)  # (batch, horizon, n_targets)
+    batch = Batch(x, y, np.ones(16, np.float32))
+    return Toy(model, optimizer, make_train_step(model, optimizer, TOY_CFG), batch)
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_benchmark(name, module):
+    """``benchmarks/<name>.py`` imported as the module ``module``, once per process (the
+    test modules that use it share it)."""
+    if module in sys.modules:
+        return sys.modules[module]
+    spec = importlib.util.spec_from_file_location(module, ROOT / "benchmarks" / f"{name}.py")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded  # dataclasses look their module up
+    spec.loader.exec_module(loaded)
+    return loaded

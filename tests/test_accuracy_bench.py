@@ -1,30 +1,13 @@
 """The accuracy benchmark's own pieces (benchmarks/accuracy.py): transforms, budget, targets."""
 
-import importlib.util
-import json
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import load_benchmark
 from stacklstm.data.season import classical_pattern
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location(
-        "accuracy_bench", ROOT / "benchmarks" / "accuracy.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["accuracy_bench"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-acc = _load()
+acc = load_benchmark("accuracy", "accuracy_bench")
 
 
 def _spec(frame: pd.DataFrame, season: int, name: str = "toy"):
@@ -143,24 +126,6 @@ def test_statistical_timed_matches_the_library_baselines():
     for name in acc.STATISTICAL:
         np.testing.assert_array_equal(timed[name]["forecast"], library[name])
         assert timed[name]["fit_s"] >= 0 and timed[name]["forecast_s"] >= 0
-
-
-@pytest.mark.slow
-def test_fit_one_scores_like_the_library_report(tmp_path):
-    """The benchmark's score of a model equals the MASE of the run's own report.json: the
-    same targets, the same scale, and the forecasts mapped back to original units."""
-    t = np.arange(120)
-    y = 50 + 0.2 * t + 5 * np.sin(2 * np.pi * t / 12) + np.random.default_rng(2).normal(0, 1, 120)
-    task = acc.make_task(_spec(_monthly(y), 12), horizon=3)
-    recipe = acc.Recipe("tiny", {"epochs": 2, "lstm_hidden_size": 4, "linear_layer_sizes": []})
-    out = acc.fit_one(task, recipe, seed=0, work=tmp_path)
-    (run,) = (tmp_path / "runs").iterdir()
-    report = json.loads((run / "report.json").read_text())
-    assert acc.score(task, out["forecast"])["mase"] == pytest.approx(
-        report["test"]["model"]["mase"], rel=1e-9
-    )
-    again = acc.fit_one(task, recipe, seed=0, work=tmp_path)  # from the cache
-    np.testing.assert_array_equal(again["forecast"], out["forecast"])
 
 
 def test_docstring_examples_run():

@@ -1,12 +1,11 @@
 """Settings that contradict or overreach, config files in their own syntax, the table a
-search's best.toml names, and signals that reach a search or a long statistical baseline."""
+search's best.toml names, and signals that reach a search or a long statistical baseline (in
+child processes: tests/e2e/test_signals.py)."""
 
 import logging
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import tomllib
@@ -16,19 +15,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import _main, cache_env, raises_one_line
+from helpers import TRIAL_FLAGS, _long_series, _main, raises_one_line
 from stacklstm import baselines, tune
 from stacklstm.checks import SettingError
 from stacklstm.config import MAX_ENSEMBLE, RunConfig, TrainConfig
 from stacklstm.configfile import load_config, read_config
 from stacklstm.signals import Interrupted, handling_signals
 from stacklstm.train import fit, read_run_info
-
-# Cheap trials: the tiny model, two epochs of 99 steps (batch 16), naive baselines.
-TRIAL_FLAGS = ["--window", "6", "--hidden-size", "8", "--num-layers", "1",
-               "--linear-layer-sizes", "8", "--epochs", "2", "--batch-size", "16",
-               "--season", "52", "--no-deseasonalize", "--baselines", "naive",
-               "--quiet"]  # fmt: skip
 
 
 def _one_error_line(code, out, err):
@@ -232,31 +225,7 @@ def test_an_interrupted_trial_is_not_reported_by_optuna(tmp_path, monkeypatch):
     assert logger.filters == []
 
 
-@pytest.mark.slow
-def test_a_signal_during_a_search_is_the_one_line_of_the_command(tmp_path):
-    children = {}
-    for hook in ("epoch=SIGINT", "epoch=SIGTERM"):
-        out = tmp_path / hook.replace("=", "-")
-        children[hook] = subprocess.Popen(
-            [sys.executable, "-m", "stacklstm", "tune", "--trials", "2", "--out", str(out),
-             *TRIAL_FLAGS],
-            env=cache_env({**os.environ, "STACKLSTM_TEST_HOOK": hook}),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-    for hook, child in children.items():
-        _, stderr = child.communicate(timeout=600)
-        code = 130 if hook.endswith("SIGINT") else 143
-        words = "interrupted" if code == 130 else "terminated (SIGTERM)"
-        assert (child.returncode, stderr.splitlines()) == (code, [f"stacklstm: {words}"]), hook
-
-
 # -------------------------------------------- a signal during a long statistical baseline
-
-
-def _long_series(n=100_000):
-    t = np.arange(n)
-    rng = np.random.default_rng(0)
-    return np.cumsum(rng.normal(size=n)) + 10 * np.sin(2 * np.pi * t / 52)
 
 
 @pytest.mark.slow
@@ -278,41 +247,6 @@ def test_a_signal_stops_the_statistical_baselines_within_a_second():
         taken = time.monotonic() - sent[0]
     assert info.value.signum == signal.SIGTERM
     assert taken < 1.0, f"the signal waited {taken:.1f} s"
-
-
-@pytest.mark.slow
-def test_sigterm_ends_a_train_in_its_statistical_baselines_at_once(tmp_path):
-    pytest.importorskip("statsforecast")
-    data = tmp_path / "long.csv"
-    pd.DataFrame({"y": _long_series()}).to_csv(data, index=False)
-    run = tmp_path / "run"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "stacklstm", "train", "--data", str(data), "--target", "y",
-         "--time-column", "none", "--out", str(run), "--window", "8", "--hidden-size", "4",
-         "--num-layers", "1", "--linear-layer-sizes", "", "--epochs", "1", "--min-steps", "0",
-         "--batch-size", "512", "--stride", "50", "--season", "52", "--no-deseasonalize",
-         "--baselines", "all"],
-        env=cache_env({**os.environ, "PYTHONUNBUFFERED": "1"}),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    lines = []
-    try:
-        for line in child.stderr:  # the report's statistical baselines begin
-            lines.append(line)
-            if line.startswith("statsforecast: fitting"):
-                break
-        assert child.poll() is None, "".join(lines)[-3000:]
-        time.sleep(4.0)  # inside the first fit, on 85,001 rows
-        child.send_signal(signal.SIGTERM)
-        sent = time.monotonic()
-        rest = child.communicate(timeout=60)[1]
-        taken = time.monotonic() - sent
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 143, rest[-3000:]
-    assert rest.splitlines()[-1].startswith("stacklstm: terminated (SIGTERM)"), rest[-3000:]
-    assert taken < 2.0, f"SIGTERM took {taken:.1f} s"
 
 
 def test_train_config_best_toml_trains_on_the_searched_table(tmp_path):

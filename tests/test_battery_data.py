@@ -181,8 +181,9 @@ def test_predict_names_the_table_row_of_a_bad_future_row(tmp_path):
 
 
 def test_a_one_row_series_is_named_once_with_the_rows_the_run_needs(tmp_path, caplog):
+    # daily rows: a season of 7
     cfg = DataConfig(target=("y",), id_column="id", window=8, horizon=1, val_size=14,
-                     test_size=14)  # fmt: skip
+                     test_size=14, season=7)  # fmt: skip
     path = _panel_csv(
         tmp_path / "p.csv", [("a", "2021-01-01", 40, 0.0), ("b", "2021-01-01", 1, 9.0)]
     )

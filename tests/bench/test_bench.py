@@ -1,12 +1,10 @@
-"""The benchmark harness: FLOP count, summary arithmetic, worker protocol, one end-to-end run."""
+"""The benchmark harness: FLOP count, summary arithmetic, worker protocol (its end-to-end run
+is tests/e2e/test_bench.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -110,42 +108,6 @@ def test_worker_serve_reports_errors_and_skips_without_dying(monkeypatch):
     assert "unknown peer 'nope'" in replies[1]["error"]
     assert "KERAS_BACKEND='torch'" in replies[2]["skipped"]
     assert replies[3] == {"ok": True}
-
-
-@pytest.mark.slow
-def test_harness_tiny_end_to_end(tmp_path):
-    peers = ["stacklstm", "flax_rnn"]
-    if importlib.util.find_spec("torch") is not None:
-        peers.append("torch")
-    # Through the command line (`stacklstm bench`); benchmarks/run.py calls the same main.
-    cmd = [sys.executable, "-m", "stacklstm", "bench", "--workloads", "tiny"]
-    cmd += ["--peers", ",".join([*peers, "gemm"]), "--repeats", "1", "--iters", "2"]
-    cmd += ["--threads", "1", "--out", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-    (json_path,) = tmp_path.glob("bench-*.json")
-    (md_path,) = tmp_path.glob("bench-*.md")
-    run = json.loads(json_path.read_text())
-    assert run["argv"][:2] == ["--workloads", "tiny"]
-    assert run["machine"]["cores"] >= 1 and run["machine"]["versions"]["jax"]
-    tiny = run["workloads"]["tiny"]["peers"]
-    medians = run["summary"]["workloads"]["tiny"]["median_ms"]
-    for peer in peers:
-        assert tiny[peer]["status"] == "ok", tiny[peer].get("reason")
-        expected = {"train", "forward", "stream"} | ({"compile"} if peer != "torch" else set())
-        assert expected <= set(tiny[peer]["samples"])
-        for measure in expected:
-            assert len(tiny[peer]["samples"][measure]) == (1 if measure == "compile" else 2)
-            assert medians[peer][measure] > 0
-        assert tiny[peer]["memory"]["rss_peak_growth_bytes"] >= 0
-    assert run["summary"]["workloads"]["tiny"]["ratio_to_stacklstm"]["stacklstm"]["train"] == 1
-    assert all(p > 0 for p in run["summary"]["workloads"]["tiny"]["train_pct_of_roofline"].values())
-
-    md = md_path.read_text()
-    header = next(line for line in md.splitlines() if line.startswith("| measure |"))
-    assert header == "| measure | " + " | ".join(peers) + " |"
-    assert md in proc.stdout
 
 
 def test_baseline_runs_the_stacklstm_peer_of_another_package(monkeypatch, tmp_path):

@@ -7,8 +7,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import typing
 from pathlib import Path
@@ -29,7 +27,6 @@ from helpers import (
     _full_disk_at_commit,
     _main,
     _no_space,
-    cache_env,
     tiny_run,
 )
 from stacklstm.cli import build_parser, main
@@ -93,22 +90,6 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     code, _, _ = _run(capsys, "predict", run)  # defaults: the run's data, RUN_DIR/predictions.csv
     assert code == 0
     pd.testing.assert_frame_equal(pd.read_csv(run / "predictions.csv"), frame)
-
-
-@pytest.mark.slow
-def test_python_dash_m_stacklstm_trains(tmp_path):
-    env = cache_env()
-    done = subprocess.run(
-        [sys.executable, "-m", "stacklstm", "train", "--out", str(tmp_path / "run"), *TINY_FLAGS],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "test  model" in done.stdout and "stopped by epochs" in done.stdout
-    assert "epoch 2/2 step 48" in done.stderr  # progress is logged on stderr
-    assert (tmp_path / "run" / "report.json").exists()
 
 
 def test_flags_map_onto_config_fields_without_defaults_of_their_own():

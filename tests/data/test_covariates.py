@@ -1,14 +1,12 @@
 """Known-future, static and calendar covariates: the windows (on arange data), the future rows of
-predict and their errors, and a promotion-driven series trained end to end."""
+predict and their errors. (A promotion-driven series trained end to end is
+tests/e2e/test_forecasts.py.)"""
 
-import json
-
-import jax
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import _main, raises_one_line
+from helpers import raises_one_line
 from stacklstm.data import (
     DataConfig,
     make_inference_windows,
@@ -16,8 +14,6 @@ from stacklstm.data import (
     prepare_series,
 )
 from stacklstm.data.calendar import calendar_features
-from stacklstm.train import RunConfig, fit, load_run
-from stacklstm.train.prediction import predict
 
 
 def _arange_frame(n=20, future_rows=0):
@@ -29,9 +25,10 @@ def _arange_frame(n=20, future_rows=0):
     return frame
 
 
+# daily rows: a season of 7
 _CFG = DataConfig(target=("y",), features=("p",), future_features=("f",), static_features=("s",),
                   calendar="auto", window=3, horizon=2, scaler="none", normalize="none",
-                  val_fraction=0.2, test_fraction=0.2)  # fmt: skip
+                  val_fraction=0.2, test_fraction=0.2, season=7)  # fmt: skip
 
 
 def test_windows_see_the_horizon_of_future_features_never_the_future_of_past_ones():
@@ -149,71 +146,3 @@ def test_calendar_only_runs_forecast_without_future_rows_from_the_step():
     np.testing.assert_array_equal(series.tail[0], calendar)
     years = pd.DataFrame({"date": np.arange(1990, 2010), "y": np.arange(20.0)})
     raises_one_line("whole numbers such as years have no calendar", prepare_series, years, cfg)
-
-
-def _promotion_table(path, n=400):
-    """Daily sales that a known-future promotion fully explains: 10 + 3 * promo + noise."""
-    rng = np.random.default_rng(0)
-    promo = (rng.random(n) < 0.3).astype(np.float64)
-    sales = 10 + 3 * promo + 0.3 * rng.standard_normal(n)
-    frame = pd.DataFrame({"date": pd.date_range("2020-01-01", periods=n, freq="D"),
-                          "sales": sales, "promo": promo})  # fmt: skip
-    frame.to_csv(path, index=False)
-    return frame
-
-
-def _promotion_run(**data):
-    return RunConfig.from_dict({
-        "data": {"target": ["sales"], "window": 7, "horizon": 1, "season": 7, **data},
-        "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": [8]},
-        "train": {"epochs": 15, "baselines": "naive", "log_every": 10, "checkpoint_every": 0},
-    })  # fmt: skip
-
-
-def _rmse(result, name):
-    return result.report.data["test"][name]["rmse"]
-
-
-@pytest.mark.slow
-def test_a_known_future_promotion_is_forecast_and_resume_stays_bit_identical(tmp_path):
-    frame = _promotion_table(tmp_path / "sales.csv")
-    known = _promotion_run(future_features=["promo"])
-    whole = fit(known, tmp_path / "known", data_path=tmp_path / "sales.csv", quiet=True)
-    naive = min(_rmse(whole, "last_value"), _rmse(whole, "seasonal_naive"))
-    assert _rmse(whole, "model") <= 0.5 * naive  # measured: 0.42 against 2.07
-    # the same column as a past-only feature cannot know the promotion of the forecast day
-    past = fit(_promotion_run(features=["promo"]), tmp_path / "past",
-               data_path=tmp_path / "sales.csv", quiet=True)  # fmt: skip
-    assert _rmse(past, "model") > 0.5 * naive  # measured: 1.44
-
-    # a run stopped mid-training and resumed is the uninterrupted one, bit for bit
-    fit(known, tmp_path / "split", data_path=tmp_path / "sales.csv", quiet=True,
-        stop_after_steps=50)  # fmt: skip
-    resumed = fit(known, tmp_path / "split", resume=True, quiet=True)
-    leaves = [jax.tree.leaves(load_run(r.out_dir).params) for r in (whole, resumed)]
-    for a, b in zip(*leaves, strict=True):
-        np.testing.assert_array_equal(a, b)
-    report = {**resumed.report.data, "data_path": whole.report.data["data_path"]}
-    assert report == whole.report.data
-    assert json.loads((tmp_path / "split" / "config.json").read_text())["config"]["data"][
-        "future_features"
-    ] == ["promo"]
-
-    # predict reads the promotion of the day after the last observed one
-    future = pd.concat([frame, pd.DataFrame({"date": [pd.Timestamp("2021-02-04")],
-                                             "sales": [np.nan], "promo": [1.0]})])  # fmt: skip
-    forecasts = {}
-    for promo in (1.0, 0.0):
-        future["promo"] = np.r_[frame["promo"], promo]
-        future.to_csv(tmp_path / "next.csv", index=False)
-        out = predict(whole.out_dir, tmp_path / "next.csv")
-        assert out["origin"].iloc[-1] == pd.Timestamp("2021-02-03")
-        forecasts[promo] = out["sales_h1"].iloc[-1]
-    assert 2.0 < forecasts[1.0] - forecasts[0.0] < 4.0  # the promotion adds 3
-    future["promo"] = np.r_[frame["promo"], np.nan]
-    future.to_csv(tmp_path / "next.csv", index=False)
-    code, out, err = _main("predict", whole.out_dir, "--data", tmp_path / "next.csv",
-                           "--output", tmp_path / "forecasts.csv")  # fmt: skip
-    assert (code, out) == (2, "") and err.count("\n") == 1
-    assert "future feature 'promo' has no value for 2021-02-04" in err
-    assert not (tmp_path / "forecasts.csv").exists()

@@ -21,9 +21,10 @@ from stacklstm.data import (
     select_series,
 )
 
-# exact values of ramps: without a seasonal pattern (tests/data/test_season.py has its own)
+# exact values of ramps: without a seasonal pattern (tests/data/test_season.py has its own);
+# daily rows (panel_frame), so the season of a day
 PANEL = {"target": ("v",), "time_column": "t", "id_column": "id", "scaler": "none",
-         "normalize": "none", "deseasonalize": False}  # fmt: skip
+         "normalize": "none", "deseasonalize": False, "season": 7}  # fmt: skip
 
 
 def panel_frame(lengths, starts=None, bases=None, freq="D", seed=0):
@@ -241,7 +242,7 @@ def test_split_sizes_and_fractions_are_two_forms_of_one_setting():
                     error=SettingError, id_column="co2")  # fmt: skip
     # a one-series table with sizes: the rows themselves, and the message names the sizes
     series, cfg = prepared(panel_frame({"a": 20}), window=3, horizon=2, val_size=4, test_size=5)
-    single = DataConfig(target=("v",), time_column="t", window=3, horizon=2, test_size=14)
+    single = DataConfig(target=("v",), time_column="t", window=3, horizon=2, test_size=14, season=7)
     one = prepare_series(panel_frame({"a": 20}), single)
     raises_one_line(r"training split has 3 of 20 rows \(val_fraction=0.15, test_size=14\)",
                     make_splits, one, single)  # fmt: skip

@@ -244,7 +244,7 @@ def test_to_original_reproduces_y_true(kind, normalize, difference):
 @pytest.mark.parametrize("difference", [False, True])
 def test_inference_windows_match_evaluation_windows(difference):
     frame = read_table(bundled_dataset_path())
-    cfg = DataConfig(window=12, horizon=3, stride=2, difference=difference)
+    cfg = DataConfig(window=12, horizon=3, stride=2, difference=difference, season=52)
     series = prepare_series(frame, cfg)
     splits, scaler = make_splits(series, cfg)
     # the scaler as a checkpoint would store it
@@ -316,15 +316,33 @@ def test_make_splits_errors():
         *series_of(np.arange(20.0), window=13, horizon=2),
     )
     raises_one_line(
-        r"the validation split has 2 rows, fewer than horizon \(3\)",
+        r"the validation split has 2 rows, fewer than horizon \(3\); raise `val_size`",
         make_splits,
-        *series_of(np.arange(20.0), window=2, horizon=3, val_fraction=0.1),
+        *series_of(np.arange(20.0), window=2, horizon=3, val_size=2),
     )
+    # a fraction giving fewer rows than the horizon gives the horizon: round(0.1 * 20) = 2 -> 3
+    splits, _ = make_splits(*series_of(np.arange(20.0), window=2, horizon=3, val_fraction=0.1))
+    assert len(splits.val) == 1 and splits.val.origin.tolist() == [13]
     series, cfg = series_of(np.arange(20.0), window=8, horizon=2)
     raises_one_line(
-        r"config expects \['w'\]", make_splits, series, DataConfig(**{**RAW, "target": ("w",)})
+        r"config expects \['w'\]",
+        make_splits,
+        series,
+        DataConfig(**{**RAW, "target": ("w",), "window": 8}),
     )
     assert len(make_splits(series, cfg)[0].test) == 2  # 3 test rows, horizon 2: origins 16, 17
+
+
+def test_windows_need_resolved_settings():
+    series, cfg = series_of(np.arange(20.0), window=3, horizon=1)
+    scaler = make_splits(series, cfg)[1]
+    both = DataConfig(**{**RAW, "season": "auto"})  # window and season "auto"
+    message = r"make_splits needs resolved settings, got season='auto', window='auto'; "
+    raises_one_line(message, make_splits, series, both, error=ValueError)
+    message = r"make_inference_windows needs resolved settings, got window='auto'; "
+    raises_one_line(
+        message, make_inference_windows, series, DataConfig(**RAW), scaler, error=ValueError
+    )
 
 
 def test_make_inference_windows_rejects_mismatched_scaler():

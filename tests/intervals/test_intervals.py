@@ -1,7 +1,7 @@
 """Prediction intervals: pinball loss, the non-crossing quantiles, the NLLs against scipy,
 conformal calibration and the interval scores against hand-computed numbers; the flags'
-errors; and, on a synthetic series with known Gaussian noise, conformal 80 % intervals that
-cover 80 % of the test targets, and a report that shows it when the noise doubles."""
+errors. (A whole run whose conformal 80 % intervals cover 80 % of the test targets is
+tests/e2e/test_forecasts.py.)"""
 
 import json
 import logging
@@ -9,14 +9,12 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 
 from helpers import _main
-from stacklstm import serving
 from stacklstm.baselines import residual_intervals
-from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
+from stacklstm.config import TrainConfig
 from stacklstm.intervals import (
     Calibration,
     Forecast,
@@ -35,9 +33,6 @@ from stacklstm.intervals import (
     report_quantiles,
     student_t_nll,
 )
-from stacklstm.train import evaluate_run, fit, predict
-from stacklstm.train.calibration import CALIBRATION_FILE
-from stacklstm.train.export import export_run
 from stacklstm.train.step import forecast_loss
 
 
@@ -223,72 +218,3 @@ def test_bad_interval_flags_are_one_line_and_write_nothing(tmp_path, flags, mess
     assert code == 2 and not stdout
     assert len(stderr.strip().splitlines()) == 1 and message in stderr, stderr
     assert not out.exists()
-
-
-# --------------------------------------------------------------------------- calibration
-
-
-def _noisy_series(path, n=3000, noise_scale_in_test=1.0, seed=0):
-    """A period-20 sine of amplitude 5 plus N(0, 1) noise; the last 25 % of the rows (the
-    test split below) with the noise scaled by ``noise_scale_in_test``."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(n)
-    noise = rng.normal(size=n)
-    noise[int(n * 0.75) :] *= noise_scale_in_test
-    pd.DataFrame({"y": 5 * np.sin(2 * np.pi * t / 20) + noise}).to_csv(path, index=False)
-    return path
-
-
-CALIBRATION_RUN = RunConfig(
-    DataConfig(
-        target=("y",), time_column=None, window=8, season=20, val_fraction=0.3,
-        test_fraction=0.25, deseasonalize=False,  # as its figures were measured
-    ),
-    ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=()),
-    TrainConfig(
-        epochs=2, batch_size=64, loss="quantile", quantiles=(0.1, 0.9), conformal=True,
-        baselines="naive",
-    ),
-)  # fmt: skip
-
-
-@pytest.mark.slow
-def test_conformal_intervals_cover_their_level_and_the_report_shows_miscalibration(tmp_path):
-    run_dir = tmp_path / "run"
-    result = fit(CALIBRATION_RUN, run_dir, data_path=_noisy_series(tmp_path / "y.csv"), quiet=True)
-    test = result.report.data["test"]
-    assert result.report.data["n_test"] >= 500
-    assert result.report.data["interval_levels"] == ["0.8"]
-    assert 0.75 <= test["model"]["coverage"]["0.8"] <= 0.85
-    # the naive baselines' intervals, from their own validation residuals, cover too
-    assert 0.75 <= test["last_value"]["coverage"]["0.8"] <= 0.85
-    assert set(test["model"]) >= {"coverage", "width", "wql"} and test["model"]["wql"] > 0
-    assert "cover 0.8" in result.report.table
-
-    # predict writes the same calibrated quantiles beside the point forecasts, from the
-    # kept offsets or (without them) computed again from the run's validation windows
-    intervals = result.report.test_intervals
-    origins = result.report.test_origin
-    for kept in (True, False):
-        frame = predict(run_dir).set_index("origin")
-        test_rows = frame.loc[origins]
-        np.testing.assert_allclose(test_rows["y_h1"], intervals.point[:, 0, 0], rtol=1e-12)
-        for i, level in enumerate(("0.1", "0.5", "0.9")):
-            got = test_rows[f"y_h1_q{level}"].to_numpy()
-            np.testing.assert_allclose(got, intervals.quantiles[:, 0, 0, i], rtol=1e-12)
-        if kept:
-            (run_dir / CALIBRATION_FILE).unlink()
-    # an exported quantile model forecasts its point forecast, the 0.5 quantile
-    export_run(run_dir, tmp_path / "m.stacklstm", platforms=("cpu",))
-    last = pd.read_csv(tmp_path / "y.csv")["y"].to_numpy()[-8:].reshape(1, 8, 1)
-    exported = serving.load(tmp_path / "m.stacklstm").predict(last)
-    np.testing.assert_allclose(exported.ravel(), [frame["y_h1"].iloc[-1]], rtol=0, atol=1e-5)
-
-    # a model calibrated on noise N(0, 1) but tested on N(0, 4): the report shows it
-    doubled = _noisy_series(tmp_path / "y2.csv", noise_scale_in_test=2.0)
-    report = evaluate_run(run_dir, doubled)
-    for name in ("model", "last_value"):  # 0.552 and 0.612 (calibrated: 0.817 and 0.832)
-        low = report.data["test"][name]["coverage"]["0.8"]
-        assert low < 0.65 and low < test[name]["coverage"]["0.8"] - 0.15
-    saved = json.loads((run_dir / "report.json").read_text())
-    assert saved["test"]["model"]["coverage"] == report.data["test"]["model"]["coverage"]

@@ -4,15 +4,12 @@ import json
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 import stacklstm.cli.commands as cli_commands
 import stacklstm.train.lock as lock_module
-from helpers import CRASH_FLAGS, _main, _saved, cache_env, tiny_run
+from helpers import _main, tiny_run
 from stacklstm.train.lock import LOCK_FILE, RunInUseError, RunLock
 from stacklstm.train.rundir import CONFIG_FILE, check_new_run_dir, creating_run_dir
 
@@ -145,61 +142,3 @@ def test_trains_without_out_in_the_same_second_get_their_own_folders(tmp_path, m
     code, _, err = _main("train", *flags, "--window", "100000")
     assert code == 2 and err.count("\n") == 1, err
     assert list((tmp_path / "bad").iterdir()) == []
-
-
-@pytest.mark.slow
-def test_concurrent_trains_on_one_folder_and_predict_during_training(reference, tmp_path):
-    run = tmp_path / "run"
-    children, logs = [], []
-    for n in range(3):
-        logs.append(tmp_path / f"train{n}.log")
-        with logs[-1].open("w") as stderr:
-            children.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "stacklstm",
-                        "train",
-                        "--out",
-                        str(run),
-                        "--quiet",
-                        *CRASH_FLAGS,
-                    ],
-                    env=cache_env(),
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    cwd=tmp_path,
-                )
-            )
-    predictions = []
-    deadline = time.monotonic() + 300
-    while any(child.poll() is None for child in children) and time.monotonic() < deadline:
-        if not (run / "checkpoints" / "0").is_dir():
-            time.sleep(0.05)
-            continue
-        code, _, err = _main("predict", run, "--output", tmp_path / "p.csv", "--quiet")
-        assert code == 0, err  # a reader never errs because the run is writing
-        predictions.append(tmp_path / "p.csv")
-    codes = [child.wait(timeout=max(deadline - time.monotonic(), 1)) for child in children]
-    assert sorted(codes) == [0, 2, 2], [log.read_text()[-2000:] for log in logs]
-    winner = children[codes.index(0)].pid
-    for _child, code, log in zip(children, codes, logs, strict=True):
-        if code == 2:
-            lines = log.read_text().splitlines()
-            assert len(lines) == 1, lines
-            assert lines[0].startswith(f"stacklstm: error: {run}")
-            assert (f"in use by another `stacklstm train` (pid {winner})" in lines[0]
-                    or "already holds a run" in lines[0])  # fmt: skip
-    assert len(predictions) >= 3
-    # the winner's run is exactly an undisturbed one: no lost or duplicated line or step
-    got, expected = _saved(run), reference[1]
-    assert got["metrics"] == expected["metrics"]
-    for which in ("latest", "best"):
-        assert got[which][0] == expected[which][0] and got[which][2] == expected[which][2]
-        for a, b in zip(got[which][1], expected[which][1], strict=True):
-            np.testing.assert_array_equal(a, b)
-    assert got["report"] == expected["report"]
-    assert (run / LOCK_FILE).exists() and not any(
-        p.name.endswith(".tmp") for p in Path(run).iterdir()
-    )

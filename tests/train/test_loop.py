@@ -1,18 +1,11 @@
 """The training loop: the run it writes, resume (also after SIGKILL or a damaged checkpoint),
-the NaN/Inf guard, early stopping, seeds, and a full disk mid-run.
+the NaN/Inf guard, early stopping, seeds, and a full disk mid-run. (The crash tests, which kill
+real ``python -m stacklstm train`` processes, are tests/e2e/test_train.py.)"""
 
-The crash tests kill real ``python -m stacklstm train`` processes and compare the resumed run
-with an uninterrupted one bit for bit (CPU)."""
-
-import contextlib
 import errno
 import io
 import json
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import jax
@@ -23,21 +16,14 @@ import pytest
 import stacklstm.train.plan as plan
 import stacklstm.train.trainer as trainer
 from helpers import (
-    CRASH_FLAGS,
     CRASH_RUN,
-    ORBAX_ABANDONS_READS,
-    STEPS_PER_EPOCH,
     TINY_RUN,
-    _assert_same_run,
-    _complete_steps,
     _full_disk_at_commit,
+    _last_logged_step,
     _leaves,
     _main,
     _metric_lines,
     _no_space,
-    _saved,
-    _truncate,
-    cache_env,
 )
 from stacklstm.data import DataError, bundled_dataset_path, make_splits, prepare_series, read_table
 from stacklstm.forecaster import build_model
@@ -95,36 +81,6 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(trained_run, tmp_path):
         assert _metric_lines(result.out_dir) == _metric_lines(whole.out_dir)  # no duplicates
         report = {**result.report.data, "data_path": whole.report.data["data_path"]}
         assert report == whole.report.data
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "train", [{"loss": "quantile", "quantiles": [0.1, 0.9]},
-              {"loss": "student_t", "conformal": True}],
-)  # fmt: skip
-def test_resume_is_bit_identical_for_every_interval_loss(tmp_path, train):
-    """The quantile and distribution heads, and conformal calibration, keep resume exact
-    (a smaller run: one LSTM layer, 6 steps per epoch, stopped mid-epoch 2). The point losses
-    are the tests above; ``normal`` is ``student_t``'s head without its third parameter (the
-    loop never looks at the loss), so it is left out to save a minute."""
-    cfg = TINY_RUN.replace(
-        {
-            "model": {"num_lstm_layers": 1, "dropout_rate": 0.0},
-            "train": {"batch_size": 256, "checkpoint_every": 0, **train},
-        }
-    )
-    whole = fit(cfg, tmp_path / "whole", quiet=True)
-    stopped = fit(cfg, tmp_path / "split", quiet=True, stop_after_steps=8)
-    assert (stopped.step, stopped.report) == (8, None)
-    resumed = fit(cfg, tmp_path / "split", quiet=True, resume=True)
-    assert resumed.step == whole.step == 12
-    for a, b in zip(_leaves(load_run(whole.out_dir).params),
-                    _leaves(load_run(resumed.out_dir).params), strict=True):  # fmt: skip
-        np.testing.assert_array_equal(a, b)
-    assert _metric_lines(resumed.out_dir) == _metric_lines(whole.out_dir)
-    report = {**resumed.report.data, "data_path": whole.report.data["data_path"]}
-    assert report == whole.report.data
-    assert whole.report.data["test"]["model"]["coverage"] is not None
 
 
 def test_resume_refuses_another_config(trained_run):
@@ -267,99 +223,6 @@ def test_early_stopping_follows_the_validation_losses(tmp_path):
     assert result.best_step == 24 * (int(np.argmin(val)) + 1)
 
 
-def _last_logged_step(run_dir):
-    path = Path(run_dir) / METRICS_FILE
-    steps = [0]
-    for line in path.read_text().splitlines() if path.exists() else []:
-        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
-            steps.append(json.loads(line)["step"])  # a line may be half written
-    return max(steps)
-
-
-def _wait_for(child, condition, log, timeout=300):
-    start = time.monotonic()
-    while not condition():
-        if child.poll() is not None or time.monotonic() - start > timeout:
-            child.kill()
-            child.wait()
-            pytest.fail(f"the child ended or stalled first:\n{log.read_text()[-3000:]}")
-        time.sleep(0.01)
-
-
-@pytest.mark.slow
-def test_sigkill_mid_epoch_then_resume_equals_an_uninterrupted_run(reference, tmp_path):
-    run, log = tmp_path / "run", tmp_path / "child.log"
-    with log.open("w") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "stacklstm", "train", "--out", str(run), "--quiet",
-             *CRASH_FLAGS],
-            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
-        )  # fmt: skip
-        # at least one checkpoint besides step 0, and well inside epoch 1
-        started = lambda: _last_logged_step(run) >= 30 and max(_complete_steps(run)) >= 10  # noqa: E731
-        _wait_for(child, started, log)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    assert child.returncode == -signal.SIGKILL
-    killed_at = _last_logged_step(run)
-    assert 30 <= killed_at < STEPS_PER_EPOCH, killed_at  # mid-epoch, nothing finished
-    assert 10 <= _complete_steps(run)[-1] <= killed_at
-    assert not (run / "report.json").exists()
-
-    code, _, err = _main("train", "--out", run, "--resume", "--quiet")
-    assert code == 0, err
-    _assert_same_run(_saved(run), reference[1])
-
-
-# Run by the child below: Orbax's last act of a save (renaming "40.orbax-checkpoint-tmp" to
-# "40") stalls, so the test can SIGKILL it with step 40 written but not committed.
-STALL_COMMIT_OF_STEP_40 = """
-import pathlib, runpy, sys, time
-from orbax.checkpoint._src.path import atomicity
-
-commit = atomicity.AtomicRenameTemporaryPath.finalize
-marker = pathlib.Path(sys.argv[1])
-
-async def stalled(self):
-    final = self.get_final()
-    if final.parent.name == "checkpoints" and final.name == "40":
-        marker.write_text(str(self.get()))
-        time.sleep(600)
-    return await commit(self)
-
-atomicity.AtomicRenameTemporaryPath.finalize = stalled
-sys.argv = ["stacklstm", *sys.argv[2:]]
-runpy.run_module("stacklstm", run_name="__main__", alter_sys=True)
-"""
-
-
-@pytest.mark.slow
-def test_kill_during_a_checkpoint_write_keeps_the_previous_checkpoint(reference, tmp_path):
-    run, log, marker = tmp_path / "run", tmp_path / "child.log", tmp_path / "stalled"
-    with log.open("w") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-c", STALL_COMMIT_OF_STEP_40, str(marker), "train", "--out",
-             str(run), "--quiet", *CRASH_FLAGS],
-            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
-        )  # fmt: skip
-        _wait_for(child, marker.exists, log)
-        partial = Path(marker.read_text())
-        assert partial.name == "40.orbax-checkpoint-tmp" and partial.is_dir()
-        for path in partial.rglob("*"):  # and make it a half-written one
-            if path.is_file():
-                _truncate(path)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    assert child.returncode == -signal.SIGKILL
-    assert _complete_steps(run) == [20, 30]  # the previous checkpoints, untouched
-
-    code, _, err = _main("train", "--out", run, "--resume")  # not quiet: see where it resumed
-    assert code == 0, err
-    assert f"resumed {run} at step 30" in err
-    assert not partial.exists()  # the stale temporary folder is cleaned up
-    _assert_same_run(_saved(run), reference[1])
-
-
 def test_same_seed_is_bit_identical_and_another_seed_differs(reference, tmp_path):
     runs = {}
     for name, seed in (("a", 0), ("b", 0), ("other", 1)):
@@ -408,21 +271,6 @@ def test_nonfinite_guard_reads_the_host_once_per_log_interval(monkeypatch, tmp_p
     fit(CRASH_RUN, tmp_path / "run", quiet=True, stop_after_steps=30)
     assert len(steps) == 30
     assert reads == [5] * 6  # log_every=5 (checkpoints every 10 fall on log steps)
-
-
-@ORBAX_ABANDONS_READS
-@pytest.mark.slow
-def test_resume_skips_a_damaged_newest_checkpoint_and_still_matches(reference, tmp_path):
-    run = tmp_path / "run"
-    fit(CRASH_RUN, run, quiet=True, stop_after_steps=50)  # checkpoints 40 and 50
-    for path in (run / "checkpoints" / "50" / "state").rglob("*"):
-        if path.is_file():
-            _truncate(path)
-    code, _, err = _main("train", "--out", run, "--resume", "--quiet")
-    assert code == 0, err
-    assert f"cannot restore step 50 from {run / 'checkpoints'}" in err
-    assert "using step 40, the newest intact checkpoint, and deleting step 50" in err
-    _assert_same_run(_saved(run), reference[1])
 
 
 def _full_after(writes):

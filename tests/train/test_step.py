@@ -1,11 +1,6 @@
 """The jitted steps: losses, the schedule, padded batches, the train step and its sharding."""
 
-import os
-import subprocess
-import sys
-import textwrap
 from dataclasses import replace
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,47 +8,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import _leaves
+from helpers import TOY_CFG, _leaves, make_toy
 from stacklstm.data import DataConfig, make_splits, prepare_series
 from stacklstm.distributed import check_batch_size, make_mesh, replicate, shard_batch
-from stacklstm.forecaster import build_model
-from stacklstm.train import ModelConfig, TrainConfig
+from stacklstm.train import TrainConfig
 from stacklstm.train.step import (
     Batch,
     forecast_loss,
-    init_state,
-    make_optimizer,
     make_schedule,
     make_train_step,
     padded_batches,
 )
 
-TINY = ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,))
-
-
-class Toy(NamedTuple):
-    model: Any
-    optimizer: Any
-    step: Any  # the plain jitted train step, compiled once for the module
-    batch: Batch
-
-    def state(self, seed=0):
-        return init_state(self.model, self.optimizer, jax.random.key(seed), self.batch.x)
-
-
-TOY_CFG = TrainConfig(lr=3e-2, warmup_fraction=0.0)
-
 
 @pytest.fixture(scope="module")
 def toy():
-    """A 2-layer model with horizon 2, its optimizer and train step, and a random batch."""
-    rng = np.random.default_rng(0)
-    model = build_model(TINY, output_size=2)
-    optimizer = make_optimizer(TOY_CFG, total_steps=100)
-    x = rng.normal(size=(16, 6, 1)).astype(np.float32)  # (batch, time, features)
-    y = rng.normal(size=(16, 2, 1)).astype(np.float32)  # (batch, horizon, n_targets)
-    batch = Batch(x, y, np.ones(16, np.float32))
-    return Toy(model, optimizer, make_train_step(model, optimizer, TOY_CFG), batch)
+    """The toy model, optimizer, train step and batch (helpers.make_toy), once per module."""
+    return make_toy()
 
 
 def test_forecast_loss_matches_numpy_and_refuses_broadcasting():
@@ -117,7 +88,8 @@ def test_train_step_compiles_once_and_donates_the_state(toy):
 def test_train_step_loss_falls_on_a_sine(toy):
     t = np.arange(400)
     frame = pd.DataFrame({"v": np.sin(2 * np.pi * t / 25) + 0.5 * np.sin(2 * np.pi * t / 9)})
-    cfg = DataConfig(target=("v",), time_column=None, window=6, horizon=2, normalize="none")
+    cfg = DataConfig(target=("v",), time_column=None, window=6, horizon=2, normalize="none",
+                     season=1)  # fmt: skip
     splits, _ = make_splits(prepare_series(frame, cfg), cfg)
     train = splits.train  # x (n, 6, 1), y (n, 2, 1): the toy's shapes, so no new compile
     state, rng, losses = toy.state(), jax.random.key(0), []
@@ -157,53 +129,6 @@ def test_sharded_step_on_one_device_equals_plain_step(toy):
     assert float(plain_metrics.loss) == float(sharded_metrics.loss)
     for a, b in zip(_leaves(plain_state), _leaves(sharded_state), strict=True):
         np.testing.assert_array_equal(a, b)
-
-
-@pytest.mark.slow
-def test_sharded_step_on_two_cpu_devices_matches_one_device(toy, tmp_path):
-    """Data parallelism over two (simulated) CPU devices gives the one-device numbers."""
-    state = toy.state()
-    np.savez(tmp_path / "state.npz", *_leaves(state))
-    expected, metrics = toy.step(state, toy.batch, jax.random.key(1))
-    np.savez(tmp_path / "expected.npz", *_leaves(expected), float(metrics.loss))
-    np.savez(tmp_path / "batch.npz", *toy.batch)
-    script = textwrap.dedent(
-        f"""
-        import jax, numpy as np
-        from stacklstm.distributed import check_batch_size, make_mesh, replicate, shard_batch
-        from stacklstm.forecaster import build_model
-        from stacklstm.train import ModelConfig, TrainConfig
-        from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
-        mesh = make_mesh()
-        assert mesh.devices.size == 2
-        load = lambda name: list(np.load(r"{tmp_path}/" + name).values())
-        batch = Batch(*load("batch.npz"))
-        model = build_model(
-            ModelConfig(lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,)), 2
-        )
-        cfg = TrainConfig(lr=3e-2, warmup_fraction=0.0)
-        opt = make_optimizer(cfg, 100)
-        shapes = jax.eval_shape(lambda: init_state(model, opt, jax.random.key(0), batch.x))
-        state = jax.tree.unflatten(jax.tree.structure(shapes), load("state.npz"))
-        step = make_train_step(model, opt, cfg, mesh=mesh)
-        new, m = step(replicate(state, mesh), shard_batch(mesh, batch), jax.random.key(1))
-        assert new.params["head"]["output"]["bias"].sharding.is_fully_replicated
-        assert batch.x.shape[0] == 16 and shard_batch(mesh, batch).x.sharding.spec[0] == "data"
-        got = [np.asarray(a) for a in jax.tree.leaves(new)] + [float(m.loss)]
-        for a, b in zip(got, load("expected.npz"), strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-        try:
-            check_batch_size(3, mesh)
-        except ValueError as err:
-            print("ERR", err)
-        """
-    )
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "ERR `batch_size` (3) must be a multiple of the device count (2)" in done.stdout
 
 
 def test_batch_placement_checks_divisibility():

@@ -31,7 +31,7 @@ Example:
     >>> import numpy as np, pandas as pd
     >>> frame = pd.DataFrame({"date": pd.date_range("2000-01-01", periods=40, freq="W"),
     ...                       "co2": np.arange(40.0)})
-    >>> cfg = DataConfig(window=4, horizon=2)
+    >>> cfg = DataConfig(window=4, horizon=2, season=52)  # weekly: a season of 52
     >>> splits, scaler = make_splits(prepare_series(frame, cfg), cfg)
     >>> x, y = splits.train.gather(np.arange(2))
     >>> len(splits.train), x.shape, y.shape, splits.test.origin.tolist()

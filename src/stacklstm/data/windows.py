@@ -254,7 +254,8 @@ def make_splits(
 
     Args:
         series: From :func:`prepare_series` with the same ``cfg``.
-        cfg: Window, split and scaling settings.
+        cfg: Window, split and scaling settings, ``season`` and ``window`` resolved
+            (:func:`stacklstm.train.resolve.resolve_data`).
         scaler: A fitted scaler to use instead of fitting one (a run's saved one, to score
             it); for a panel, the series it lacks are left out, in an info line (the run
             named them, as warnings, when it was trained), or refused with ``cfg.strict``.
@@ -265,11 +266,12 @@ def make_splits(
         ``(splits, scaler)``; the scaler is fitted on the (differenced) training rows.
 
     Raises:
+        ValueError: ``season`` or ``window`` is still ``"auto"``.
         DataError: Too few training rows for one window, or a validation/test split above
             0 that leaves fewer rows than ``horizon`` (for a panel: every series so, or one
             with ``strict``).
     """
-    cfg = seasons.resolve_data_config(cfg, series.freq)
+    seasons.require_resolved(cfg, "make_splits")
     _check_series(series, cfg)
     if scaler is not None:
         _check_scaler(scaler, series, cfg)
@@ -400,7 +402,8 @@ def make_inference_windows(
 
     Args:
         series: From :func:`prepare_series` with the same ``cfg``.
-        cfg: The training run's config.
+        cfg: The training run's config, ``season`` and ``window`` resolved (a run folder's
+            are).
         scaler: The training run's scaler (from :func:`make_splits` or a checkpoint).
         static_scaler: The training run's scaler of the static features (None without).
 
@@ -409,8 +412,11 @@ def make_inference_windows(
 
     Returns:
         WindowSet with origins ``window - 1 (+1 with difference) .. rows - 1`` of each series.
+
+    Raises:
+        ValueError: ``season`` or ``window`` is still ``"auto"``.
     """
-    cfg = seasons.resolve_data_config(cfg, series.freq)
+    seasons.require_resolved(cfg, "make_inference_windows")
     _check_series(series, cfg)
     _check_scaler(scaler, series, cfg)
     lowest = cfg.window - 1 + int(cfg.difference)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXPECTED = {
     "quickstart.py": "prediction shape: (32, 1)",
     "forecast_co2.py": "last_value",
