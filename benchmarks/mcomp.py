@@ -337,8 +337,8 @@ def coverage(series: Sequence[MSeries], settings: Mapping[str, str]) -> dict[str
     """Which series one model per series can be trained on at all with these settings: the
     data checks of ``fit`` (read, clean, resolve ``auto``, split), without training.
     ``{frequency: {"series", "trainable", "first_error"}}``."""
-    from stacklstm.data import make_splits, prepare_series
-    from stacklstm.train.resolve import resolve_data
+    from stacklstm.data import make_splits
+    from stacklstm.train.resolve import prepare_resolved
 
     out: dict[str, Any] = {}
     for frequency in FREQUENCIES:
@@ -347,10 +347,10 @@ def coverage(series: Sequence[MSeries], settings: Mapping[str, str]) -> dict[str
             continue
         ok, errors = 0, {}
         for s in group:
-            cfg = _config(settings, s.h, with_id=False, seed=0).data
-            try:
-                prepared = prepare_series(_table([s], with_id=False), cfg)
-                make_splits(prepared, resolve_data(cfg, prepared.freq))
+            cfg = _config(settings, s.h, with_id=False, seed=0)
+            try:  # fit's own first phase: read, resolve "auto" for this series, split
+                prepared, resolved = prepare_resolved(_table([s], with_id=False), cfg)
+                make_splits(prepared, resolved.data)
                 ok += 1
             except ValueError as err:
                 key = str(err).split(";")[0]

@@ -26,7 +26,7 @@ def test_cutoffs_origins_and_fold_rows_on_arange():
     # 14..17; the last forecast (origin 17) ends on row 19
     assert bt.fold_cutoffs(20, horizon=2, folds=3, step=4) == [6, 10, 14]
     assert bt.fold_cutoffs(20, horizon=2, folds=1, step=18) == [0]
-    cfg = RunConfig(DataConfig(target=("v",), time_column=None, window=3, horizon=2,
+    cfg = RunConfig(DataConfig(target=("v",), time_column=None, window=3, horizon=2, season=4,
                                val_fraction=0.25, scaler="none", normalize="none"))  # fmt: skip
     series = prepare_series(pd.DataFrame({"v": np.arange(20.0)}), cfg.data)
     # the fold at cut-off 10 trains on rows 0..10: 8 for training, the last 3 for validation
@@ -162,7 +162,8 @@ def test_a_killed_backtest_resumes_to_the_same_numbers(tmp_path):
         (["--folds", "0"], "--folds must be an integer >= 1, got 0"),
         (["--refit", "0"], "--refit must be 'every', 'never' or an integer >= 1, got 0"),
         (["--refit", "sometimes"], "argument --refit: expected every, never or an integer"),
-        (["--folds", "7", "--step", "10"], "fold 0's cut-off leaves 8 rows, 7 for training "
+        # 8 rows: round(0.15 x 8) = 1 validation row, raised to the horizon, 3
+        (["--folds", "7", "--step", "10"], "fold 0's cut-off leaves 8 rows, 5 for training "
          "after the validation tail (val_fraction=0.15), but window + horizon need 9"),
     ],
 )  # fmt: skip
@@ -218,3 +219,167 @@ def test_the_backtest_plan_resolves_auto_as_a_run_does(tmp_path):
         f"cannot resume {out}: the settings differ from the saved backtest's (step: 4 != 3); "
         "resume with the same settings or start a new backtest"
     )
+
+
+def _panel_table(path, lengths=(60, 50)):
+    """Two series ``a`` (60 rows) and ``b`` (50 rows, another level and noise), no time."""
+    parts = [
+        pd.DataFrame({"id": name, "y": seasonal_values(n, seed=i) * (1 + i) + 5 * i})
+        for i, (name, n) in enumerate(zip("ab", lengths, strict=True))
+    ]
+    pd.concat(parts).to_csv(path, index=False)
+    return path
+
+
+def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_path):
+    from stacklstm import baselines
+    from stacklstm.train import read_run_info
+
+    data = _panel_table(tmp_path / "panel.csv")
+    cfg = _cfg("all").replace({"data": {"id_column": "id"}})
+    out = tmp_path / "bt"
+    result = bt.backtest(cfg, out, folds=2, step=3, data_path=data, quiet=True)
+    # cut-offs from each series' end: b (50 rows) at 50 - 3 - 3 * 2 = 41, 44; a 10 rows later
+    assert result.data["cutoffs"] == [51, 54] and result.data["n_series"] == 2
+    series = prepare_series(read_table(data), read_run_info(out / "fold_00").config.data)
+    for k, fold in enumerate(result.data["folds"]):
+        assert {n: s["cutoff"] for n, s in fold["per_series"].items()} == {
+            "a": 51 + 3 * k, "b": 41 + 3 * k
+        }  # fmt: skip
+        # the fold's training and validation rows end at the cut-off of every series
+        run_data = read_run_info(out / f"fold_{k:02d}").config.data
+        splits, _ = make_splits(series, run_data)
+        assert (splits.rows[:, 0] + splits.rows[:, 1]).tolist() == [52 + 3 * k, 42 + 3 * k]
+        assert splits.val.target_index.max() == 60 + 41 + 3 * k  # b's last validation row
+        forecasts = result.forecasts[k]
+        assert forecasts["origin"].tolist() == [51 + 3 * k + j for j in range(3)] + [
+            60 + 41 + 3 * k + j for j in range(3)
+        ]  # fmt: skip
+        for name, pooled in fold["scores"].items():
+            each = [fold["per_series"][s]["scores"][name] for s in "ab"]
+            # the pooled MASE is the mean of the series' MASE; MAE the mean over all targets
+            assert pooled["mase"] == pytest.approx(np.mean([m["mase"] for m in each]), rel=1e-12)
+            assert pooled["mae"] == pytest.approx(np.mean([m["mae"] for m in each]), rel=1e-12)
+            steps = fold["by_step"][name]
+            assert np.mean([s["mae"] for s in steps]) == pytest.approx(pooled["mae"], rel=1e-12)
+    # the statistical baselines of each series: statistical_forecasts on that series alone
+    for i, (name, start, n) in enumerate((("a", 0, 60), ("b", 60, 50))):
+        y = series.values[start : start + n, :1]
+        cuts = [n - 9, n - 6]
+        origins = np.concatenate([np.arange(c, c + 3) for c in cuts])
+        alone = baselines.statistical_forecasts(y, origins, 3, SEASON, cuts)
+        for k, fold in enumerate(result.data["folds"]):
+            o = origins[3 * k : 3 * k + 3]
+            actual = y[o[:, None] + np.arange(1, 4), 0]
+            scale = np.mean(np.abs(y[4 : cuts[k] + 1, 0] - y[: cuts[k] - 3, 0]))
+            scores = fold["per_series"][name]["scores"]
+            for model in ("auto_ets", "auto_arima", "auto_theta"):
+                mine = result.forecasts[k][model][3 * i : 3 * i + 3]
+                np.testing.assert_allclose(mine, alone[model][3 * k : 3 * k + 3], rtol=1e-12)
+                mae = np.mean(np.abs(alone[model][3 * k : 3 * k + 3, :, 0] - actual))
+                assert scores[model]["mae"] == pytest.approx(mae, rel=1e-12)
+                assert scores[model]["mase"] == pytest.approx(mae / scale, rel=1e-12)
+            last = np.mean(np.abs(y[o, :1] - actual))
+            assert scores["last_value"]["mae"] == pytest.approx(last, rel=1e-12)
+    summary = result.data["per_series"]["b"]["auto_ets"]["mean"]["mae"]
+    folds = result.data["folds"]
+    assert summary == pytest.approx(
+        np.mean([f["per_series"]["b"]["scores"]["auto_ets"]["mae"] for f in folds]), rel=1e-12
+    )
+    assert "2 series scored together" in result.table
+
+
+def test_a_panel_with_time_stamps_must_end_together(tmp_path):
+    frame = pd.read_csv(_panel_table(tmp_path / "p.csv"))
+    frame["t"] = np.concatenate([np.arange(60), np.arange(50)])  # b ends 10 steps early
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    cfg = _cfg("naive").replace({"data": {"id_column": "id", "time_column": "t"}})
+    with pytest.raises(DataError, match=r"series 'b' ends at 49 and 'a' at 59"):
+        bt.backtest(cfg, tmp_path / "bt", folds=2, step=3, data_path=tmp_path / "p.csv")
+    assert not (tmp_path / "bt").exists()
+    # without stamps: the same rows from each series' end; the shortest sets the folds
+    cfg = cfg.replace({"data": {"time_column": None}})
+    with pytest.raises(SettingError, match=r"but the data has 50; .*shortest series, 'b'"):
+        bt.prepare_backtest(cfg, tmp_path / "bt", 16, 3, None, tmp_path / "p.csv", False)
+    with pytest.raises(DataError, match=r"fold 0's cut-off in series 'b' leaves 9 rows, 6 for"):
+        bt.prepare_backtest(cfg, tmp_path / "bt", 13, 3, None, tmp_path / "p.csv", False)
+    plan = bt.prepare_backtest(cfg, tmp_path / "bt", 3, 3, "never", tmp_path / "p.csv", False)
+    assert plan.cutoffs == [48, 51, 54] and plan.series_cutoffs(1).tolist() == [51, 41]
+    assert plan.fold_config(0).data.val_size == 6  # round(0.15 x 39) = 6 rows in each
+    assert not (tmp_path / "bt").exists()
+
+
+def test_covariates_come_from_the_table_as_predict_reads_them(tmp_path):
+    """A fold's forecasts equal ``predict`` on its run folder with the table cut at the
+    cut-off plus the known-future rows after it."""
+    n = 80
+    rng = np.random.default_rng(3)
+    promo = (rng.random(n) < 0.3).astype(float)
+    frame = pd.DataFrame(
+        {
+            "ds": pd.date_range("2020-01-06", periods=n, freq="D").strftime("%Y-%m-%d"),
+            "y": seasonal_values(n) + 3 * promo,
+            "promo": promo,
+        }
+    )
+    data = tmp_path / "promo.csv"
+    frame.to_csv(data, index=False)
+    cfg = _cfg("naive").replace(
+        {"data": {"time_column": "ds", "future_features": ("promo",), "calendar": "auto"}}
+    )
+    out = tmp_path / "bt"
+    result = bt.backtest(cfg, out, folds=2, step=3, data_path=data, quiet=True)
+    assert result.data["cutoffs"] == [71, 74]
+    for k, cutoff in enumerate(result.data["cutoffs"]):
+        table = frame.iloc[: cutoff + 1 + 3].copy()
+        table.loc[table.index[cutoff + 1 :], "y"] = np.nan  # the future rows: promo only
+        path = tmp_path / f"cut{k}.csv"
+        table.to_csv(path, index=False)
+        last = predict(out / f"fold_{k:02d}", path).iloc[-1]  # from the cut-off's row
+        assert str(last["origin"])[:10] == frame["ds"][cutoff]
+        mine = result.forecasts[k]
+        assert mine["origin"][0] == cutoff
+        expected = last[["y_h1", "y_h2", "y_h3"]].to_numpy(dtype=float)
+        np.testing.assert_allclose(mine["model"][0, :, 0], expected, rtol=1e-6)
+
+
+def test_a_panel_with_static_and_known_future_covariates_forecasts_as_predict(tmp_path):
+    """Each series' fold forecast equals ``predict`` on the fold's run folder with every
+    series cut at the cut-off plus its known-future rows (the static values from the table)."""
+    n, parts = 60, []
+    for i, (name, size) in enumerate((("a", 1.0), ("b", 3.0))):
+        promo = (np.random.default_rng(i).random(n) < 0.3).astype(float)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "id": name,
+                    "ds": pd.date_range("2021-03-01", periods=n, freq="D").strftime("%Y-%m-%d"),
+                    "y": seasonal_values(n, seed=i) * size + 2 * promo,
+                    "promo": promo,
+                    "size": size,
+                }
+            )
+        )
+    frame = pd.concat(parts, ignore_index=True)
+    data = tmp_path / "panel.csv"
+    frame.to_csv(data, index=False)
+    cfg = _cfg("naive").replace({"data": {
+        "id_column": "id", "time_column": "ds", "future_features": ("promo",),
+        "static_features": ("size",), "calendar": "auto",
+    }})  # fmt: skip
+    out = tmp_path / "bt"
+    result = bt.backtest(cfg, out, folds=2, step=3, data_path=data, quiet=True)
+    assert result.data["cutoffs"] == [51, 54]
+    for k, cutoff in enumerate(result.data["cutoffs"]):
+        position = frame.groupby("id").cumcount()
+        table = frame[position <= cutoff + 3].copy()
+        table.loc[position[position <= cutoff + 3] > cutoff, "y"] = np.nan  # future rows
+        path = tmp_path / f"cut{k}.csv"
+        table.to_csv(path, index=False)
+        last = predict(out / f"fold_{k:02d}", path).groupby("id").tail(1).set_index("id")
+        mine = result.forecasts[k]
+        for i, name in enumerate("ab"):
+            assert str(last.loc[name, "origin"])[:10] == frame["ds"][cutoff]
+            row = mine["origin"].tolist().index(60 * i + cutoff)
+            expected = last.loc[name, ["y_h1", "y_h2", "y_h3"]].to_numpy(dtype=float)
+            np.testing.assert_allclose(mine["model"][row, :, 0], expected, rtol=1e-6)

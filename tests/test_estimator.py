@@ -3,7 +3,9 @@ against stacklstm.train.predict on the same run folder and against statsforecast
 cross-validation rows."""
 
 import gc
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -167,10 +169,23 @@ def test_unknown_keywords_and_column_settings_are_type_errors():
 def test_save_and_load_give_the_same_forecasts_and_the_cli_reads_the_folder(fitted, tmp_path):
     saved = fitted.save(tmp_path / "saved")
     assert (saved / TABLE_FILE).is_file()
+    # the folder names its own table relative to itself: nothing outside it is read
+    assert json.loads((saved / "config.json").read_text())["data_path"] == TABLE_FILE
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    shutil.move(saved, moved)
+    code, _, err = _main("evaluate", moved, "--quiet")  # no --data: the folder's own table
+    assert code == 0, err
+    report = json.loads((moved / "report.json").read_text())
+    assert report["data_path"] == str(moved.absolute() / TABLE_FILE)
+    trained = json.loads((fitted.run_dir / "report.json").read_text())
+    for split in ("test", "val"):
+        for key in ("mae", "rmse", "mape", "smape", "mase"):
+            assert report[split]["model"][key] == pytest.approx(trained[split]["model"][key],
+                                                                rel=1e-12)  # fmt: skip
+    saved = moved
     loaded = LSTMForecaster.load(saved)
     pd.testing.assert_frame_equal(loaded.predict(level=[80]), fitted.predict(level=[80]))
-    code, _, err = _main("evaluate", saved, "--data", saved / TABLE_FILE, "--quiet")
-    assert code == 0, err
     code, _, err = _main("predict", saved, "--format", "long", "--output", tmp_path / "f.csv")
     assert code == 0, err
     cli = pd.read_csv(tmp_path / "f.csv", parse_dates=["ds"])
@@ -216,14 +231,25 @@ def test_one_series_without_id_or_time_column_steps_in_whole_numbers():
     np.testing.assert_array_equal(out["stacklstm"], wide.iloc[-1][["y_h1", "y_h2", "y_h3"]])
 
 
-def test_run_dir_keeps_a_run_the_cli_reads_with_its_table_beside_it(tmp_path):
+def test_run_dir_keeps_a_self_contained_run_the_cli_reads(tmp_path):
     run = tmp_path / "runs" / "panel"
     model = LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=run).fit(_panel(ids=("a", "b")))
     assert model.run_dir == run
-    assert (tmp_path / "runs" / f"panel.{TABLE_FILE}").is_file()
+    assert (run / TABLE_FILE).is_file() and sorted(p.name for p in run.parent.iterdir()) == [
+        "panel"
+    ]  # fmt: skip
     code, _, err = _main("evaluate", run, "--quiet")  # its own table, no --data
     assert code == 0, err
-    assert LSTMForecaster.load(run).predict().equals(model.predict())
+    before = json.loads((run / "report.json").read_text())["test"]["model"]
+    expected = model.predict()
+    moved = shutil.move(run, tmp_path / "moved")
+    code, _, err = _main("evaluate", moved, "--quiet")
+    assert code == 0, err
+    assert json.loads((tmp_path / "moved" / "report.json").read_text())["test"]["model"] == before
+    assert LSTMForecaster.load(moved).predict().equals(expected)
+    with pytest.raises(ValueError, match="already holds a run"):  # refused, and kept
+        LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=moved).fit(_panel(ids=("a",)))
+    assert (tmp_path / "moved" / "config.json").is_file()
 
 
 def test_the_temporary_run_folder_goes_with_the_estimator():

@@ -82,11 +82,12 @@ def test_given_settings_are_kept_and_only_auto_ones_derived(tmp_path):
 
 def test_an_auto_window_too_long_for_the_series_is_one_data_error(tmp_path):
     # monthly: window 24, so 24 + 1 = 25 rows for one training window; with 15% each for
-    # validation and test the fewest is 35 (35 - 2 x round(5.25) = 25)
+    # validation and test the fewest is 35 (35 - 2 x round(5.25) = 25). 3 rows leave no room
+    # for even a window of one step (1 training row), so "auto" keeps 24 and says so
     with pytest.raises(DataError) as caught:
-        make_plan(_auto(), tmp_path / "run", False, _table(tmp_path, 20, "MS"))
+        make_plan(_auto(), tmp_path / "run", False, _table(tmp_path, 3, "MS"))
     assert str(caught.value) == (
-        "the series has 20 rows but window (24) + horizon (1) = 25 are needed for one training "
+        "the series has 3 rows but window (24) + horizon (1) = 25 are needed for one training "
         "window; with the validation and test rows the run needs at least 35"
     )
     assert not (tmp_path / "run").exists()
@@ -135,3 +136,20 @@ def test_an_unresolved_setting_below_the_plan_is_a_programming_error():
     with pytest.raises(ValueError, match=r"got season='auto', window='auto'; resolve them"):
         require_resolved(DataConfig(), "make_splits")
     require_resolved(DataConfig(season=1, window=3), "make_splits")  # resolved: passes
+
+
+def test_a_run_folder_may_hold_its_own_table_which_config_json_names_relative(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    table = _table(run, 60, "MS")  # run/MS.csv: the only file of the new folder
+    cfg = _auto().replace({"data": {"window": 12, "season": 12}})
+    plan = make_plan(cfg, run, False, table)
+    assert plan.data_path == table.absolute()
+    assert plan.info.data_relative == "MS.csv" and plan.info.to_dict()["data_path"] == "MS.csv"
+    elsewhere = _table(tmp_path, 60, "MS")
+    assert make_plan(cfg, tmp_path / "new", False, elsewhere).info.to_dict()["data_path"] == (
+        str(elsewhere.absolute())
+    )
+    (run / "notes.txt").write_text("x")
+    with pytest.raises(ValueError, match=r"is not empty but for its table MS\.csv"):
+        make_plan(cfg, run, False, table)

@@ -1,5 +1,6 @@
 """The run folder: config.json (layout version), new-folder checks, atomic writes."""
 
+import dataclasses
 import json
 import shutil
 
@@ -96,3 +97,75 @@ def test_edits_to_config_json_are_refused_naming_the_changed_keys(trained_run, t
             and "config.train.batch_size: 1000000000 != 64" in err
         )
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before
+
+
+def test_a_table_inside_the_run_folder_is_stored_relative_and_resolved_where_it_is(tmp_path):
+    from stacklstm.train.rundir import run_data_path
+
+    run = tmp_path / "run"
+    table = run / "data.parquet"
+    assert run_data_path(run, table) == (table.absolute(), "data.parquet")
+    assert run_data_path(run, tmp_path / "t.csv") == ((tmp_path / "t.csv").absolute(), None)
+    # a seed ensemble's member: its ensemble's table, two folders up
+    assert run_data_path(run / "members" / "1", table)[1] == "../../data.parquet"
+    assert run_data_path(tmp_path / "other" / "members" / "1", table)[1] is None
+    assert run_data_path(run, None) == (None, None)
+    absolute, relative = run_data_path(run, table)
+    write_run_info(run.parent / "", RunInfo(_info().config, absolute, _info().scaler, None,
+                                            relative))  # fmt: skip
+    run.mkdir()
+    shutil.move(tmp_path / CONFIG_FILE, run / CONFIG_FILE)
+    assert json.loads((run / CONFIG_FILE).read_text())["data_path"] == "data.parquet"
+    moved = tmp_path / "deep" / "moved"
+    moved.parent.mkdir()
+    shutil.move(run, moved)
+    info = read_run_info(moved)
+    assert info.data_path == moved.absolute() / "data.parquet"
+    assert info.data_relative == "data.parquet"
+    assert info.to_dict()["data_path"] == "data.parquet"  # what the checkpoints' copy holds
+    member = moved / "members" / "0"
+    member.mkdir(parents=True)
+    write_run_info(member, dataclasses.replace(info, data_relative="../../data.parquet"))
+    assert read_run_info(member).data_path == moved.absolute() / "data.parquet"
+
+
+def test_an_older_run_folder_with_an_absolute_data_path_loads_as_it_did(tmp_path):
+    write_run_info(tmp_path, RunInfo(_info().config, tmp_path / "t.csv", _info().scaler))
+    raw = json.loads((tmp_path / CONFIG_FILE).read_text())
+    assert raw["data_path"] == str(tmp_path / "t.csv")
+    info = read_run_info(tmp_path)
+    assert info.data_path == tmp_path / "t.csv" and info.data_relative is None
+    assert info.to_dict() == raw
+
+
+def test_a_new_run_folder_may_hold_just_its_own_table(tmp_path):
+    from stacklstm.train.rundir import creating_run_dir
+
+    run = tmp_path / "run"
+    run.mkdir()
+    table = run / "data.parquet"
+    table.write_bytes(b"table")
+    check_new_run_dir(run, table)  # its own table: fine
+    with pytest.raises(ValueError, match="is not empty; choose"):
+        check_new_run_dir(run)  # another run's table is not its own
+    with pytest.raises(ValueError, match="is not empty; choose"):
+        check_new_run_dir(run, tmp_path / "data.parquet")
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"is not empty but for its table data\.parquet"):
+        check_new_run_dir(run, table)
+    (run / "notes.txt").unlink()
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), creating_run_dir(run):  # a failed creation keeps the table
+        (run / CONFIG_FILE).write_text("{}")
+        raise Boom
+    assert sorted(p.name for p in run.iterdir()) == ["data.parquet"]
+    assert table.read_bytes() == b"table"
+    (run / "other.csv").write_text("x")
+    with pytest.raises(ValueError, match="is not empty"), creating_run_dir(run):
+        pass  # two files: not a run's own table
+    assert sorted(p.name for p in run.iterdir() if p.name != ".lock") == [
+        "data.parquet", "other.csv"
+    ]  # fmt: skip

@@ -62,18 +62,30 @@ def model_folds(folds: int, refit: str | int) -> list[int]:
 
 def fold_val_rows(data: Any, n_fit: int) -> int:
     """Validation rows of a fold whose model sees ``n_fit`` rows: ``val_size``, else the
-    ``val_fraction`` of them."""
-    return data.val_size if data.val_size is not None else round(data.val_fraction * n_fit)
+    ``val_fraction`` of them, at least ``horizon`` unless the fraction is 0 (as
+    :func:`~stacklstm.data.splits.split_rows` gives a fraction's rows)."""
+    if data.val_size is not None:
+        return data.val_size
+    rows = round(data.val_fraction * n_fit)
+    return max(rows, data.horizon) if data.val_fraction > 0 else rows
 
 
-def fold_config(cfg: RunConfig, n_rows: int, cutoff: int) -> RunConfig:
+def fold_config(cfg: RunConfig, n_rows: int, cutoff: int, n_val: int | None = None) -> RunConfig:
     """The run settings of a fold: rows ``0 .. cutoff`` for training and validation (the
     last ``val_fraction`` of them, or ``val_size``), the rest as the run's test, naive
-    baselines in its own report (the backtest scores the statistical ones itself)."""
+    baselines in its own report (the backtest scores the statistical ones itself).
+
+    ``n_val`` given (a panel's fold): exactly ``n_val`` validation rows and the ``n_rows - 1
+    - cutoff`` rows after the cut-off as test rows of every series, as sizes (every series
+    of the panel ends ``n_rows - 1 - cutoff`` rows after its cut-off)."""
     n_fit = cutoff + 1
-    n_val = fold_val_rows(cfg.data, n_fit)
     n_test = n_rows - n_fit
-    if cfg.data.val_size is None and cfg.data.test_size is None:
+    if n_val is None:
+        n_val = fold_val_rows(cfg.data, n_fit)
+        sizes = cfg.data.val_size is not None or cfg.data.test_size is not None
+    else:
+        sizes = True
+    if not sizes:
         rows = {"val_fraction": n_val / n_rows, "test_fraction": n_test / n_rows}
     else:  # sizes: the fold's rows exactly (the fractions left at their defaults, unused)
         default = DataConfig()
@@ -88,7 +100,12 @@ def fold_config(cfg: RunConfig, n_rows: int, cutoff: int) -> RunConfig:
 @dataclass(frozen=True)
 class BacktestPlan:
     """Everything a backtest checked before writing: its settings (``"auto"`` resolved for
-    the data), the series, and the folds (cut-offs, and the fold whose model each uses)."""
+    the data), the series, and the folds (cut-offs, and the fold whose model each uses).
+
+    ``cutoffs`` are rows of the longest series (of the one series); a panel's series are
+    cut at the same rows counted from each series' end (with time stamps, every series
+    ends at the same stamp, so they are cut at the same stamps): see :meth:`series_cutoffs`.
+    """
 
     cfg: RunConfig
     out_dir: Path
@@ -111,9 +128,32 @@ class BacktestPlan:
             "config": self.cfg.to_dict(),
         }
 
+    @property
+    def lengths(self) -> np.ndarray:
+        """``(n_series,)`` int64: the rows of each series."""
+        return np.diff(self.series.bounds)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the longest series (of the one series)."""
+        return int(self.lengths.max())
+
+    def series_cutoffs(self, fold: int) -> np.ndarray:
+        """``(n_series,)`` int64: fold ``fold``'s cut-off in each series' own rows."""
+        return self.cutoffs[fold] - (self.n_rows - self.lengths)
+
+    def fold_config(self, fold: int) -> RunConfig:
+        """The run settings of fold ``fold`` (:func:`fold_config`)."""
+        if self.series.ids is None:
+            return fold_config(self.cfg, self.n_rows, self.cutoffs[fold])
+        n_val = fold_val_rows(self.cfg.data, int(self.series_cutoffs(fold).min()) + 1)
+        return fold_config(self.cfg, self.n_rows, self.cutoffs[fold], n_val)
+
     def origins(self, fold: int) -> np.ndarray:
-        """``(step,)`` int64: the origins fold ``fold`` forecasts from."""
-        return np.arange(self.cutoffs[fold], self.cutoffs[fold] + self.step)
+        """``(n_series * step,)`` int64: the origins fold ``fold`` forecasts from, as rows of
+        ``series`` (series after series; for one series its own rows)."""
+        starts = self.series.bounds[:-1] + self.series_cutoffs(fold)
+        return (starts[:, None] + np.arange(self.step)).reshape(-1)
 
 
 def read_plan(out_dir: str | Path) -> dict[str, Any]:
@@ -145,13 +185,13 @@ def prepare_backtest(
 
     Raises:
         TypeError: ``cfg`` is not a RunConfig.
-        SettingError: A bad setting, a panel, covariates, or more folds than the rows allow.
-        DataError: A trained fold with too few rows for a window, or a validation tail
-            shorter than the horizon.
+        SettingError: A bad setting, or more folds than the (shortest series') rows allow.
+        DataError: A trained fold with too few rows for a window (in some series of a
+            panel), a validation tail shorter than the horizon, or a panel whose series end
+            at other time stamps.
         ValueError: ``resume`` with other settings, or a new backtest in a used folder.
     """
     check_settings(cfg, "cfg", require_baselines=False)
-    _check_supported(cfg)
     baselines.require(cfg.train.baselines)
     saved = read_plan(out_dir) if resume else {}
     if resume and data_path is None and saved["data_path"] is not None:
@@ -162,10 +202,20 @@ def prepare_backtest(
     data_ref = None if data_path is None else Path(data_path).absolute()
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     series, cfg = prepare_resolved(read_table(source), cfg)  # "auto" season and window
-    cutoffs = fold_cutoffs(len(series), cfg.data.horizon, folds, step)
+    lengths = np.diff(series.bounds)
+    _check_common_end(series)
+    # the shortest series sets how many folds fit; the cut-offs are the longest's rows
+    try:
+        shortest = fold_cutoffs(int(lengths.min()), cfg.data.horizon, folds, step)
+    except SettingError as err:
+        if series.ids is None:
+            raise
+        name = series.ids[int(np.argmin(lengths))]
+        raise SettingError(f"{err} (the panel's shortest series, {name!r})") from err
+    cutoffs = [c + int(lengths.max() - lengths.min()) for c in shortest]
     uses = model_folds(folds, refit)
-    _check_fold_rows(cfg.data, cutoffs, uses)
     plan = BacktestPlan(cfg, out_dir, data_ref, series, folds, step, refit, cutoffs, uses)
+    _check_fold_rows(plan)
     if resume:
         differences = [
             f"{key}: {plan.settings[key]!r} != {saved.get(key)!r}"
@@ -182,41 +232,51 @@ def prepare_backtest(
     return plan
 
 
-def _check_supported(cfg: RunConfig) -> None:
-    """One series without covariates (SettingError otherwise)."""
-    if cfg.data.id_column is not None:
-        raise SettingError(
-            "backtest runs on one series; a panel (`id_column`) is not supported yet: "
-            "train it with stacklstm train, whose report scores every series",
-            "id_column",
-        )
-    if cfg.data.has_covariates:
-        raise SettingError(
-            "backtest does not take covariates yet (future_features, static_features, "
-            "calendar='auto'): train with them through stacklstm train, whose report scores "
-            "the test origins",
-            "future_features",
+def _check_common_end(series: Any) -> None:
+    """A panel with time stamps: every series ends at the same stamp, so that the cut-offs
+    counted back from each series' end are the same stamps (DataError otherwise)."""
+    if series.ids is None or series.times is None:
+        return
+    ends = series.times[series.bounds[1:] - 1]
+    late = int(np.argmax(ends))
+    early = int(np.argmin(ends))
+    if ends[late] != ends[early]:
+        raise DataError(
+            f"backtest cuts every series of a panel at the same time stamps, counted back from "
+            f"the end, but series {series.ids[early]!r} ends at {ends[early]} and "
+            f"{series.ids[late]!r} at {ends[late]}; give series that end at the same stamp "
+            "(drop the later rows or the series that end early)"
         )
 
 
-def _check_fold_rows(data: DataConfig, cutoffs: list[int], uses: list[int]) -> None:
-    """Each fold that trains a model has a training window and a validation tail of at
-    least ``horizon`` rows (or none); ``data`` resolved."""
+def _check_fold_rows(plan: BacktestPlan) -> None:
+    """Each fold that trains a model has, in every series, a training window and a
+    validation tail of at least ``horizon`` rows (or none); ``plan.cfg`` resolved."""
+    data = plan.cfg.data
     needed = data.window + data.horizon + int(data.difference)
-    for fold in sorted(set(uses)):  # the folds that train a model
-        n_fit = cutoffs[fold] + 1
-        n_val = fold_val_rows(data, n_fit)
-        if n_fit - n_val < needed:
-            raise DataError(
-                f"fold {fold}'s cut-off leaves {n_fit} rows, {n_fit - n_val} for training "
-                f"after the validation tail (val_fraction={data.val_fraction}), but window + "
-                f"horizon need {needed}; lower `folds` or `step`"
-            )
-        if 0 < n_val < data.horizon:
-            raise DataError(
-                f"fold {fold}'s validation tail has {n_val} rows, fewer than horizon "
-                f"({data.horizon}); raise `val_fraction` or set it to 0"
-            )
+    ids = plan.series.ids
+    for fold in sorted(set(plan.uses)):  # the folds that train a model
+        panel_val = fold_val_rows(data, int(plan.series_cutoffs(fold).min()) + 1)
+        for i, cutoff in enumerate(plan.series_cutoffs(fold)):
+            n_fit = int(cutoff) + 1
+            n_val = fold_val_rows(data, n_fit) if ids is None else panel_val
+            which = f"fold {fold}'s cut-off" + ("" if ids is None else f" in series {ids[i]!r}")
+            if n_fit - n_val < needed:
+                how = (
+                    f"val_fraction={data.val_fraction}"
+                    if data.val_size is None
+                    else f"val_size={data.val_size}"
+                )
+                raise DataError(
+                    f"{which} leaves {n_fit} rows, {n_fit - n_val} for training "
+                    f"after the validation tail ({how}), but window + "
+                    f"horizon need {needed}; lower `folds` or `step`"
+                )
+            if 0 < n_val < data.horizon:
+                raise DataError(
+                    f"fold {fold}'s validation tail has {n_val} rows, fewer than horizon "
+                    f"({data.horizon}); raise `val_size` or set it to 0"
+                )
 
 
 __all__ = [

@@ -24,13 +24,6 @@ from .folds import BacktestPlan
 METRICS = ("mae", "rmse", "mape", "smape", "mase")
 
 
-def _per_step(y_true: np.ndarray, values: np.ndarray, scale: np.ndarray) -> list[dict]:
-    return [
-        forecast_metrics(y_true[:, s : s + 1], values[:, s : s + 1], scale)
-        for s in range(y_true.shape[1])
-    ]
-
-
 def _spread(per_fold: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     """``{"mean": {metric: ...}, "std": {...}}`` over folds (None if a fold has none)."""
     if any(m is None for m in per_fold):
@@ -46,73 +39,179 @@ def _spread(per_fold: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     return out
 
 
-def score_folds(plan: BacktestPlan) -> dict[str, Any]:
-    """Every fold's forecasts of the model and the baselines, scored on the same targets."""
-
-    data, series, kind = plan.cfg.data, plan.series, plan.cfg.train.baselines
-    nt, season = len(data.target), data.season
-    origins = np.concatenate([plan.origins(k) for k in range(plan.folds)])
+def _statistical(plan: BacktestPlan) -> list[dict[str, np.ndarray | None]]:
+    """Each series' statistical forecasts (``baselines="all"``; else ``{}`` each) from every
+    origin of every fold, in one pass per series refitted where the model is:
+    ``{name: (folds * step, horizon, n_targets)}`` per series."""
+    data, series = plan.cfg.data, plan.series
+    if plan.cfg.train.baselines != "all":
+        return [{} for _ in range(series.n_series)]
     refits = sorted(set(plan.uses))
-    statistical = {}
-    if kind == "all":  # one pass over all origins, refitted where the model is
-        history = series.values[:, :nt]
-        refit_at = [plan.cutoffs[k] for k in refits]
-        statistical = baselines.statistical_forecasts(
-            history, origins, data.horizon, season, refit_at
+    out = []
+    for i, start in enumerate(series.bounds[:-1]):
+        cutoffs = [int(plan.series_cutoffs(k)[i]) for k in range(plan.folds)]
+        history = series.values[start : series.bounds[i + 1], : len(data.target)]
+        origins = np.concatenate([np.arange(c, c + plan.step) for c in cutoffs])
+        refit_at = [cutoffs[k] for k in refits]
+        out.append(
+            baselines.statistical_forecasts(history, origins, data.horizon, data.season, refit_at)
         )
-    runs = {k: load_run(plan.out_dir / fold_dir_name(k)) for k in refits}
-    folds = []
+    return out
+
+
+def _pooled(
+    y_true: np.ndarray,
+    values: np.ndarray,
+    parts: list[tuple[np.ndarray, np.ndarray]],
+) -> dict[str, Any]:
+    """The metrics of a panel's forecasts over all its series; MASE the mean of each series'
+    finite MASE (``parts``: each series' ``(rows, scale)``), as a run's report pools it."""
+    out = forecast_metrics(y_true, values, None)
+    each = [forecast_metrics(y_true[rows], values[rows], scale)["mase"] for rows, scale in parts]
+    finite = [v for v in each if v is not None and np.isfinite(v)]
+    out["mase"] = float(np.mean(finite)) if finite else None
+    return out
+
+
+def _fold_scores(
+    y_true: np.ndarray, forecasts: dict[str, np.ndarray | None], parts: list[tuple[Any, Any]]
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """``(scores, by_step, per series scores)`` of one fold's forecasts (``parts``: each
+    series' ``(rows, scale)``; one part for one series)."""
+    per_series = [
+        score_forecasts(y_true[rows], {n: None if f is None else f[rows] for n, f in
+                                       forecasts.items()}, scale)
+        for rows, scale in parts
+    ]  # fmt: skip
+    scores = per_series[0]
+    if len(parts) > 1:  # a panel: its series pooled (None where some forecast is not finite)
+        scores = {
+            name: None if values is None or not np.isfinite(values).all()
+            else _pooled(y_true, values, parts)
+            for name, values in forecasts.items()
+        }  # fmt: skip
+    by_step: dict[str, Any] = {}
+    for name, values in forecasts.items():
+        if scores[name] is None:
+            by_step[name] = None
+            continue
+        steps = []
+        for s in range(y_true.shape[1]):
+            one = (y_true[:, s : s + 1], values[:, s : s + 1])
+            if len(parts) == 1:
+                steps.append(forecast_metrics(*one, parts[0][1]))
+            else:
+                steps.append(_pooled(*one, parts))
+        by_step[name] = steps
+    return scores, by_step, per_series
+
+
+def fold_forecasts(plan: BacktestPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(what backtest.json holds, each fold's forecasts)``: every fold's forecasts of the
+    model and the baselines, scored on the same targets.
+
+    Each fold's forecasts: ``"origin"`` ``(n,)`` rows of ``plan.series``, ``"series"``
+    ``(n,)`` each window's series position, ``"y_true"`` and each forecaster's forecasts
+    ``(n, horizon, n_targets)`` (None where it has none), ``n = n_series * step``.
+    """
+    data, series = plan.cfg.data, plan.series
+    nt, season, ids = len(data.target), data.season, series.ids
+    statistical = _statistical(plan)
+    runs = {k: load_run(plan.out_dir / fold_dir_name(k)) for k in sorted(set(plan.uses))}
+    folds, kept = [], []
     for k in range(plan.folds):
         run = runs[plan.uses[k]]
-        windows = make_inference_windows(series, run.info.config.data, run.info.scaler)
+        windows = make_inference_windows(series, run.info.config.data, run.info.scaler,
+                                         run.info.static_scaler)  # fmt: skip
         windows = windows.take(np.isin(windows.origin, plan.origins(k)))
+        if not np.array_equal(windows.origin, plan.origins(k)):  # pragma: no cover
+            raise RuntimeError(f"fold {k}'s run does not forecast every series of the panel")
         rows = slice(k * plan.step, (k + 1) * plan.step)
+        names = statistical[0].keys()
         forecasts = {
             "model": forecast(run, windows),
             "last_value": windows.last_value,
             "seasonal_naive": windows.seasonal_naive(season),
             **{
-                name: None if values is None else values[rows]
-                for name, values in statistical.items()
+                name: None if any(s[name] is None for s in statistical)
+                else np.concatenate([s[name][rows] for s in statistical])
+                for name in names
             },
+        }  # fmt: skip
+        cuts = plan.series_cutoffs(k)
+        parts = []
+        for i, start in enumerate(series.bounds[:-1]):
+            history = series.values[start : start + int(cuts[i]) + 1, :nt]
+            parts.append(
+                (slice(i * plan.step, (i + 1) * plan.step), seasonal_scale(history, season))
+            )
+        scores, by_step, per_series = _fold_scores(windows.y_true, forecasts, parts)
+        cutoff_time = None if series.times is None else str(series.times[windows.origin[0]])
+        fold = {
+            "fold": k,
+            "cutoff": plan.cutoffs[k],
+            "cutoff_time": cutoff_time,
+            "origins": [int(windows.origin[0]), int(windows.origin[-1])],
+            "model_fold": plan.uses[k],
+            "n_scored": int(windows.y_true[..., 0].size),
+            "scores": scores,
+            "by_step": by_step,
         }
-        scale = seasonal_scale(series.values[: plan.cutoffs[k] + 1, :nt], season)
-        scores = score_forecasts(windows.y_true, forecasts, scale)
-        by_step = {
-            name: None if scores[name] is None else _per_step(windows.y_true, values, scale)
-            for name, values in forecasts.items()
-        }
-        cutoff_time = None if series.times is None else str(series.times[plan.cutoffs[k]])
-        folds.append(
-            {
-                "fold": k,
-                "cutoff": plan.cutoffs[k],
-                "cutoff_time": cutoff_time,
-                "origins": [int(windows.origin[0]), int(windows.origin[-1])],
-                "model_fold": plan.uses[k],
-                "n_scored": int(windows.y_true[..., 0].size),
-                "scores": scores,
-                "by_step": by_step,
-            }
-        )
-    names = list(folds[0]["scores"])
+        if ids is not None:
+            start = series.bounds[:-1]
+            fold["per_series"] = {
+                name: {
+                    "cutoff": int(cuts[i]),
+                    "cutoff_time": None if series.times is None
+                    else str(series.times[start[i] + cuts[i]]),
+                    "origins": [int(cuts[i]), int(cuts[i]) + plan.step - 1],
+                    "scores": per_series[i],
+                }
+                for i, name in enumerate(ids)
+            }  # fmt: skip
+        folds.append(fold)
+        kept.append({"origin": windows.origin, "series": windows.series,
+                     "y_true": windows.y_true, **forecasts})  # fmt: skip
+    return _result(plan, folds), kept
+
+
+def score_folds(plan: BacktestPlan) -> dict[str, Any]:
+    """Every fold's forecasts of the model and the baselines, scored on the same targets
+    (what ``backtest.json`` holds; see :func:`fold_forecasts`)."""
+    return fold_forecasts(plan)[0]
+
+
+def _result(plan: BacktestPlan, folds: list[dict[str, Any]]) -> dict[str, Any]:
+    """``backtest.json``: the settings, the folds and the summary over folds (per series
+    too, for a panel)."""
+    data, ids = plan.cfg.data, plan.series.ids
     summary = {}
-    for name in names:
+    for name in folds[0]["scores"]:
         overall = _spread([f["scores"][name] for f in folds])
         steps = None
         if all(f["by_step"][name] is not None for f in folds):
             steps = [_spread([f["by_step"][name][s] for f in folds]) for s in range(data.horizon)]
         summary[name] = {"overall": overall, "by_step": steps}
-    return {
+    out = {
         "settings": plan.settings,
         "horizon": data.horizon,
-        "season": season,
+        "season": data.season,
         "targets": list(data.target),
-        "baselines": kind,
+        "baselines": plan.cfg.train.baselines,
         "cutoffs": plan.cutoffs,
         "folds": folds,
         "summary": summary,
     }
+    if ids is not None:
+        out["n_series"] = len(ids)
+        out["per_series"] = {
+            sid: {
+                name: _spread([f["per_series"][sid]["scores"][name] for f in folds])
+                for name in folds[0]["scores"]
+            }
+            for sid in ids
+        }
+    return out
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -145,6 +244,12 @@ def format_table(result: dict[str, Any]) -> str:
         f"{settings['folds']} folds of {settings['step']} origins, horizon {result['horizon']}, "
         f"refit {settings['refit']}; cut-offs at rows {result['cutoffs']}"
     )
+    if "n_series" in result:
+        lines.append(
+            f"{result['n_series']} series scored together (cut-offs: rows of the longest, the "
+            "same rows from each series' end); MASE is the mean of each series' MASE; "
+            "per_series in backtest.json"
+        )
     return "\n".join(lines)
 
 
@@ -190,4 +295,4 @@ def plot_backtest(path: Path, result: dict[str, Any]) -> None:
     atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
 
 
-__all__ = ["METRICS", "format_table", "plot_backtest", "score_folds"]
+__all__ = ["METRICS", "fold_forecasts", "format_table", "plot_backtest", "score_folds"]

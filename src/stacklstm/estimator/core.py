@@ -7,15 +7,17 @@ run's columns, is written as a Parquet table and handed to :func:`stacklstm.trai
 so its run folder is an ordinary one that ``stacklstm evaluate``, ``predict`` and ``export``
 read, and :meth:`LSTMForecaster.load` loads a folder the command line trained.
 
-Where the files go: without ``run_dir``, a temporary folder holds the run folder (``run/``)
-and the training table beside it, removed when the estimator is garbage collected or at
-exit; with ``run_dir``, the run folder is ``run_dir`` and the table ``<run_dir>.data.parquet``
-beside it, both kept. :meth:`~LSTMForecaster.save` copies the run folder and puts the table
-in it as ``data.parquet``.
+Where the files go: the run folder holds its training table as ``data.parquet``, and its
+``config.json`` names the table relative to the folder, so the folder is self-contained:
+``stacklstm evaluate/predict/export`` read it without ``--data``, and it can be moved or
+copied. Without ``run_dir`` the run folder is ``run/`` in a temporary folder, removed when
+the estimator is garbage collected or at exit; with ``run_dir`` it is ``run_dir``, kept.
+:meth:`~LSTMForecaster.save` copies the run folder, table included.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import weakref
@@ -54,7 +56,8 @@ class LSTMForecaster:
         id_col: Column naming the series (absent from a frame of one series).
         time_col: Column of time stamps (absent: the row order, and whole-number steps).
         target_col: Column to forecast.
-        run_dir: Where to keep the run folder (None: a temporary folder, removed at exit).
+        run_dir: Where to keep the run folder, its table inside as ``data.parquet`` (absent
+            or empty; None: a temporary folder, removed at exit).
         **settings: The settings of ``stacklstm train`` under their config names
             (``horizon``, ``window``, ``season``, ``lstm_hidden_size``, ``epochs``, ``loss``,
             ``conformal``, ``interval_levels``, ``features``, ``future_features``,
@@ -189,26 +192,28 @@ class LSTMForecaster:
     def _fit_run(self, frame: pd.DataFrame, cfg: RunConfig) -> LSTMForecaster:
         """Write ``frame`` (the run's columns) as the run's table and train on it."""
         from ..train.loop import fit
+        from ..train.rundir import check_new_run_dir
 
         self._release()
         if self._out_dir is None:
             workspace = Path(tempfile.mkdtemp(prefix="stacklstm-"))
             self._cleanup = weakref.finalize(self, shutil.rmtree, workspace, ignore_errors=True)
-            run_dir, table = workspace / "run", workspace / TABLE_FILE
+            run_dir = workspace / "run"
         else:
             run_dir = self._out_dir
-            table = run_dir.with_name(f"{run_dir.name}.{TABLE_FILE}")
-            if table.exists():
-                raise ValueError(
-                    f"{table} exists; the training table of {run_dir} would replace it"
-                )
-        table.parent.mkdir(parents=True, exist_ok=True)
+            check_new_run_dir(run_dir)  # before the table is put in it
+        made = not run_dir.exists()
+        table = run_dir / TABLE_FILE  # the run keeps its own table (a movable folder)
+        run_dir.mkdir(parents=True, exist_ok=True)
         write_table(frame, table)
         try:
             fit(cfg, run_dir, quiet=True, data_path=table)
         except BaseException:
-            if self._out_dir is not None:
+            if self._out_dir is not None:  # the run removed what it made; the table is ours
                 table.unlink(missing_ok=True)
+                if made:
+                    with contextlib.suppress(OSError):
+                        run_dir.rmdir()
             self._release()
             raise
         self._adopt(run_dir, table)
@@ -362,9 +367,13 @@ class LSTMForecaster:
 
     def save(self, path: str | Path) -> Path:
         """Copy the run folder to ``path`` (absent or empty), with the training table in it
-        as ``data.parquet``: ``stacklstm evaluate/predict/export PATH`` read it (give
-        ``--data PATH/data.parquet`` to read the table once a temporary run is gone), and
-        :meth:`load` loads it.
+        as ``data.parquet``: ``stacklstm evaluate/predict/export PATH`` read it without
+        ``--data`` (the run's ``config.json`` names its table relative to the folder), once
+        this process has ended and wherever ``path`` is moved; :meth:`load` loads it.
+
+        A run folder that keeps its table elsewhere (one ``stacklstm train`` wrote, loaded
+        with :meth:`load`) still names that table; ``path/data.parquet`` is then a copy that
+        :meth:`load` reads and ``--data`` can name.
 
         Returns:
             ``path``.
@@ -381,7 +390,8 @@ class LSTMForecaster:
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise ValueError(f"cannot save to {path}: expected a new or empty folder")
         shutil.copytree(run_dir, path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_FILE))
-        if self._table is not None and self._table.is_file():
+        inside = self._table is not None and self._table.parent == run_dir
+        if self._table is not None and self._table.is_file() and not inside:
             shutil.copyfile(self._table, path / TABLE_FILE)
         return path
 

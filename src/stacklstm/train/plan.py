@@ -37,6 +37,7 @@ from .rundir import (
     check_new_run_dir,
     newest_saved_config,
     read_run_info,
+    run_data_path,
 )
 from .step import TrainState, abstract_state, check_state_fits, example_inputs, make_optimizer
 
@@ -52,7 +53,9 @@ class RunPlan:
     Attributes:
         cfg: The settings with every ``"auto"`` resolved (as ``config.json`` holds them).
         out_dir: The run folder.
-        data_path: The table, absolute (None: the bundled data).
+        data_path: The table, absolute (None: the bundled data); ``config.json`` stores it
+            relative to the run folder when it lies inside it
+            (:func:`~stacklstm.train.rundir.run_data_path`).
         train: The training windows.
         val: The validation windows.
         info: What ``config.json`` holds (settings, data path, fitted scalers).
@@ -99,10 +102,13 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
             check_config_unchanged(out_dir, saved, newest[1], newest[0])
         if data_path is None:
             data_path = saved.data_path
-        elif saved.data_path is None or Path(data_path).absolute() != saved.data_path:
+        elif (
+            saved.data_path is None
+            or run_data_path(out_dir, data_path)[0] != run_data_path(out_dir, saved.data_path)[0]
+        ):
             differences.append(f"data: {str(data_path)!r} != {str(saved.data_path)!r}")
     else:
-        check_new_run_dir(out_dir)
+        check_new_run_dir(out_dir, data_path)  # a new folder may hold just its own table
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     frame = read_table(source)
     n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
@@ -162,13 +168,15 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     abstract = abstract_state(model, optimizer, train.n_columns if example is None else example)
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
-    data_ref = None if data_path is None else Path(data_path).absolute()
+    # stored relative to the run folder when the table lies inside it (a movable folder)
+    data_ref, relative = run_data_path(out_dir, data_path)
     derived = [line.replace(" != 'auto'", "") for line in cfg.diff(given)]
     if derived:  # once everything is checked
         log.info("settings derived from the data: %s", "; ".join(derived))
     return RunPlan(
-        cfg, out_dir, data_ref, train, splits.val, RunInfo(cfg, data_ref, scaler, static_scaler),
-        per_epoch, total_steps, model, optimizer, mesh, abstract, series.freq, example,
+        cfg, out_dir, data_ref, train, splits.val,
+        RunInfo(cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
+        model, optimizer, mesh, abstract, series.freq, example,
     )  # fmt: skip
 
 

@@ -9,6 +9,11 @@ Layout (the checkpoints are :mod:`stacklstm.train.checkpoint`'s)::
 A run folder is either resumable (``config.json`` and a first checkpoint) or absent: it is
 created inside :func:`creating_run_dir`, which removes whatever it made if creating fails.
 
+A run folder may hold its own table (``out_dir/data.parquet``, say, put there before the run
+is created: a new run folder may already hold that one file). ``config.json`` then stores
+the table's path relative to the folder, so the folder can be moved or copied and still
+reads its table (:func:`run_data_path`); a table elsewhere is stored as an absolute path.
+
 Example:
     >>> import tempfile
     >>> import numpy as np
@@ -36,28 +41,11 @@ from typing import IO, Any
 
 from ..config import LAYOUT_VERSION, READABLE_LAYOUTS, RunConfig
 from ..data import PanelScaler, Scaler, scaler_from_dict
-from .files import (
-    BACKTEST_FILE,
-    BACKTEST_PLOT,
-    BEST_CONFIG,
-    BEST_DIR,
-    CALIBRATION_FILE,
-    CONFIG_FILE,
-    FORECAST_PLOT,
-    HISTORY_PLOT,
-    IMPORTANCE_PLOT,
-    LATEST_DIR,
-    LOCK_FILE,
-    LOSS_PLOT,
-    MEMBERS_DIR,
-    METRICS_FILE,
-    PLAN_FILE,
-    REPORT_FILE,
-    STUDY_FILE,
-    TRIALS_TABLE,
-    fold_dir_name,
-)
+from .files import CONFIG_FILE, LOCK_FILE, MEMBERS_DIR
+from .files import METRICS_FILE as METRICS_FILE
 from .lock import RunLock
+from .owners import owned_words as owned_words
+from .owners import run_folder_owner as run_folder_owner
 
 
 def umask_mode() -> int:
@@ -108,18 +96,26 @@ class RunInfo:
         scaler: The scaler fitted on the training rows (for a panel, one per series).
         static_scaler: The scaler of the static features, fitted over the series (None
             without static features; the key is then absent from ``config.json``).
+        data_relative: The table's path relative to the run folder, as ``config.json``
+            stores it, when the table lies inside the run folder (or, for a seed ensemble's
+            member, inside its ensemble's folder); None: ``data_path`` is stored as it is.
+            ``data_path`` is then that path resolved from where the folder is now.
     """
 
     config: RunConfig
     data_path: Path | None
     scaler: Scaler | PanelScaler
     static_scaler: Scaler | None = None
+    data_relative: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        stored = self.data_relative
+        if stored is None and self.data_path is not None:
+            stored = str(self.data_path)
         return {
             "layout_version": LAYOUT_VERSION,
             "config": self.config.to_dict(),
-            "data_path": None if self.data_path is None else str(self.data_path),
+            "data_path": stored,
             "scaler": self.scaler.to_dict(),
             **(
                 {}
@@ -127,6 +123,40 @@ class RunInfo:
                 else {"static_scaler": self.static_scaler.to_dict()}
             ),
         }
+
+
+def _normal(path: str | Path) -> Path:
+    """``path`` absolute, with ``.`` and ``..`` taken out (symlinks are not followed)."""
+    return Path(os.path.normpath(Path(path).absolute()))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path != folder and path.is_relative_to(folder)
+
+
+def run_data_path(
+    out_dir: str | Path, data_path: str | Path | None
+) -> tuple[Path | None, str | None]:
+    """``(absolute table path, path relative to the run folder or None)``: what a run in
+    ``out_dir`` trained on ``data_path`` stores. The relative path is given when the table
+    lies inside ``out_dir``, or, for a seed ensemble's member (``ENS/members/<k>``), inside
+    the ensemble's folder ``ENS``: then the folder reads its table wherever it is moved.
+
+    Example:
+        >>> run_data_path("/runs/a", "/runs/a/data.parquet")
+        (PosixPath('/runs/a/data.parquet'), 'data.parquet')
+        >>> run_data_path("/runs/e/members/0", "/runs/e/data.parquet")[1]
+        '../../data.parquet'
+        >>> run_data_path("/runs/a", "/tables/sales.csv")
+        (PosixPath('/tables/sales.csv'), None)
+    """
+    if data_path is None:
+        return None, None
+    table, folder = _normal(data_path), _normal(out_dir)
+    home = folder.parent.parent if folder.parent.name == MEMBERS_DIR else folder
+    if _inside(table, folder) or _inside(table, home):
+        return table, os.path.relpath(table, folder)
+    return table, None
 
 
 def write_run_info(out_dir: str | Path, info: RunInfo) -> None:
@@ -162,12 +192,15 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
             f"versions {', '.join(map(str, READABLE_LAYOUTS))}; use the stacklstm version "
             "that wrote the run"
         )
-    data_path = raw["data_path"]
+    data_path, relative = raw["data_path"], None
+    if isinstance(data_path, str) and not os.path.isabs(data_path):  # the run's own table
+        data_path, relative = _normal(run_dir / data_path), data_path
     return RunInfo(
         config=_saved_config(raw["config"], path),
         data_path=None if data_path is None else Path(data_path),
         scaler=scaler_from_dict(raw["scaler"]),
         static_scaler=Scaler.from_dict(raw["static_scaler"]) if "static_scaler" in keys else None,
+        data_relative=relative,
     )
 
 
@@ -263,89 +296,32 @@ def is_resumable(run_dir: str | Path) -> bool:
     return False
 
 
-# What each kind of folder that stacklstm writes holds (each name is defined once, in
-# :mod:`.files`), and how such a folder is recognised (by its files only).
-_RUN_ENTRIES = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, LATEST_DIR, BEST_DIR, MEMBERS_DIR,
-                          REPORT_FILE, FORECAST_PLOT, LOSS_PLOT, CALIBRATION_FILE})  # fmt: skip
-_BACKTEST_ENTRIES = frozenset({PLAN_FILE, BACKTEST_FILE, BACKTEST_PLOT})
-_SEARCH_ENTRIES = frozenset({STUDY_FILE, BEST_CONFIG, TRIALS_TABLE, HISTORY_PLOT, IMPORTANCE_PLOT})
+#: What a table's name ends with (a file a new run folder may already hold: its own table).
+_TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq", ".gz", ".bz2", ".zip", ".xz", ".zst")
 
 
-def _is_run(folder: Path) -> bool:  # a run being created has its lock before config.json
-    return (folder / LOCK_FILE).exists() or (
-        (folder / CONFIG_FILE).is_file()
-        and any((folder / name).is_dir() for name in (LATEST_DIR, BEST_DIR, MEMBERS_DIR))
-    )
-
-
-def _is_backtest(folder: Path) -> bool:
-    return (folder / PLAN_FILE).is_file() and (
-        (folder / BACKTEST_FILE).exists() or (folder / fold_dir_name(0)).is_dir()
-    )
-
-
-def _is_search(folder: Path) -> bool:
-    return (folder / STUDY_FILE).is_file() or all(
-        (folder / name).is_file() for name in (TRIALS_TABLE, BEST_CONFIG)
-    )
-
-
-def _backtest_owns(name: str) -> bool:  # its files and its folds, fold_00, fold_01, ...
-    number = name.removeprefix(fold_dir_name(0)[:-2])
-    return name in _BACKTEST_ENTRIES or (number.isdigit() and name == fold_dir_name(int(number)))
-
-
-#: ``(what, owns(entry name), is_one(folder))`` per kind of folder that stacklstm writes.
-_FOLDER_KINDS: tuple[tuple[str, Callable[[str], bool], Callable[[Path], bool]], ...] = (
-    ("run folder", _RUN_ENTRIES.__contains__, _is_run),
-    ("backtest folder", _backtest_owns, _is_backtest),
-    ("search folder", _SEARCH_ENTRIES.__contains__, _is_search),
-)
-
-
-def run_folder_owner(path: str | Path) -> tuple[Path, str, str] | None:
-    """The folder stacklstm writes that owns ``path``, or None for a path of the user's own.
-
-    ``path`` is resolved through symlinks first. It is owned when it is, or lies under, an
-    entry that a run folder, a backtest folder or a search folder writes: ``config.json``,
-    ``.lock``, ``metrics.jsonl``, ``report.json``, ``calibration.json``, the plots, the
-    checkpoint folders, the members of a seed ensemble, a backtest's ``plan.json``, results
-    and folds, a search's study, tables and plots. A lock file (``.lock``) is owned in any
-    folder. A new file of the user's own in a run folder (``runs/co2/forecasts.csv``) is not
-    owned (checks files only, writes nothing).
-
-    Returns:
-        ``(folder, what, entry)``: the owning folder, ``"run folder"``, ``"backtest folder"``
-        or ``"search folder"``, and its entry that holds ``path``.
-    """
-    real = Path(os.path.realpath(path))
-    if real.name == LOCK_FILE:
-        return real.parent, "run folder", LOCK_FILE
-    entry = real
-    for folder in real.parents:
-        for what, owns, is_one in _FOLDER_KINDS:
-            if owns(entry.name) and is_one(folder):
-                return folder, what, entry.name
-        entry = folder
+def _own_table(out_dir: Path) -> str | None:
+    """The name of the one file a new run folder ``out_dir`` holds besides a lock, when it is
+    a table (a CSV or Parquet file, not a link) and nothing else is there; else None."""
+    names = [p for p in out_dir.iterdir() if p.name != LOCK_FILE]
+    one = names[0] if len(names) == 1 else None
+    if (
+        one
+        and one.is_file()
+        and not one.is_symlink()
+        and one.name.lower().endswith(_TABLE_SUFFIXES)
+    ):
+        return one.name
     return None
 
 
-def owned_words(path: str | Path) -> str | None:
-    """``it is (under) the run folder F's E, which stacklstm writes`` for a ``path`` that
-    :func:`run_folder_owner` finds owned, else None: the reason a command refuses to write it."""
-    owner = run_folder_owner(path)
-    if owner is None:
-        return None
-    folder, what, entry = owner
-    where = "is" if os.path.realpath(path) == os.path.join(folder, entry) else "is under"
-    return f"it {where} the {what} {folder}'s {entry}, which stacklstm writes"
-
-
-def check_new_run_dir(out_dir: str | Path) -> None:
+def check_new_run_dir(out_dir: str | Path, data_path: str | Path | None = None) -> None:
     """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
 
-    ``out_dir`` must be absent or an empty folder (a lock file left alone counts as empty), not
-    in use by another ``train``, and its nearest existing ancestor writable.
+    ``out_dir`` must be absent or an empty folder (a lock file left alone counts as empty),
+    not in use by another ``train``, and its nearest existing ancestor writable. A folder
+    whose one file is the run's own table (``data_path``, directly inside ``out_dir``) counts
+    as empty too: the run keeps its table inside (:func:`run_data_path`).
     """
     out_dir = Path(out_dir)
     if out_dir.exists():
@@ -357,8 +333,14 @@ def check_new_run_dir(out_dir: str | Path) -> None:
                 f"{out_dir} already holds a run; pass `resume=True` to continue it or choose "
                 "another `out_dir`"
             )
-        if any(p.name != LOCK_FILE for p in out_dir.iterdir()):
-            raise ValueError(f"output folder {out_dir} is not empty; choose another `out_dir`")
+        table = None
+        if data_path is not None and _normal(data_path).parent == _normal(out_dir):
+            table = _normal(data_path).name
+        if any(p.name not in (LOCK_FILE, table) for p in out_dir.iterdir()):
+            also = "" if table is None else f" but for its table {table}"
+            raise ValueError(
+                f"output folder {out_dir} is not empty{also}; choose another `out_dir`"
+            )
     ancestor = out_dir.absolute()
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -373,10 +355,12 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
     So a run folder is either resumable (``config.json`` and a first checkpoint) or absent.
     The writer (``writer=True``; in a multi-process run, process 0) creates ``out_dir`` and
     takes its :class:`~stacklstm.train.lock.RunLock`, which the block receives and keeps
-    when it succeeds. If another ``train`` holds the folder, or it is no longer empty,
-    nothing is changed and a ``ValueError`` says why. If the block fails, what this call made
-    is removed while the lock is held: the folder's contents, the folder if it was made here,
-    and the parents made here if they are empty (so another run's files are never touched).
+    when it succeeds. If another ``train`` holds the folder, or it is no longer empty (a
+    lone table file, the run's own as :func:`check_new_run_dir` checked it, is kept and
+    counts as empty), nothing is changed and a ``ValueError`` says why. If the block fails,
+    what this call made is removed while the lock is held: the folder's contents (not that
+    table), the folder if it was made here, and the parents made here if they are empty (so
+    another run's files are never touched).
     An ``OSError`` (a full disk, no permission) comes out with a message naming the folder.
     Other processes (``writer=False``) receive None and remove nothing.
     """
@@ -389,6 +373,7 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
         top = top.parent
     lock = None
     made = False
+    kept: str | None = None  # the run's own table, there before: never removed
     try:
         try:
             out_dir.mkdir(parents=True)
@@ -399,8 +384,9 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
                     f"output path {out_dir} is a file; expected a folder for the run"
                 ) from None
         lock = RunLock.acquire(out_dir)  # RunInUseError: another train has it
+        kept = None if made else _own_table(out_dir)
         if (out_dir / CONFIG_FILE).exists() or any(
-            p.name != LOCK_FILE for p in out_dir.iterdir()
+            p.name not in (LOCK_FILE, kept) for p in out_dir.iterdir()
         ):  # another run began and ended here since the checks
             lock.release()
             lock = None
@@ -409,7 +395,7 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
     except BaseException as err:
         if lock is not None:  # only a lock holder removes anything
             for path in out_dir.iterdir():
-                if path.name == LOCK_FILE:
+                if path.name in (LOCK_FILE, kept):
                     continue
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)
