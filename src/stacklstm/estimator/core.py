@@ -28,6 +28,14 @@ from typing import Any
 import pandas as pd
 
 from ..config import RunConfig
+from ..data import read_table
+from ..train.inference import table_path
+from ..train.lock import LOCK_FILE
+from ..train.loop import fit
+from ..train.outputs import check_new_folder
+from ..train.prediction import level_name, predict, to_long
+from ..train.rundir import check_new_run_dir, read_run_info
+from .crossval import cross_validate
 from .frames import (
     check_frame,
     merge_statics,
@@ -141,7 +149,6 @@ class LSTMForecaster:
 
     def _adopt(self, run_dir: Path, table: Path | None) -> None:
         """Point at a run folder and its table; read its settings and series names."""
-        from ..train.rundir import read_run_info
 
         self._run_dir, self._table = run_dir, table
         self._info = read_run_info(run_dir)
@@ -191,8 +198,6 @@ class LSTMForecaster:
 
     def _fit_run(self, frame: pd.DataFrame, cfg: RunConfig) -> LSTMForecaster:
         """Write ``frame`` (the run's columns) as the run's table and train on it."""
-        from ..train.loop import fit
-        from ..train.rundir import check_new_run_dir
 
         self._release()
         if self._out_dir is None:
@@ -235,9 +240,6 @@ class LSTMForecaster:
         """The table to forecast from: ``df`` (else the training table) and the future rows."""
         data = self._info.config.data
         if df is None:
-            from ..data import read_table
-            from ..train.inference import table_path
-
             frame = read_table(self._table or table_path(self._info, None))
         else:
             frame = check_frame(df, "df", [data.target[0]])
@@ -252,7 +254,6 @@ class LSTMForecaster:
 
     def _forecast(self, table: pd.DataFrame | None, every_origin: bool = False) -> pd.DataFrame:
         """The run's long forecasts of ``table`` (None: the run's own table)."""
-        from ..train.prediction import predict, to_long
 
         with tempfile.TemporaryDirectory(prefix="stacklstm-predict-") as scratch:
             path = self._table
@@ -296,7 +297,6 @@ class LSTMForecaster:
 
     def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
         """The long frame under the estimator's column names, with the levels asked for."""
-        from ..train.prediction import level_name
 
         if level is not None and (
             isinstance(level, (str, bytes)) or not hasattr(level, "__iter__")
@@ -359,7 +359,6 @@ class LSTMForecaster:
             ValueError: A series too short for the windows, or for a full input window up to
                 its first cut-off; the errors of :meth:`fit`.
         """
-        from .crossval import cross_validate
 
         return cross_validate(self, df, n_windows, step_size, refit, static_df)
 
@@ -382,8 +381,6 @@ class LSTMForecaster:
             ValueError: Not fitted; ``path`` is a file, a folder that is not empty, or lies
                 in another run folder's own files.
         """
-        from ..train.lock import LOCK_FILE
-        from ..train.outputs import check_new_folder
 
         run_dir, path = self.run_dir, Path(path)
         check_new_folder(path)
@@ -407,7 +404,6 @@ class LSTMForecaster:
         Raises:
             ValueError: Not a run folder, or a run with several targets.
         """
-        from ..train.rundir import read_run_info
 
         path = Path(path)
         data = read_run_info(path).config.data
@@ -417,8 +413,6 @@ class LSTMForecaster:
             time_col=data.time_column or "ds",
             target_col=data.target[0],
         )
-        from ..data import read_table
-        from ..train.inference import table_path
 
         table = path / TABLE_FILE
         model._adopt(path, table if table.is_file() else None)
