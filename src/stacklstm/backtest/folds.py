@@ -253,7 +253,7 @@ def _check_fold_rows(plan: BacktestPlan) -> None:
     """Each fold that trains a model has, in every series, a training window and a
     validation tail of at least ``horizon`` rows (or none); ``plan.cfg`` resolved."""
     data = plan.cfg.data
-    needed = data.window + data.horizon + int(data.difference)
+    needed = data.window_rows
     ids = plan.series.ids
     for fold in sorted(set(plan.uses)):  # the folds that train a model
         panel_val = fold_val_rows(data, int(plan.series_cutoffs(fold).min()) + 1)

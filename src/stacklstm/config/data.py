@@ -143,6 +143,27 @@ class DataConfig(_Section):
         }
 
     @property
+    def input_steps(self) -> int:
+        """Rows one input window reads: ``window``, plus the row before it with ``difference``
+        (to difference its first step). Needs a resolved ``window``.
+
+        Example:
+            >>> DataConfig(window=8, difference=True).input_steps
+            9
+        """
+        return int(self.window) + int(self.difference)
+
+    @property
+    def window_rows(self) -> int:
+        """Rows one training window spans, inputs and targets: ``input_steps + horizon``.
+
+        Example:
+            >>> DataConfig(window=8, horizon=3).window_rows
+            11
+        """
+        return self.input_steps + self.horizon
+
+    @property
     def has_covariates(self) -> bool:
         """Whether the model needs known-future or static inputs (a ``Forecaster``)."""
         return bool(self.future_features or self.static_features or self.calendar != "none")

@@ -331,14 +331,14 @@ def check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
     require_resolved(cfg, "check_length", ("window",))
     extra = " + 1 (difference)" if cfg.difference else ""
     if forecast_only:
-        needed = cfg.window + int(cfg.difference)
+        needed = cfg.input_steps
         if n_rows < needed:
             raise DataError(
                 f"the series has {count_text(n_rows, 'row')} but one input window needs "
                 f"window ({cfg.window}){extra} = {needed}"
             )
         return
-    needed = cfg.window + cfg.horizon + int(cfg.difference)
+    needed = cfg.window_rows
     if n_rows < needed:
         fewest = fewest_rows(cfg)
         rest = (

@@ -50,7 +50,7 @@ def fewest_rows(cfg: DataConfig) -> int:
         >>> fewest_rows(DataConfig(window=8, horizon=1)), split_rows(13, DataConfig())
         (13, (9, 2, 2))
     """
-    needed = cfg.window + cfg.horizon + int(cfg.difference)
+    needed = cfg.window_rows
     n_rows = needed
     while split_rows(n_rows, cfg)[0] < needed:  # fractions below 1 in all: it ends
         n_rows += 1
@@ -61,7 +61,7 @@ def split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> s
     """Why a series of ``n_rows`` rows split as ``rows`` gives no training window, or None."""
     n_train, n_val, n_test = rows
     w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
-    needed = w + h + first
+    needed = cfg.window_rows
     if n_train < needed:
         extra = " + 1 (difference)" if first else ""
         given = ", ".join(

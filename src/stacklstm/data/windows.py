@@ -419,7 +419,7 @@ def make_inference_windows(
     seasons.require_resolved(cfg, "make_inference_windows")
     _check_series(series, cfg)
     _check_scaler(scaler, series, cfg)
-    lowest = cfg.window - 1 + int(cfg.difference)
+    lowest = cfg.input_steps - 1
     if series.ids is None:
         if len(series) <= lowest:
             raise DataError(

@@ -117,7 +117,7 @@ def export_forecast(
                            static_scaler=static_scaler, calibration=calibration)  # fmt: skip
     with jax.enable_x64(True), kernels.use("xla"):
         (batch,) = jax.export.symbolic_shape("batch")
-        specs = spec.shapes(batch, cfg.window + int(cfg.difference), cfg.horizon)
+        specs = spec.shapes(batch, cfg.input_steps, cfg.horizon)
         return jax.export.export(jax.jit(fn), platforms=tuple(platforms))(*specs)
 
 
@@ -216,7 +216,7 @@ def artifact_metadata(
         "targets": list(cfg.target),
         "window": cfg.window,
         "horizon": cfg.horizon,
-        "input_steps": cfg.window + int(cfg.difference),
+        "input_steps": cfg.input_steps,
         "difference": cfg.difference,
         "normalize": cfg.normalize,
         "scaler": scaler.kind,

@@ -162,7 +162,7 @@ def _to_original(
     ``model_x`` holds the windows after ``log1p`` and the pattern's removal, ``seasons`` the
     pattern at every row's phase (window rows, then horizon rows); ``k`` holds each window's
     series' center and scale, ``(batch, 1, n_columns)``."""
-    nt, input_steps = len(cfg.target), cfg.window + int(cfg.difference)
+    nt, input_steps = len(cfg.target), cfg.input_steps
     c, s = k.center, k.scale
     out = (ys + anchor[:, None, :, None]) * s[:, :, :nt, None] + c[:, :, :nt, None]
     if cfg.difference:  # from the level at the origin
@@ -211,7 +211,7 @@ def forecast_function(
     nt, horizon = len(cfg.target), cfg.horizon
     head = OutputHead("mse") if head is None else head
     spec = spec or ProgramSpec(len(scaler.columns), seasonal=scaler.seasonal is not None)
-    input_steps = cfg.window + int(cfg.difference)
+    input_steps = cfg.input_steps
     const = _constants(cfg, scaler, spec, static_scaler, calibration)
     params = jax.tree.map(np.asarray, jax.device_get(params))
     # the rows' offsets from the window's last row: the window's rows, then the horizon's
