@@ -494,6 +494,6 @@ def test_the_kernel_modules_keep_their_public_names():
         assert getattr(cudnn, name) is getattr(cudnn_layout, name), name
     with native.use("xla"):
         assert choice.current() == ("xla", "kernels.use('xla')")
-        assert native.info().path == "xla"
+        assert native.recurrence_info().path == "xla"
     with pytest.raises(ValueError, match=r"kernels\.use\(\) takes 'cudnn', 'auto', 'native'"):
         native.use("XLA")

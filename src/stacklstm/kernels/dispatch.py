@@ -84,7 +84,7 @@ def info() -> native.KernelInfo:
         >>> kernels.info().path in ("native", "cudnn", "xla")
         True
     """
-    base = native.info()
+    base = native.recurrence_info()
     if base.choice == "xla":
         return base
     insists = f" (tracing a StackedLSTM raises: {base.source} insists on it)"

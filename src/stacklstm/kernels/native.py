@@ -15,9 +15,9 @@ Which path runs (read when a function is traced; :mod:`stacklstm.kernels.choice`
   ``native`` insists on it and raises where it cannot run; ``xla`` turns it off; ``cudnn``
   insists on StackedLSTM's one cuDNN call on a CUDA GPU (``cudnn.py``) and is ``auto`` here.
 
-``info()`` says which path runs and why. Loading checks that the extension was built for an FFI
-API version the running jaxlib accepts and makes one tiny call; any failure falls back to the
-pure-JAX path with one warning that says why.
+``recurrence_info()`` says which path the recurrence takes and why. Loading checks that the
+extension was built for an FFI API version the running jaxlib accepts and makes one tiny call;
+any failure falls back to the pure-JAX path with one warning that says why.
 
 JAX semantics kept on this path: ``jit``, ``grad``, ``vmap`` (one call per vmapped element),
 grad of grad and ``jax.hessian`` (each custom call's own derivative is that of the pure-JAX
@@ -222,15 +222,15 @@ class KernelInfo(NamedTuple):
     ffi_api_running: tuple[int, int] | None
 
 
-def info() -> KernelInfo:
-    """Which path the LSTM recurrence takes for float32 here, and why.
+def recurrence_info() -> KernelInfo:
+    """Which path one layer's recurrence takes for float32 here (the compiled kernel or the
+    scan), and why; :func:`stacklstm.kernels.info` builds the whole stack's answer on it.
 
     Loads the kernel if it is not loaded yet. Does not raise for ``native`` where it cannot run
     (``path`` is then ``"xla"`` and ``reason`` says why; tracing would raise).
 
     Example:
-        >>> from stacklstm import kernels
-        >>> kernels.info().path in ("native", "xla")
+        >>> recurrence_info().path in ("native", "xla")
         True
     """
     choice, source = _choice()
