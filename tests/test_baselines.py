@@ -106,8 +106,8 @@ def test_report_scores_every_test_origin_next_to_statsforecast(all_run):
     assert splits.test.origin.tolist() == origins.tolist()
     assert report["n_test"] == 10 * 3 and report["n_val"] == len(splits.val) * 3
     assert report["baselines"] == "all"
-    assert list(report["test"]) == ["model", "last_value", "seasonal_naive",
-                                    "auto_ets", "auto_arima", "auto_theta"]  # fmt: skip
+    assert list(report["test"]) == ["model", "last_value", "seasonal_naive", "auto_ets",
+                                    "auto_arima", "auto_theta", "combination"]  # fmt: skip
     assert list(report["val"]) == ["model", "last_value", "seasonal_naive"]
     # every target once per (origin, step), in original units
     actual = y[origins[:, None] + np.arange(1, 4)]  # (10, 3)
@@ -167,7 +167,7 @@ def test_without_statsforecast_the_naive_path_works_and_all_is_refused(
     out, err = capsys.readouterr()
     assert code == 0, err
     report = json.loads((tmp_path / "naive" / "report.json").read_text())
-    assert list(report["test"]) == ["model", "last_value", "seasonal_naive"]
+    assert list(report["test"]) == ["model", "last_value", "seasonal_naive", "combination"]
     assert report["n_test"] == 30 and report["baselines"] == "naive"
     y = read_table(data)["y"].to_numpy()  # the values as the run read them
     origins = np.arange(67, 77)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from stacklstm.combine import combine, weights
+from stacklstm.combine import combine, weighted_mean, weights
 
 
 def test_weights_are_inverse_errors_normalised():
@@ -32,3 +32,23 @@ def test_combine_leaves_out_non_finite_forecasts_and_refuses_shapes():
     np.testing.assert_allclose(combine(forecasts, {"a": 1.0, "b": 1.0}), [3.0, 5.0])
     with pytest.raises(ValueError, match="share one shape"):
         combine({"a": np.zeros(2), "b": np.zeros(3)}, {"a": 1.0, "b": 1.0})
+
+
+def test_weighted_mean_renormalises_over_the_finite_forecasts():
+    forecasts = {"a": np.array([1.0, 2.0]), "b": np.array([4.0, 8.0]), "c": None}
+    # weights 0.5 : 0.25 (c has none): 2/3 * a + 1/3 * b
+    out = weighted_mean(forecasts, {"a": 0.5, "b": 0.25, "c": 0.25})
+    np.testing.assert_allclose(out, [2.0, 4.0])
+    # a forecaster with a NaN anywhere, or without a weight, is left out
+    forecasts["b"] = np.array([4.0, np.nan])
+    np.testing.assert_allclose(weighted_mean(forecasts, {"a": 0.5, "b": 0.25}), [1.0, 2.0])
+    np.testing.assert_allclose(weighted_mean({"a": np.ones(2), "z": np.zeros(2)}, {"a": 1.0}), 1)
+
+
+def test_weighted_mean_refuses_bad_weights_and_nothing_to_combine():
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        weighted_mean({"a": np.ones(2)}, {"a": -0.5})
+    with pytest.raises(ValueError, match="no forecaster with a positive weight"):
+        weighted_mean({"a": np.array([np.nan])}, {"a": 1.0})
+    with pytest.raises(ValueError, match="share one shape"):
+        weighted_mean({"a": np.zeros(2), "b": np.zeros(3)}, {"a": 1.0, "b": 1.0})

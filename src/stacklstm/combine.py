@@ -14,6 +14,8 @@ Example:
     {'lstm': 0.75, 'auto_ets': 0.25}
     >>> combine(forecasts, {"lstm": 1.0, "auto_ets": 3.0}).tolist()
     [11.0, 13.0]
+    >>> weighted_mean(forecasts, {"lstm": 0.75, "auto_ets": 0.25}).tolist()
+    [11.0, 13.0]
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["NAME", "combine", "weights"]
+__all__ = ["NAME", "combine", "weighted_mean", "weights"]
 
 #: The report key and forecast column of the combination.
 NAME = "combination"
@@ -77,3 +79,43 @@ def combine(forecasts: Mapping[str, np.ndarray], errors: Mapping[str, float]) ->
     if not any(w.values()):
         raise ValueError("no forecaster is left to combine")
     return sum(w[name] * finite[name] for name in w)
+
+
+def weighted_mean(
+    forecasts: Mapping[str, np.ndarray | None], weights: Mapping[str, float]
+) -> np.ndarray:
+    """The mean of ``forecasts`` weighed by given ``weights`` (of :func:`weights`), the
+    weights of the forecasters used renormalised to sum to 1: a forecaster without a weight,
+    without forecasts (None) or with a non-finite value anywhere is left out.
+
+    Args:
+        forecasts: ``{name: array or None}``, the arrays of one shape (e.g. ``(n, horizon,
+            n_targets)``).
+        weights: ``{name: weight >= 0}``.
+
+    Returns:
+        An array of the forecasts' shape, float64.
+
+    Raises:
+        ValueError: arrays of different shapes, a negative or non-finite weight, or no
+            forecaster with a positive weight left to combine.
+    """
+    bad = {name: w for name, w in weights.items() if not (np.isfinite(w) and float(w) >= 0.0)}
+    if bad:
+        raise ValueError(f"weights must be finite and >= 0, got {bad}")
+    arrays = {
+        name: np.asarray(f, dtype=np.float64)
+        for name, f in forecasts.items()
+        if f is not None and name in weights
+    }
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) > 1:
+        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")
+    used = {name: float(weights[name]) for name, a in arrays.items() if np.isfinite(a).all()}
+    total = sum(used.values())
+    if total <= 0.0:
+        raise ValueError(
+            f"no forecaster with a positive weight is left to combine: weights for "
+            f"{sorted(weights)}, finite forecasts of {sorted(used)}"
+        )
+    return sum((w / total) * arrays[name] for name, w in used.items() if w > 0.0)

@@ -62,7 +62,7 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     run, train_out = cli_run
     assert read_run_info(run).config == TINY_RUN  # flags -> exactly these settings
     report = json.loads((run / "report.json").read_text())
-    assert set(report["test"]) == {"model", "last_value", "seasonal_naive"}
+    assert set(report["test"]) == {"model", "last_value", "seasonal_naive", "combination"}
     for scores in report["test"].values():
         assert set(scores) == {"mae", "rmse", "mape", "smape", "mase", "coverage", "width", "wql"}
     # the default levels: the model (mse, no --conformal) has none; the baselines' come from
@@ -151,7 +151,10 @@ BAD_INPUTS = {
     "missing file": (["--data", "{tmp}/nope.csv"], "data file not found"),
     "unknown column": (["--target", "ch4"], "column 'ch4' not found; available columns"),
     "non-numeric target": (["--data", "{tmp}/text.csv"], "must be numeric; row 3 holds 'abc'"),
-    "too-short series": (["--data", "{tmp}/short.csv"], "the series has 8 rows but window (52)"),
+    "too-short series": (
+        ["--data", "{tmp}/short.csv", "--window", "52"],
+        "the series has 8 rows but window (52)",
+    ),
     "unparseable time": (["--data", "{tmp}/time.csv"], "cannot parse 'yesterday' in row 2"),
     "duplicated stamps": (["--data", "{tmp}/dup.csv"], "repeats 2000-01-09 (rows 2 and 3)"),
     "window 0": (["--window", "0"], "window must be an integer >= 1, got 0"),

@@ -70,3 +70,18 @@ def test_an_unknown_format_is_a_usage_error(co2_run):
     assert code == 2
     assert "--format" in err and "'tall'" in err and "long" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_long_format_carries_the_combination_column():
+    from stacklstm.train.prediction import to_long
+
+    wide = pd.DataFrame({
+        "id": ["a", "a", "b"], "origin": [3, 4, 9],
+        "y_h1": [1.0, 2.0, 5.0], "y_h1_combination": [1.5, 2.5, 5.5],
+        "y_h2": [3.0, 4.0, 6.0], "y_h2_combination": [3.5, 4.5, 6.5],
+    })  # fmt: skip
+    long = to_long(wide, ["y"], 2, "1", models=("combination",))
+    assert long.to_dict("list") == {
+        "unique_id": ["a", "a", "b", "b"], "ds": [5, 6, 10, 11],
+        "stacklstm": [2.0, 4.0, 5.0, 6.0], "combination": [2.5, 4.5, 5.5, 6.5],
+    }  # fmt: skip

@@ -52,7 +52,7 @@ def test_fit_writes_the_run_folder(trained_run):
         assert ckpts.latest_step("latest") == 48  # 0 and 20 saved before; two are kept
         assert ckpts.latest_step("best") == trained_run.best_step
     report = json.loads((out / "report.json").read_text())
-    assert set(report["test"]) == {"model", "last_value", "seasonal_naive"}
+    assert set(report["test"]) == {"model", "last_value", "seasonal_naive", "combination"}
     assert set(report["test"]["model"]) >= {"mae", "rmse", "mape"}
     assert report["n_test"] == 343 and report["checkpoint"]["kind"] == "best"
 

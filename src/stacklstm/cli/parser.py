@@ -146,7 +146,8 @@ def _add_predict(commands: Any, formatter: type) -> None:
         ),
         epilog=(
             "examples:\n  stacklstm predict runs/co2 --data co2.csv --output forecasts.csv\n"
-            "  stacklstm predict runs/co2 --format long --output future.csv"
+            "  stacklstm predict runs/co2 --format long --output future.csv\n"
+            "  stacklstm predict runs/co2 --combine   # and the combination's forecasts"
         ),
         formatter_class=formatter,
     )
@@ -167,6 +168,12 @@ def _add_predict(commands: Any, formatter: type) -> None:
         "next horizon steps after each series' last row as rows unique_id, ds, stacklstm "
         "(with stacklstm-lo-<level>, stacklstm-hi-<level> for the run's intervals), as "
         "statsforecast writes them",
+    )  # fmt: skip
+    predict.add_argument(
+        "--combine", action="store_true",
+        help="also the combination's forecasts: the model and the baselines from the same "
+        "origins weighed by the run's report.json weights (inverse validation MAE); columns "
+        "<target>_h<k>_combination (long: combination); point forecasts only",
     )  # fmt: skip
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)

@@ -4,7 +4,9 @@ ensemble, with their intervals, as a frame and optionally a CSV file.
 Two layouts: ``wide`` (one row per origin, one column per target and horizon step) and
 ``long`` (:func:`to_long`: the forecasting ecosystem's ``unique_id, ds, <model>`` rows of the
 next ``horizon`` steps after each series' last row, with ``<model>-lo-<level>`` and
-``<model>-hi-<level>`` interval columns as statsforecast names them).
+``<model>-hi-<level>`` interval columns as statsforecast names them). ``combine=True`` adds
+the combination forecaster's forecasts (:mod:`stacklstm.train.report_combination`): wide
+columns ``<target>_h<k>_combination``, a long column ``combination``.
 
 Example:
     >>> frame = predict("runs/co2", output="forecasts.csv")  # doctest: +SKIP
@@ -23,12 +25,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..combine import NAME as COMBINATION
 from ..data import DataError, make_inference_windows, select_series
 from ..intervals import interval_pairs, level_key
 from . import inference
 from .calibration import interval_forecast, run_calibration
 from .inference import load_series, table_path
 from .outputs import check_output, write_output
+from .report_combination import predict_combination, saved_weights
 
 
 def _some(names: Sequence[str]) -> str:
@@ -43,6 +47,7 @@ def predict(
     output: str | Path | None = None,
     ids: Sequence[str] | None = None,
     format: Literal["wide", "long"] = "wide",
+    combine: bool = False,
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
 
@@ -68,6 +73,12 @@ def predict(
             ``horizon`` steps after each series' last row, as ``stacklstm``, with an
             interval per symmetric pair of the quantiles the run forecasts (its
             ``interval_levels``: ``stacklstm-lo-80`` and ``stacklstm-hi-80`` for 0.8).
+        combine: Also forecast with the combination of the run's report
+            (:mod:`stacklstm.train.report_combination`): the weighted mean of the model's
+            forecasts and the baselines' from the same origins (the seasonal naive; the
+            statistical ones fitted once on each series' rows up to its first origin and
+            forecasting from every origin without refitting), with the weights of the
+            run's ``report.json``. Point forecasts only.
 
     Returns:
         One row per origin: for a panel run first ``id`` (the series), then ``origin`` (its
@@ -75,7 +86,9 @@ def predict(
         ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``; a run with
         intervals adds ``<target>_h<k>_q<level>`` after each, one per quantile level
         (``co2_h1_q0.1``), calibrated with ``conformal`` (see
-        :mod:`stacklstm.train.calibration`). ``frame.attrs["freq"]`` holds the time step
+        :mod:`stacklstm.train.calibration`). With ``combine``, ``<target>_h<k>_combination``
+        after those of each step (``co2_h1_combination``); in the long format a column
+        ``combination`` after the model's. ``frame.attrs["freq"]`` holds the time step
         :func:`to_long` reads (``"1"`` for row numbers; None for irregular stamps).
 
     Raises:
@@ -85,11 +98,16 @@ def predict(
         ValueError: ``output`` is refused by :func:`stacklstm.train.outputs.check_output`:
             a folder, a file or folder of a run folder, or the table itself.
         OSError: ``output`` cannot be written (for ``-``: standard output is closed).
+        ValueError: ``combine`` for a run whose ``report.json`` has no combination weights
+            (evaluated before the report had them), or whose weights need the statistical
+            baselines without statsforecast installed.
     """
     if format not in ("wide", "long"):
         raise ValueError(f"format must be 'wide' or 'long', got {format!r}")
     if output is not None:
         check_output(output)
+    if combine:  # refused before anything is computed: the run's report has no weights
+        saved_weights(run_dir)
     run = inference.load_run(run_dir)
     cfg = run.info.config.data
     if ids is not None and cfg.id_column is None:
@@ -119,6 +137,7 @@ def predict(
     windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
     out = interval_forecast(run, windows, run_calibration(run))
     values = out.point  # (n, horizon, n_targets)
+    mixed = predict_combination(run_dir, windows, values, cfg.season) if combine else None
     origin = windows.local_origin if windows.origin_time is None else windows.origin_time
     columns: dict[str, Any] = {}
     if windows.ids is not None:
@@ -129,12 +148,15 @@ def predict(
             columns[f"{name}_h{k + 1}"] = values[:, k, j]
             for i, level in enumerate(out.levels):  # (n, horizon, n_targets, Q)
                 columns[f"{name}_h{k + 1}_q{level_key(level)}"] = out.quantiles[:, k, j, i]
+            if mixed is not None:
+                columns[f"{name}_h{k + 1}_{COMBINATION}"] = mixed[:, k, j]
     frame = pd.DataFrame(columns)
     step = "1" if cfg.time_column is None else series.freq
     frame.attrs["freq"] = step  # the time step, for to_long (None: irregular stamps)
     if format == "long":
         percents = [100 * level for level, _, _ in interval_pairs(out.levels)]
-        frame = to_long(frame, cfg.target, cfg.horizon, step, levels=percents)
+        others = (COMBINATION,) if combine else ()
+        frame = to_long(frame, cfg.target, cfg.horizon, step, levels=percents, models=others)
     if output is not None:
         write_output(output, frame.to_csv(index=False).encode(), inputs=(source,))
     return frame
@@ -173,6 +195,7 @@ def to_long(
     levels: Sequence[float] = (),
     alias: str = "stacklstm",
     every_origin: bool = False,
+    models: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The forecasts of :func:`predict`'s wide frame in the long format of statsforecast.
 
@@ -187,14 +210,16 @@ def to_long(
         alias: The name of the forecast column (the model's name).
         every_origin: False: only each series' last origin (the forecast of the future);
             True: every origin, with a ``cutoff`` column holding it.
+        models: Other forecasters whose columns ``<target>_h<k>_<model>`` the wide frame
+            holds (``"combination"``): each becomes a column ``<model>`` after the intervals.
 
     Returns:
         One row per series, origin and horizon step: ``unique_id`` (the panel's id, or for a
         run on one series the target's name; with several targets in a panel
         ``<id>/<target>``), ``ds`` (the stamp of the step: ``origin + k`` steps of ``freq``),
-        with ``every_origin`` ``cutoff``, then ``<alias>`` and per level
-        ``<alias>-lo-<level>``, ``<alias>-hi-<level>``. Rows ordered by target, series,
-        origin, step.
+        with ``every_origin`` ``cutoff``, then ``<alias>``, per level
+        ``<alias>-lo-<level>``, ``<alias>-hi-<level>``, then each of ``models``. Rows
+        ordered by target, series, origin, step.
 
     Raises:
         ValueError: A level outside (0, 100) or without its quantiles in ``wide``; irregular
@@ -244,5 +269,7 @@ def to_long(
         for name, (low, high) in quantile_of.items():
             columns[f"{alias}-lo-{name}"] = steps(f"_q{low}")
             columns[f"{alias}-hi-{name}"] = steps(f"_q{high}")
+        for model in models:
+            columns[model] = steps(f"_{model}")
         blocks.append(pd.DataFrame(columns))
     return pd.concat(blocks, ignore_index=True)

@@ -4,8 +4,9 @@
 origin, maps the forecasts to original units and scores them next to the baselines of
 :mod:`stacklstm.baselines` on exactly the same targets: last value and seasonal naive, and
 with ``baselines="all"`` statsforecast's AutoETS, AutoARIMA and AutoTheta (fitted on the
-training and validation rows, forecasting from every test origin without refitting). It
-writes ``report.json``, ``forecast.png`` and ``loss.png``.
+training and validation rows, forecasting from every test origin without refitting), and
+their combination (:mod:`stacklstm.train.report_combination`). It writes ``report.json``,
+``forecast.png`` and ``loss.png``.
 
 Example:
     >>> report = evaluate_run("runs/co2")  # doctest: +SKIP
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import baselines
+from .. import baselines, combine
 from ..data import WindowSet, make_splits
 from ..distributed import is_primary
 from ..intervals import (
@@ -47,13 +48,14 @@ from .report_baselines import (
     series_slices,
     statistical_splits,
 )
+from .report_combination import combined, fit_weights
 from .rundir import atomic_write
 from .step import make_predict_step
 
 log = logging.getLogger(__name__)
 
 #: Every forecaster a report can hold, in the table's order.
-FORECASTERS = ("model", *baselines.NAIVE, *baselines.STATISTICAL)
+FORECASTERS = ("model", *baselines.NAIVE, *baselines.STATISTICAL, combine.NAME)
 #: The table's columns: ``(report key, heading)``.
 COLUMNS = (("mae", "MAE"), ("rmse", "RMSE"), ("mape", "MAPE %"), ("mase", "MASE"))
 
@@ -218,6 +220,8 @@ class Report:
         test_forecast: ``(n_test, horizon, n_targets)`` model forecasts in original units.
         test_intervals: The model's test forecasts with their quantiles (calibrated with
             ``conformal``), or None where the report has none.
+        test_forecasts: ``{name: (n_test, horizon, n_targets) or None}``: the test forecasts
+            of every forecaster scored (the model, the baselines, the combination).
     """
 
     data: dict[str, Any]
@@ -225,6 +229,7 @@ class Report:
     test_origin: np.ndarray
     test_forecast: np.ndarray
     test_intervals: Forecast | None = None
+    test_forecasts: dict[str, np.ndarray | None] = field(default_factory=dict)
 
 
 def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Report:
@@ -244,6 +249,9 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     the naive baselines (:mod:`stacklstm.train.report_baselines`: with several processes,
     only the one that writes the report computes them; the others' reports leave them None).
 
+    The test scores hold ``"combination"`` too, point forecasts weighed by validation MAE
+    (:mod:`stacklstm.train.report_combination`; its weights in ``data["combination"]``).
+
     For a seed ensemble (:mod:`stacklstm.train.ensemble`) the model is the median of the
     members' forecasts, and ``report.data["ensemble"]`` lists every member's point metrics
     (scored as in its own report) with the best and worst member by test MASE.
@@ -251,8 +259,9 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     Returns:
         Report; ``report.data`` has ``{"test": {"model": {"mae", "rmse", "mape", "smape",
         "mase"}, "last_value": ..., "seasonal_naive": ..., "auto_ets": ..., "auto_arima":
-        ..., "auto_theta": ...}, "val": ..., "n_test", "n_val", "baselines", ...}``; for
-        a panel also ``"n_series"`` and ``"per_series": {id: {"test": ..., "val": ...}}``.
+        ..., "auto_theta": ..., "combination": ...}, "val": ..., "n_test", "n_val",
+        "baselines", ..., "combination": {...}}``; for a panel also ``"n_series"`` and
+        ``"per_series": {id: {"test": ..., "val": ...}}``.
 
     Raises:
         SettingError: ``baselines="all"`` without statsforecast installed.
@@ -269,6 +278,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     scores = _score_splits(run, splits)
     data = {**scores.data, **_report_settings(run, scores, source)}
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
+    data[combine.NAME] = scores.combination
     if splits.test.ids is not None:  # a panel: the same metrics series by series
         data["n_series"] = len(splits.test.ids)
         by_series = scores.per_series
@@ -277,7 +287,8 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
             for name in splits.test.ids
         }
     test_part, test_model = scores.scored["test"]
-    report = Report(data, format_table(data), test_part.origin, test_model.point, test_model)
+    report = Report(data, format_table(data), test_part.origin, test_model.point, test_model,
+                    dict(scores.test_forecasts))  # fmt: skip
     if is_primary():  # every process forecast together; process 0 writes
         _write_report(Path(run_dir), run, data, scores, splits)
     return report
@@ -287,7 +298,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
 class _Scores:
     """What :func:`_score_splits` found: the point scores by split (``data``), each split's
     windows and model forecast (``scored``), per series and per member scores, the conformal
-    calibration, and the test forecasts and bands for the plot."""
+    calibration, the test forecasts and bands for the plot, and the combination's weights."""
 
     data: dict[str, Any] = field(default_factory=dict)
     scored: dict[str, tuple[WindowSet, Forecast]] = field(default_factory=dict)
@@ -296,6 +307,7 @@ class _Scores:
     calibration: Any = None
     test_forecasts: dict[str, np.ndarray | None] = field(default_factory=dict)
     bands: Any = None
+    combination: dict[str, Any] = field(default_factory=dict)
 
 
 def _score_splits(run: Any, splits: Any) -> _Scores:
@@ -308,10 +320,11 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
     # in-sample rows of each split: what was seen before its first target
     seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
     out = _Scores()
-    # the statistical baselines: the test's, and the validation's for the intervals' residuals
+    # the statistical baselines of the test, and of the validation (the combination's
+    # weights, the intervals' residuals)
     statistical = {"test": {}, "val": {}}
     if kind == "all":
-        statistical = statistical_splits(splits, season, with_val=bool(report_quantiles(cfg.train)))
+        statistical = statistical_splits(splits, season, with_val=True)
     for split in ("val", "test"):
         part = getattr(splits, split)
         model_forecast, member_forecasts = run.forecasts(part, predict_step)
@@ -320,6 +333,9 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
         elif out.calibration is not None:
             model_forecast = calibrate(model_forecast, out.calibration)
         out.scored[split] = (part, model_forecast)
+        if split == "val":  # each forecaster's validation error weighs it in the combination
+            weighed = {"model": model_forecast.point, **statistical["val"]}
+            out.combination = fit_weights(part, weighed, kind, season)
         if not len(part):
             out.data[split] = {}
             out.members[split] = [None] * len(run.members)
@@ -329,6 +345,8 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
             "model": model_forecast.point,
             **baseline_forecasts(part, season, statistical["test"] if split == "test" else None),
         }
+        if split == "test":  # the combination: point forecasts, weighed as validated
+            forecasts[combine.NAME] = combined(part, forecasts, out.combination)
         out.data[split], by_series = _split_scores(part, forecasts, seen_rows[split], season, nt)
         for name, scores in by_series.items():
             out.per_series.setdefault(name, {})[split] = scores
@@ -389,6 +407,7 @@ def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: 
             test = test.take(mine)
             forecasts = {k: None if v is None else v[mine] for k, v in forecasts.items()}
             bands = None if bands is None else bands.take(mine)
+        forecasts = {k: v for k, v in forecasts.items() if k != combine.NAME}  # not plotted
         plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, forecasts,
                       cfg.data.target, bands)  # fmt: skip
     if not run.members:

@@ -65,14 +65,25 @@ def statistical_splits(splits: Any, season: int, with_val: bool) -> dict[str, St
     origin of the split. In a process other than the one that writes the report, every model
     is None (not computed).
     """
-    names = {"test": splits.test, "val": splits.val} if with_val else {"test": splits.test}
+    named = {"test": splits.test, "val": splits.val} if with_val else {"test": splits.test}
     out: dict[str, Statistical] = {"test": {}, "val": {}}
+    return {**out, **statistical_of(named, season)}
+
+
+def statistical_of(named: dict[str, WindowSet], season: int) -> dict[str, Statistical]:
+    """``{key: {name: (n, horizon, n_targets) or None}}``: the statistical baselines from the
+    origins of each of ``named``'s windows (``{}`` for one without windows), all computed at
+    once (:func:`stacklstm.baselines.forecast_parts`): each fitted at its first origin, for
+    a panel on each series at that series' own first origin (NaN where a model failed on a
+    series). In a process other than the one that writes the report, every model is None.
+    """
+    out: dict[str, Statistical] = {key: {} for key in named}
     if not is_primary():
-        for split, windows in names.items():
+        for split, windows in named.items():
             out[split] = dict.fromkeys(baselines.STATISTICAL) if len(windows) else {}
         return out
     parts, keys = [], []  # (history, origins) of each (split, series), and where it goes
-    for split, windows in names.items():
+    for split, windows in named.items():
         if not len(windows):
             continue
         if windows.ids is None:
@@ -85,10 +96,10 @@ def statistical_splits(splits: Any, season: int, with_val: bool) -> dict[str, St
             keys.append((split, rows))
     if not parts:
         return out
-    horizon = splits.test.horizon if len(splits.test) else splits.val.horizon
+    horizon = next(w.horizon for w in named.values() if len(w))
     with _bars() as progress:
         results = baselines.forecast_parts(parts, horizon, season, progress)
-    for split, windows in names.items():
+    for split, windows in named.items():
         if len(windows) and windows.ids is not None:  # NaN where a model failed on a series
             out[split] = {name: np.full((len(windows), windows.horizon, windows.n_targets),
                                         np.nan) for name in baselines.STATISTICAL}  # fmt: skip

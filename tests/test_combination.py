@@ -1,0 +1,250 @@
+"""The combination forecaster in the report and in ``predict --combine``, against numbers
+computed by hand from the run's own forecasts: the weights are 1/MAE on the validation
+windows, normalised; the combination is the weighted mean of the model's and the baselines'
+forecasts from the same origins."""
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import _main
+from stacklstm import baselines
+from stacklstm.data import bundled_dataset_path, make_splits, prepare_series, read_table
+from stacklstm.train import predict
+from stacklstm.train.inference import load_series
+from stacklstm.train.rundir import read_run_info
+
+
+def _co2(run_dir):
+    """The run's config, its series, the split windows and the target's values (n,)."""
+    cfg = read_run_info(run_dir).config.data
+    series = prepare_series(read_table(bundled_dataset_path()), cfg)
+    splits, _ = make_splits(series, cfg)
+    return cfg, series, splits, series.values[:, 0]
+
+
+def _seasonal_naive(values, origins, season):
+    """Step 1 of the seasonal naive forecast from ``origins``: the value a season before the
+    target, or the last value where the series is shorter than a season."""
+    back = origins + 1 - season
+    return np.where(back >= 0, values[np.maximum(back, 0)], values[origins])
+
+
+def _hand_weights(errors):
+    inverse = {name: 1.0 / e for name, e in errors.items()}
+    return {name: v / sum(inverse.values()) for name, v in inverse.items()}
+
+
+def test_report_weights_and_combination_equal_a_hand_computation(trained_run):
+    out = trained_run.out_dir
+    report = json.loads((out / "report.json").read_text())
+    cfg, series, splits, values = _co2(out)
+    assert cfg.horizon == 1 and cfg.season == 52
+    model = predict(out).set_index("origin")["co2_h1"]  # the model from every origin
+    at = lambda origins: model.loc[series.times[origins]].to_numpy()  # noqa: E731
+    val = splits.val.origin
+    errors = {
+        "model": np.mean(np.abs(values[val + 1] - at(val))),
+        "seasonal_naive": np.mean(np.abs(values[val + 1] - values[val + 1 - 52])),
+    }
+    entry = report["combination"]
+    assert entry["forecasters"] == ["model", "seasonal_naive"]
+    assert entry["val_mae"] == pytest.approx(errors, rel=1e-9)
+    weights = _hand_weights(errors)
+    assert entry["weights"] == pytest.approx(weights, rel=1e-9)
+    assert 0.0 < weights["model"] < 1.0
+    # the test forecasts: the weighted mean of the model's and the seasonal naive's
+    test = splits.test.origin
+    mixed = weights["model"] * at(test) + weights["seasonal_naive"] * values[test + 1 - 52]
+    actual = values[test + 1]
+    scores = report["test"]["combination"]
+    assert scores["mae"] == pytest.approx(np.mean(np.abs(actual - mixed)), rel=1e-9)
+    assert scores["rmse"] == pytest.approx(np.sqrt(np.mean((actual - mixed) ** 2)), rel=1e-9)
+    # the Report's own forecasts: the same weighted mean of its model and baseline forecasts
+    forecasts = trained_run.report.test_forecasts
+    np.testing.assert_allclose(
+        forecasts["combination"],
+        weights["model"] * forecasts["model"]
+        + weights["seasonal_naive"] * forecasts["seasonal_naive"],
+        rtol=1e-12,
+    )
+    # the table prints it as another forecaster; the validation scores stay without it
+    assert any(
+        line.startswith("test  combination") for line in trained_run.report.table.split("\n")
+    )
+    assert "combination" not in report["val"]
+
+
+def test_predict_combine_is_the_weighted_mean_from_the_same_origins(trained_run, tmp_path):
+    out = trained_run.out_dir
+    weights = json.loads((out / "report.json").read_text())["combination"]["weights"]
+    _, series, _, values = _co2(out)
+    frame = predict(out, combine=True)
+    assert list(frame.columns) == ["origin", "co2_h1", "co2_h1_combination"]
+    origins = pd.Index(series.times).get_indexer(frame["origin"])
+    assert (origins >= 0).all()
+    hand = weights["model"] * frame["co2_h1"].to_numpy() + weights[
+        "seasonal_naive"
+    ] * _seasonal_naive(values, origins, 52)
+    np.testing.assert_allclose(frame["co2_h1_combination"], hand, rtol=1e-12)
+    # the model's column is unchanged by --combine
+    pd.testing.assert_series_equal(frame["co2_h1"], predict(out)["co2_h1"])
+    # the command line: the same column in the CSV; in the long format a column combination
+    wide, long = tmp_path / "wide.csv", tmp_path / "long.csv"
+    code, _, err = _main("predict", out, "--combine", "--output", wide)
+    assert code == 0, err
+    np.testing.assert_allclose(pd.read_csv(wide)["co2_h1_combination"], hand, rtol=1e-12)
+    code, _, err = _main("predict", out, "--combine", "--format", "long", "--output", long)
+    assert code == 0, err
+    table = pd.read_csv(long)
+    assert list(table.columns) == ["unique_id", "ds", "stacklstm", "combination"]
+    assert table["combination"].tolist() == pytest.approx([hand[-1]], rel=1e-12)
+
+
+def _copy_without_weights(run, tmp_path, change):
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    path = copy / "report.json"
+    report = json.loads(path.read_text())
+    change(report)
+    path.write_text(json.dumps(report))
+    return copy
+
+
+def test_predict_combine_without_weights_is_a_clear_error(trained_run, tmp_path, monkeypatch):
+    old = _copy_without_weights(trained_run.out_dir, tmp_path, lambda r: r.pop("combination"))
+    with pytest.raises(ValueError, match=r"holds no combination weights.*stacklstm evaluate"):
+        predict(old, combine=True)
+    code, _, err = _main("predict", old, "--combine", "--output", tmp_path / "x.csv")
+    assert code == 2
+    assert "no combination weights" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.csv").exists()
+    predict(old)  # without --combine the run forecasts as before
+    (old / "report.json").unlink()
+    with pytest.raises(ValueError, match=r"report\.json, which is missing"):
+        predict(old, combine=True)
+    # weights that need the statistical baselines, without statsforecast
+    (tmp_path / "b").mkdir()
+
+    def statistical(report):
+        report["combination"]["weights"] = {"model": 0.5, "auto_ets": 0.5}
+
+    other = _copy_without_weights(trained_run.out_dir, tmp_path / "b", statistical)
+    monkeypatch.setattr(baselines, "statsforecast_available", lambda: False)
+    with pytest.raises(
+        ValueError, match=r"auto_ets\); they need statsforecast, which is not installed"
+    ):
+        predict(other, combine=True)
+
+
+def _panel(n_rows=48):
+    rng = np.random.default_rng(7)
+    t = np.arange(n_rows)
+    frames = []
+    for name, level in (("a", 10.0), ("b", 30.0)):
+        y = level + 3.0 * np.sin(2 * np.pi * t / 4) + 0.1 * t + rng.normal(0, 0.5, n_rows)
+        frames.append(pd.DataFrame({"unique_id": name, "ds": t, "y": y}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_a_panel_with_the_statistical_baselines(tmp_path):
+    """``baselines="all"``: per series weights from that series' validation windows, the
+    statistical forecasts those of ``baselines.statistical_forecasts`` from the same
+    origins."""
+    pytest.importorskip("statsforecast")
+    from stacklstm.estimator import LSTMForecaster
+
+    model = LSTMForecaster(
+        horizon=2, window=6, season=4, lstm_hidden_size=4, epochs=1, batch_size=8,
+        baselines="all", test_size=6, val_size=8, run_dir=tmp_path / "run",
+    ).fit(_panel())  # fmt: skip
+    run = model.run_dir
+    report = json.loads((run / "report.json").read_text())
+    info = read_run_info(run)
+    cfg = info.config.data
+    _, series = load_series(info, None)
+    splits, _ = make_splits(series, cfg, scaler=info.scaler)
+    frame = predict(run, combine=True)
+    entry = report["combination"]
+    assert entry["forecasters"] == ["model", *baselines.STATISTICAL]
+    for i, name in enumerate(splits.val.ids):
+        held = splits.val.held.offsets
+        history = splits.val.history[held[i] : held[i + 1]]
+        mine = frame[frame["id"] == name]
+        rows = np.arange(cfg.window - 1, len(history))  # every origin with a full window
+        assert len(mine) == len(rows)
+        model_at = {h: mine[f"y_h{h + 1}"].to_numpy() for h in range(2)}
+        model_all = np.stack([model_at[0], model_at[1]], axis=1)[:, :, None]  # (n, 2, 1)
+
+        def origins(windows, i=i):
+            return windows.local_origin[windows.series == i]
+
+        val = origins(splits.val)
+        y_val = np.stack([history[val + 1], history[val + 2]], axis=1)  # (n, 2, 1)
+        stat_val = baselines.statistical_forecasts(history, val, 2, 4)
+        errors = {"model": np.mean(np.abs(y_val - model_all[val - rows[0]]))}
+        errors.update({k: np.mean(np.abs(y_val - v)) for k, v in stat_val.items()})
+        weights = _hand_weights(errors)
+        assert entry["per_series"][name]["pooled"] is False
+        assert entry["per_series"][name]["weights"] == pytest.approx(weights, rel=1e-9)
+        # the report's test combination of this series
+        test = origins(splits.test)
+        y_test = np.stack([history[test + 1], history[test + 2]], axis=1)
+        stat_test = baselines.statistical_forecasts(history, test, 2, 4)
+        mixed = weights["model"] * model_all[test - rows[0]]
+        mixed = mixed + sum(weights[k] * v for k, v in stat_test.items())
+        scores = report["per_series"][name]["test"]["combination"]
+        assert scores["mae"] == pytest.approx(np.mean(np.abs(y_test - mixed)), rel=1e-9)
+        # predict: the statistical baselines fitted at the series' first origin
+        stat_all = baselines.statistical_forecasts(history, rows, 2, 4)
+        # a model that cannot fit on the first origin's few rows is left out, the others'
+        # weights renormalised
+        used = {"model": model_all, **{k: v for k, v in stat_all.items() if v is not None}}
+        total = sum(weights[k] for k in used)
+        hand = sum(weights[k] / total * v for k, v in used.items())
+        for h in range(2):
+            np.testing.assert_allclose(mine[f"y_h{h + 1}_combination"], hand[:, h, 0], rtol=1e-9)
+
+
+class _Windows:
+    """The parts of a panel's WindowSet the combination reads: series "a" has 2 windows,
+    "b" none, "c" 1 (horizon 1, one target)."""
+
+    def __init__(self, y_true, series):
+        self.y_true, self.series = np.asarray(y_true, dtype=float), np.asarray(series)
+        self.ids, self.horizon, self.n_targets = ("a", "b", "c"), 1, 1
+        self.held = type("Held", (), {"offsets": np.array([0, 10, 20, 30])})()
+
+    def __len__(self):
+        return len(self.series)
+
+
+def test_panel_weights_per_series_fall_back_to_the_pooled_ones():
+    from stacklstm.train.report_combination import combined, fit_weights
+
+    val = _Windows(np.array([10.0, 12.0, 20.0]).reshape(3, 1, 1), [0, 0, 2])
+    model = np.array([11.0, 13.0, 24.0]).reshape(3, 1, 1)  # errors 1, 1 | 4
+    ets = np.array([12.0, 14.0, 21.0]).reshape(3, 1, 1)  # errors 2, 2 | 1
+    forecasts = {"model": model, "auto_ets": ets, "auto_arima": None, "auto_theta": None}
+    entry = fit_weights(val, forecasts, "all", 4)
+    assert entry["val_mae"] == pytest.approx(
+        {"model": 2.0, "auto_ets": 5 / 3, "auto_arima": None, "auto_theta": None}
+    )
+    # pooled: 1/2 : 3/5 -> 5/11, 6/11
+    assert entry["weights"] == pytest.approx({"model": 5 / 11, "auto_ets": 6 / 11})
+    per = entry["per_series"]
+    assert per["a"] == {"val_mae": {"model": 1.0, "auto_ets": 2.0, "auto_arima": None,
+                                    "auto_theta": None},
+                        "weights": pytest.approx({"model": 2 / 3, "auto_ets": 1 / 3}),
+                        "pooled": False}  # fmt: skip
+    assert per["b"]["pooled"] is True and per["b"]["weights"] == entry["weights"]
+    assert per["c"]["weights"] == pytest.approx({"model": 0.2, "auto_ets": 0.8})
+    # the test windows: a series' own weights, the pooled ones for "b"
+    test = _Windows(np.zeros((3, 1, 1)), [0, 1, 2])
+    points = {"model": np.array([1.0, 1.0, 1.0]).reshape(3, 1, 1),
+              "auto_ets": np.array([4.0, 12.0, 6.0]).reshape(3, 1, 1)}  # fmt: skip
+    out = combined(test, points, entry)
+    np.testing.assert_allclose(out.ravel(), [2 / 3 + 4 / 3, 5 / 11 + 12 * 6 / 11, 0.2 + 0.8 * 6.0])
