@@ -9,21 +9,26 @@ import importlib.util
 import io
 import json
 import os
+import platform
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from stacklstm import StackedLSTM, kernels
 from stacklstm.cli import main
 from stacklstm.data import DataConfig, DataError, prepare_series
 from stacklstm.forecaster import build_model
 from stacklstm.intervals import OutputHead
+from stacklstm.kernels import native
+from stacklstm.kernels.lstm import LSTMState
 from stacklstm.train import ModelConfig, RunConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
 from stacklstm.train.rundir import METRICS_FILE
@@ -298,3 +303,163 @@ def load_benchmark(name, module):
     sys.modules[module] = loaded  # dataclasses look their module up
     spec.loader.exec_module(loaded)
     return loaded
+
+
+SEASON = 4
+
+
+def seasonal_values(n: int, seed: int = 0) -> np.ndarray:
+    """``(n,)`` trend + season-4 wave + noise: every statistical model has something to fit."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return 10 + 0.05 * t + 2 * np.sin(2 * np.pi * t / SEASON) + rng.normal(scale=0.3, size=n)
+
+
+def _cfg(baselines: str = "all") -> RunConfig:
+    return RunConfig(
+        DataConfig(target=("y",), time_column=None, window=6, horizon=3, season=SEASON),
+        ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=(8,)),
+        TrainConfig(epochs=3, batch_size=16, log_every=5, checkpoint_every=5, baselines=baselines),
+    )
+
+
+def _panel_table(path, lengths=(60, 50)):
+    """Two series ``a`` (60 rows) and ``b`` (50 rows, another level and noise), no time."""
+    parts = [
+        pd.DataFrame({"id": name, "y": seasonal_values(n, seed=i) * (1 + i) + 5 * i})
+        for i, (name, n) in enumerate(zip("ab", lengths, strict=True))
+    ]
+    pd.concat(parts).to_csv(path, index=False)
+    return path
+
+
+# tiny and fully explicit settings (nothing "auto" to resolve from the data), naive baselines
+TINY = dict(
+    horizon=3, window=8, season=7, deseasonalize=False, lstm_hidden_size=8, epochs=2,
+    batch_size=16, patience=0, min_steps=0, baselines="naive", test_size=6, val_size=6, seed=0,
+)  # fmt: skip
+
+
+def _panel(ids=("a", "b", "c"), n=60, start="2020-01-01", seed=0):
+    """A daily panel of weekly sines with noise: ``unique_id, ds, y``."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for i, name in enumerate(ids):
+        t = np.arange(n)
+        y = 10 + i + np.sin(2 * np.pi * t / 7) + 0.1 * rng.standard_normal(n)
+        ds = pd.date_range(start, periods=n, freq="D")
+        parts.append(pd.DataFrame({"unique_id": name, "ds": ds, "y": y}))
+    return pd.concat(parts, ignore_index=True)
+
+
+# --- the compiled CPU kernel's tests (tests/kernels/)
+
+ON_KERNEL_PLATFORM = sys.platform == "linux" and platform.machine() == "x86_64"
+
+
+needs_kernel = pytest.mark.skipif(
+    not native.available(), reason="the compiled CPU kernel is not built on this platform"
+)
+
+
+TARGET = "stacklstm_lstm_forward"
+
+
+def _params(rng, features, hidden, scale=0.5):
+    return {
+        "kernel_ih": rng.normal(0, scale, (features, 4 * hidden)).astype(np.float32),
+        "kernel_hh": rng.normal(0, scale, (hidden, 4 * hidden)).astype(np.float32),
+        "bias": rng.normal(0, scale, (4 * hidden,)).astype(np.float32),
+    }
+
+
+def _case(seed, batch, time, features, hidden):
+    rng = np.random.default_rng(seed)
+    p = _params(rng, features, hidden)
+    x = rng.normal(size=(batch, time, features)).astype(np.float32)
+    s0 = LSTMState(*(rng.normal(size=(batch, hidden)).astype(np.float32) for _ in "hc"))
+    return p, x, s0
+
+
+def _both_paths(fn):
+    out = {}
+    for path in ("native", "xla"):
+        with kernels.use(path):
+            out[path] = fn()
+    return out
+
+
+def _stack(hidden, layers, bidirectional, features, seed=0):
+    lstm = StackedLSTM(hidden, layers, bidirectional=bidirectional)
+    params = lstm.init(jax.random.key(seed), jnp.ones((1, 3, features)))["params"]
+    # a non-trivial bias, so that b_ih / b_hh cannot be mixed up unnoticed
+    params = jax.tree.map(lambda a: a + 0.1 * jnp.arange(a.size).reshape(a.shape) / a.size, params)
+    return lstm, params
+
+
+def _raises_value_or_type_error(call):
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    assert str(info.value).strip(), "an error must say what is wrong"
+
+
+_WRONG_NDIM = st.lists(st.integers(0, 3), max_size=5).filter(lambda s: len(s) not in (2, 3))
+
+
+_NOT_FLOAT = st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.bool_, np.complex64])
+
+
+_NON_ARRAYS = st.sampled_from([None, "abc", object(), {"x": 1}, [[1.0], [1.0, 2.0]]])
+
+
+# --- malformed inputs of the models (tests/test_model.py, tests/test_layers.py)
+# (batch=2, time=5, features=3) is right; each of these is wrong in one way
+BAD_X = st.one_of(
+    _WRONG_NDIM.map(lambda s: np.zeros(s, np.float32)),
+    _NOT_FLOAT.map(lambda d: np.zeros((2, 5, 3), d)),
+    st.integers(0, 3).map(lambda b: np.zeros((b, 0, 3), np.float32)),  # no time steps
+    st.integers(0, 7).filter(lambda f: f != 3).map(lambda f: np.zeros((2, 5, f), np.float32)),
+    st.just(np.full((2, 5), np.nan, np.float32)),  # (batch, time): 1 feature, not 3
+    _NON_ARRAYS,
+)
+
+
+_STATE = st.builds(
+    lambda b, h: LSTMState(jnp.zeros((b, h)), jnp.zeros((b, h))),
+    st.integers(0, 3),
+    st.integers(0, 5),
+)
+
+
+_RIGHT_STATE = LSTMState(jnp.zeros((2, 4)), jnp.zeros((2, 4)))  # (batch, hidden) of MODEL
+
+
+BAD_CARRY = st.one_of(
+    st.integers(0, 4).filter(lambda n: n != 2).map(lambda n: (_RIGHT_STATE,) * n),
+    st.tuples(_STATE, _STATE).filter(lambda c: c[0].h.shape != (2, 4) or c[1].h.shape != (2, 4)),
+    _NON_ARRAYS.map(lambda v: (v, v)),
+    _NON_ARRAYS.filter(lambda v: v is not None),
+    st.just((LSTMState("a", "b"),) * 2),
+)  # fmt: skip
+
+
+BAD_LENGTHS = st.one_of(
+    st.lists(st.integers(1, 5), max_size=4).filter(lambda v: len(v) != 2).map(np.array),
+    st.tuples(st.integers(-3, 9), st.integers(-3, 9))
+    .filter(lambda v: not all(1 <= n <= 5 for n in v))
+    .map(np.array),
+    st.just(np.array([np.nan, 2.0])),
+    st.just(np.array([3.0, 2.0])),
+    st.just(np.array([True, True])),
+    _NON_ARRAYS.filter(lambda v: v is not None),
+)
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _report(run_dir):
+    return json.loads((Path(run_dir) / "report.json").read_text())

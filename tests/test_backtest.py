@@ -1,5 +1,6 @@
-"""Rolling-origin backtests: cut-offs and origins by hand, baselines against statsforecast's
-cross_validation, refit schedules, exact resume of a killed backtest, impossible layouts."""
+"""Rolling-origin backtests end to end: baselines against statsforecast's cross_validation,
+refit schedules, exact resume of a killed backtest, impossible layouts, covariates. (The folds
+and the scoring alone are tests/backtest/.)"""
 
 import json
 
@@ -7,59 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import _cfg, seasonal_values
 from stacklstm import backtest as bt
 from stacklstm.checks import DataError, SettingError
 from stacklstm.cli import main
-from stacklstm.data import (
-    DataConfig,
-    make_inference_windows,
-    make_splits,
-    prepare_series,
-    read_table,
-)
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig, predict
-from test_baselines import SEASON, seasonal_values, statsforecast_cv
-
-
-def test_cutoffs_origins_and_fold_rows_on_arange():
-    # 20 rows, horizon 2, 3 folds of 4 origins: cut-offs 6, 10, 14; origins 6..9, 10..13,
-    # 14..17; the last forecast (origin 17) ends on row 19
-    assert bt.fold_cutoffs(20, horizon=2, folds=3, step=4) == [6, 10, 14]
-    assert bt.fold_cutoffs(20, horizon=2, folds=1, step=18) == [0]
-    cfg = RunConfig(DataConfig(target=("v",), time_column=None, window=3, horizon=2, season=4,
-                               val_fraction=0.25, scaler="none", normalize="none"))  # fmt: skip
-    series = prepare_series(pd.DataFrame({"v": np.arange(20.0)}), cfg.data)
-    # the fold at cut-off 10 trains on rows 0..10: 8 for training, the last 3 for validation
-    fold = bt.fold_config(cfg, 20, 10)
-    splits, _ = make_splits(series, fold.data)
-    assert (splits.n_train, splits.n_val, splits.n_test) == (8, 3, 9)
-    assert splits.train.target_index.max() == 7 and splits.val.target_index.max() == 10
-    assert splits.train.origin.tolist() == [2, 3, 4, 5]
-    assert splits.val.origin.tolist() == [7, 8]
-    assert fold.train.baselines == "naive" and fold.model == cfg.model
-    # its forecasts: origins 10..13 see rows up to the origin and target the next two rows
-    windows = make_inference_windows(series, fold.data, make_splits(series, fold.data)[1])
-    windows = windows.take(np.isin(windows.origin, np.arange(10, 14)))
-    assert windows.x[..., 0].tolist() == [[8, 9, 10], [9, 10, 11], [10, 11, 12], [11, 12, 13]]
-    assert windows.y_true[..., 0].tolist() == [[11, 12], [12, 13], [13, 14], [14, 15]]
-    # which fold's model forecasts each fold
-    assert bt.model_folds(4, "every") == [0, 1, 2, 3]
-    assert bt.model_folds(4, "never") == [0, 0, 0, 0]
-    assert bt.model_folds(5, 2) == [0, 0, 2, 2, 4]
-    assert bt.model_folds(3, 7) == [0, 0, 0]
+from stacklstm.data import prepare_series, read_table
+from stacklstm.train import predict
+from test_baselines import statsforecast_cv
 
 
 def _write_series(path, n=80):
     pd.DataFrame({"t": np.arange(n), "y": seasonal_values(n)}).to_csv(path, index=False)
     return path
-
-
-def _cfg(baselines: str = "all") -> RunConfig:
-    return RunConfig(
-        DataConfig(target=("y",), time_column=None, window=6, horizon=3, season=SEASON),
-        ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=(8,)),
-        TrainConfig(epochs=3, batch_size=16, log_every=5, checkpoint_every=5, baselines=baselines),
-    )
 
 
 FLAGS = ["--target", "y", "--time-column", "none", "--window", "6", "--horizon", "3",
@@ -189,124 +149,6 @@ def test_library_errors_name_the_setting(tmp_path):
     assert not (tmp_path / "bt").exists()
     with pytest.raises(ValueError, match="holds no backtest to resume"):
         bt.backtest(_cfg("naive"), tmp_path, resume=True, data_path=data)
-
-
-def test_the_backtest_plan_resolves_auto_as_a_run_does(tmp_path):
-    """The folds are planned on the settings a run's plan resolves (monthly: season 12,
-    window 24), and a resume with other settings is refused with the run's message."""
-    n = 120
-    frame = pd.DataFrame(
-        {
-            "date": pd.date_range("2000-01-01", periods=n, freq="MS").strftime("%Y-%m-%d"),
-            "co2": 10.0 + np.sin(2 * np.pi * np.arange(n) / 12),
-        }
-    )
-    data = tmp_path / "monthly.csv"
-    frame.to_csv(data, index=False)
-    cfg = RunConfig(train=TrainConfig(baselines="naive"))
-    out = tmp_path / "bt"
-    plan = bt.prepare_backtest(cfg, out, 2, 3, None, data, False)
-    assert (plan.cfg.data.season, plan.cfg.data.window) == (12, 24)
-    assert plan.cfg.train.epochs == "auto"  # the budget is each fold's run's to resolve
-    # cut-offs: 120 - 1 - 3 x 2 = 113, then 116; origins 113 .. 115 and 116 .. 118
-    assert plan.cutoffs == [113, 116] and plan.uses == [0, 1]
-    np.testing.assert_array_equal(plan.origins(1), [116, 117, 118])
-    out.mkdir()
-    (out / "plan.json").write_text(json.dumps(plan.settings))
-    with pytest.raises(ValueError) as caught:
-        bt.prepare_backtest(cfg, out, None, 4, None, None, True)
-    assert str(caught.value) == (
-        f"cannot resume {out}: the settings differ from the saved backtest's (step: 4 != 3); "
-        "resume with the same settings or start a new backtest"
-    )
-
-
-def _panel_table(path, lengths=(60, 50)):
-    """Two series ``a`` (60 rows) and ``b`` (50 rows, another level and noise), no time."""
-    parts = [
-        pd.DataFrame({"id": name, "y": seasonal_values(n, seed=i) * (1 + i) + 5 * i})
-        for i, (name, n) in enumerate(zip("ab", lengths, strict=True))
-    ]
-    pd.concat(parts).to_csv(path, index=False)
-    return path
-
-
-def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_path):
-    from stacklstm import baselines
-    from stacklstm.train import read_run_info
-
-    data = _panel_table(tmp_path / "panel.csv")
-    cfg = _cfg("all").replace({"data": {"id_column": "id"}})
-    out = tmp_path / "bt"
-    result = bt.backtest(cfg, out, folds=2, step=3, data_path=data, quiet=True)
-    # cut-offs from each series' end: b (50 rows) at 50 - 3 - 3 * 2 = 41, 44; a 10 rows later
-    assert result.data["cutoffs"] == [51, 54] and result.data["n_series"] == 2
-    series = prepare_series(read_table(data), read_run_info(out / "fold_00").config.data)
-    for k, fold in enumerate(result.data["folds"]):
-        assert {n: s["cutoff"] for n, s in fold["per_series"].items()} == {
-            "a": 51 + 3 * k, "b": 41 + 3 * k
-        }  # fmt: skip
-        # the fold's training and validation rows end at the cut-off of every series
-        run_data = read_run_info(out / f"fold_{k:02d}").config.data
-        splits, _ = make_splits(series, run_data)
-        assert (splits.rows[:, 0] + splits.rows[:, 1]).tolist() == [52 + 3 * k, 42 + 3 * k]
-        assert splits.val.target_index.max() == 60 + 41 + 3 * k  # b's last validation row
-        forecasts = result.forecasts[k]
-        assert forecasts["origin"].tolist() == [51 + 3 * k + j for j in range(3)] + [
-            60 + 41 + 3 * k + j for j in range(3)
-        ]  # fmt: skip
-        for name, pooled in fold["scores"].items():
-            each = [fold["per_series"][s]["scores"][name] for s in "ab"]
-            # the pooled MASE is the mean of the series' MASE; MAE the mean over all targets
-            assert pooled["mase"] == pytest.approx(np.mean([m["mase"] for m in each]), rel=1e-12)
-            assert pooled["mae"] == pytest.approx(np.mean([m["mae"] for m in each]), rel=1e-12)
-            steps = fold["by_step"][name]
-            assert np.mean([s["mae"] for s in steps]) == pytest.approx(pooled["mae"], rel=1e-12)
-    # the statistical baselines of each series: statistical_forecasts on that series alone
-    for i, (name, start, n) in enumerate((("a", 0, 60), ("b", 60, 50))):
-        y = series.values[start : start + n, :1]
-        cuts = [n - 9, n - 6]
-        origins = np.concatenate([np.arange(c, c + 3) for c in cuts])
-        alone = baselines.statistical_forecasts(y, origins, 3, SEASON, cuts)
-        for k, fold in enumerate(result.data["folds"]):
-            o = origins[3 * k : 3 * k + 3]
-            actual = y[o[:, None] + np.arange(1, 4), 0]
-            scale = np.mean(np.abs(y[4 : cuts[k] + 1, 0] - y[: cuts[k] - 3, 0]))
-            scores = fold["per_series"][name]["scores"]
-            for model in ("auto_ets", "auto_arima", "auto_theta"):
-                mine = result.forecasts[k][model][3 * i : 3 * i + 3]
-                np.testing.assert_allclose(mine, alone[model][3 * k : 3 * k + 3], rtol=1e-12)
-                mae = np.mean(np.abs(alone[model][3 * k : 3 * k + 3, :, 0] - actual))
-                assert scores[model]["mae"] == pytest.approx(mae, rel=1e-12)
-                assert scores[model]["mase"] == pytest.approx(mae / scale, rel=1e-12)
-            last = np.mean(np.abs(y[o, :1] - actual))
-            assert scores["last_value"]["mae"] == pytest.approx(last, rel=1e-12)
-    summary = result.data["per_series"]["b"]["auto_ets"]["mean"]["mae"]
-    folds = result.data["folds"]
-    assert summary == pytest.approx(
-        np.mean([f["per_series"]["b"]["scores"]["auto_ets"]["mae"] for f in folds]), rel=1e-12
-    )
-    assert "2 series scored together" in result.table
-
-
-def test_a_panel_with_time_stamps_must_end_together(tmp_path):
-    frame = pd.read_csv(_panel_table(tmp_path / "p.csv"))
-    frame["t"] = np.concatenate([np.arange(60), np.arange(50)])  # b ends 10 steps early
-    frame.to_csv(tmp_path / "p.csv", index=False)
-    cfg = _cfg("naive").replace({"data": {"id_column": "id", "time_column": "t"}})
-    with pytest.raises(DataError, match=r"series 'b' ends at 49 and 'a' at 59"):
-        bt.backtest(cfg, tmp_path / "bt", folds=2, step=3, data_path=tmp_path / "p.csv")
-    assert not (tmp_path / "bt").exists()
-    # without stamps: the same rows from each series' end; the shortest sets the folds
-    cfg = cfg.replace({"data": {"time_column": None}})
-    with pytest.raises(SettingError, match=r"but the data has 50; .*shortest series, 'b'"):
-        bt.prepare_backtest(cfg, tmp_path / "bt", 16, 3, None, tmp_path / "p.csv", False)
-    with pytest.raises(DataError, match=r"fold 0's cut-off in series 'b' leaves 9 rows, 6 for"):
-        bt.prepare_backtest(cfg, tmp_path / "bt", 13, 3, None, tmp_path / "p.csv", False)
-    plan = bt.prepare_backtest(cfg, tmp_path / "bt", 3, 3, "never", tmp_path / "p.csv", False)
-    assert plan.cutoffs == [48, 51, 54] and plan.series_cutoffs(1).tolist() == [51, 41]
-    assert plan.fold_config(0).data.val_size == 6  # round(0.15 x 39) = 6 rows in each
-    assert not (tmp_path / "bt").exists()
 
 
 def test_covariates_come_from_the_table_as_predict_reads_them(tmp_path):

@@ -9,20 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import SEASON, seasonal_values
 from stacklstm import baselines, config
 from stacklstm.checks import SettingError
 from stacklstm.cli import main
 from stacklstm.data import DataConfig, make_splits, prepare_series, read_table
 from stacklstm.train import ModelConfig, RunConfig, TrainConfig, fit, predict
-
-SEASON = 4
-
-
-def seasonal_values(n: int, seed: int = 0) -> np.ndarray:
-    """``(n,)`` trend + season-4 wave + noise: every statistical model has something to fit."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(n)
-    return 10 + 0.05 * t + 2 * np.sin(2 * np.pi * t / SEASON) + rng.normal(scale=0.3, size=n)
 
 
 def statsforecast_cv(history: np.ndarray, origins: np.ndarray, horizon: int, refit) -> dict:
@@ -196,50 +188,6 @@ def test_import_stacklstm_does_not_import_statsforecast():
 
 
 # --------------------------------------------------------------------------- one pass
-
-
-def _rolling_cases():
-    """``(id, model, series)``: each rolling path of :mod:`stacklstm.baselines.rolling`."""
-    from statsforecast.models import ARIMA, AutoARIMA, AutoETS
-
-    y, n = seasonal_values(90), 90
-    rng = np.random.default_rng(3)
-    walk = 20 + np.cumsum(rng.normal(size=n))
-    flat_start = np.r_[np.full(40, 5.0), 5 + np.cumsum(rng.normal(size=n - 40))]
-    positive = 50 + 8 * np.sin(2 * np.pi * np.arange(n) / SEASON) + rng.normal(size=n)
-    return [
-        ("ets_auto", AutoETS(season_length=SEASON), y),
-        ("ets_mam", AutoETS(season_length=SEASON, model="MAM"), positive),
-        ("ets_damped", AutoETS(season_length=SEASON, model="AAN", damped=True), walk),
-        ("ets_constant_prefix", AutoETS(season_length=SEASON), flat_start),
-        ("arima_auto", AutoARIMA(season_length=SEASON), y),
-        ("arima_drift", ARIMA(order=(1, 1, 1), include_drift=True, season_length=SEASON), walk),
-        ("arima_mean", ARIMA(order=(2, 0, 1), include_mean=True, season_length=SEASON), positive),
-        ("arima_seasonal_diff",
-         ARIMA(order=(0, 1, 1), seasonal_order=(0, 1, 1), season_length=SEASON), y),
-        ("arima_constant_prefix", ARIMA(order=(0, 1, 1), season_length=SEASON), flat_start),
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize("case", range(9))
-def test_one_pass_rolling_equals_forward_at_every_origin(case):
-    from stacklstm.baselines.rolling import rolling_means
-
-    label, model, y = _rolling_cases()[case]
-    fit_at = 30 if "constant" in label else 50  # the constant prefix: rows 0..39
-    origins = np.arange(fit_at, len(y) - 3)
-    model.fit(y=y[: fit_at + 1])
-    if label == "arima_drift":
-        assert "drift" in model.model_["coef"]
-    if label == "arima_mean":
-        assert "intercept" in model.model_["coef"]
-    want = np.stack([model.forward(y=y[: o + 1], h=3)["mean"] for o in origins])
-    ticks = []
-    name = "auto_ets" if label.startswith("ets") else "auto_arima"
-    got = rolling_means(name, model, y, origins, 3, ticks.append)
-    np.testing.assert_array_equal(got, want)
-    assert sum(ticks) == origins.size
-    assert np.ptp(got[:, 0]) > 0  # the forecasts follow the data
 
 
 def test_forecast_parts_equal_separate_fits_report_progress_and_are_reused(monkeypatch):

@@ -1,6 +1,6 @@
 """LSTMForecaster: the DataFrame API on the fit/predict path of the command line, checked
-against stacklstm.train.predict on the same run folder and against statsforecast's
-cross-validation rows."""
+against stacklstm.train.predict on the same run folder. (Cross-validation, the settings and
+the frames are tests/estimator/.)"""
 
 import gc
 import json
@@ -15,27 +15,9 @@ import pandas as pd
 import pytest
 
 import stacklstm
-from helpers import _main, cache_env
+from helpers import TINY, _main, _panel, cache_env
 from stacklstm.estimator import TABLE_FILE, LSTMForecaster
 from stacklstm.train import predict
-
-# tiny and fully explicit settings (nothing "auto" to resolve from the data), naive baselines
-TINY = dict(
-    horizon=3, window=8, season=7, deseasonalize=False, lstm_hidden_size=8, epochs=2,
-    batch_size=16, patience=0, min_steps=0, baselines="naive", test_size=6, val_size=6, seed=0,
-)  # fmt: skip
-
-
-def _panel(ids=("a", "b", "c"), n=60, start="2020-01-01", seed=0):
-    """A daily panel of weekly sines with noise: ``unique_id, ds, y``."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for i, name in enumerate(ids):
-        t = np.arange(n)
-        y = 10 + i + np.sin(2 * np.pi * t / 7) + 0.1 * rng.standard_normal(n)
-        ds = pd.date_range(start, periods=n, freq="D")
-        parts.append(pd.DataFrame({"unique_id": name, "ds": ds, "y": y}))
-    return pd.concat(parts, ignore_index=True)
 
 
 @pytest.fixture(scope="module")
@@ -89,81 +71,6 @@ def test_a_model_without_intervals_refuses_a_level():
     assert list(model.predict().columns) == ["unique_id", "ds", "stacklstm"]
     with pytest.raises(ValueError, match=r"without intervals.*conformal"):
         model.predict(level=[80])
-
-
-def test_cross_validation_has_statsforecasts_rows_and_the_models_forecasts():
-    from statsforecast import StatsForecast
-    from statsforecast.models import Naive
-
-    df = _panel(seed=1).sample(frac=1.0, random_state=0)  # any row order
-    model = LSTMForecaster(**TINY, alias="lstm")
-    cv = model.cross_validation(df, n_windows=3, step_size=2)
-    ref = StatsForecast(models=[Naive()], freq="D").cross_validation(
-        df=df, h=3, n_windows=3, step_size=2
-    )
-    keys = ["unique_id", "ds", "cutoff", "y"]
-    assert list(cv.columns) == [*keys, "lstm"]
-    ours = cv[keys].sort_values(["unique_id", "cutoff", "ds"]).reset_index(drop=True)
-    theirs = ref[keys].sort_values(["unique_id", "cutoff", "ds"]).reset_index(drop=True)
-    pd.testing.assert_frame_equal(ours, theirs)
-    merged = cv.merge(ref, on=["unique_id", "ds", "cutoff"], validate="one_to_one")
-    assert len(merged) == len(cv) == 3 * 3 * 3
-    # trained on the rows up to the first cut-off only
-    train = pd.read_parquet(model._table)
-    assert train.groupby("unique_id")["ds"].max().eq(pd.Timestamp("2020-02-22")).all()
-    # the forecasts are the run's forecasts from the cut-offs, whatever rows follow them
-    full = model._table.parent / "full.parquet"
-    df.to_parquet(full)
-    wide = predict(model.run_dir, full)
-    for _, row in cv.iterrows():
-        k = (row["ds"] - row["cutoff"]).days
-        at = wide[(wide["id"] == row["unique_id"]) & (wide["origin"] == row["cutoff"])]
-        assert len(at) == 1
-        np.testing.assert_allclose(row["lstm"], at[f"y_h{k}"].iloc[0], rtol=1e-6)
-
-
-def test_cross_validation_with_refit_trains_up_to_each_cutoff():
-    df = _panel(ids=("a", "b"), seed=5)
-    model = LSTMForecaster(**{**TINY, "epochs": 1})
-    cv = model.cross_validation(df, n_windows=2, step_size=3, refit=True)
-    assert sorted(cv["cutoff"].unique()) == [pd.Timestamp("2020-02-23"), pd.Timestamp("2020-02-26")]
-    assert len(cv) == 2 * 2 * 3
-    # the estimator keeps the last window's model, trained on the rows up to its cut-off
-    train = pd.read_parquet(model._table)
-    assert train.groupby("unique_id")["ds"].max().eq(pd.Timestamp("2020-02-26")).all()
-    full = model._table.parent / "full.parquet"
-    df.to_parquet(full)
-    wide = predict(model.run_dir, full)
-    last = cv[cv["cutoff"] == pd.Timestamp("2020-02-26")]
-    for _, row in last.iterrows():
-        k = (row["ds"] - row["cutoff"]).days
-        at = wide[(wide["id"] == row["unique_id"]) & (wide["origin"] == row["cutoff"])]
-        np.testing.assert_allclose(row["stacklstm"], at[f"y_h{k}"].iloc[0], rtol=1e-6)
-    np.testing.assert_array_equal(cv["y"], df.set_index(["unique_id", "ds"]).loc[
-        list(zip(cv["unique_id"], cv["ds"], strict=True)), "y"])  # fmt: skip
-
-
-def test_cross_validation_refuses_too_few_rows_before_the_first_cutoff():
-    model = LSTMForecaster(**{**TINY, "epochs": 1})
-    with pytest.raises(ValueError, match=r"has 40 rows but 14 window.*need more than 42"):
-        model.cross_validation(_panel(ids=("a",), n=40), n_windows=14, step_size=3)
-    with pytest.raises(ValueError, match="10 rows but the run needs at least 23"):
-        model.cross_validation(_panel(ids=("a",), n=40), n_windows=10, step_size=3)
-
-
-def test_unknown_keywords_and_column_settings_are_type_errors():
-    with pytest.raises(
-        TypeError, match=r"'lstm_hiden_size'.*accepts alias, id_col.*lstm_hidden_size"
-    ):
-        LSTMForecaster(lstm_hiden_size=8)
-    with pytest.raises(TypeError, match="pass target_col"):
-        LSTMForecaster(target=("y",))
-    with pytest.raises(TypeError, match="'hidden_size' and 'lstm_hidden_size' are the same"):
-        LSTMForecaster(hidden_size=8, lstm_hidden_size=8)
-    with pytest.raises(ValueError, match="horizon"):  # a bad value: the config's own check
-        LSTMForecaster(horizon=0)
-    cfg = LSTMForecaster(hidden_size=4)._base_config(time=True, ids=False, statics=())
-    assert cfg.model.lstm_hidden_size == 4  # the older spelling, as on the command line
 
 
 def test_save_and_load_give_the_same_forecasts_and_the_cli_reads_the_folder(fitted, tmp_path):
@@ -286,31 +193,3 @@ def test_the_estimator_loads_lazily():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
     assert stacklstm.LSTMForecaster is LSTMForecaster
-
-
-def test_to_long_by_hand_two_targets_monthly_steps_and_levels():
-    from stacklstm.train.prediction import to_long
-
-    wide = pd.DataFrame({
-        "id": ["s", "s", "t"],
-        "origin": pd.to_datetime(["2020-01-01", "2020-02-01", "2020-12-01"]),
-        "u_h1": [1.0, 2.0, 3.0], "u_h1_q0.1": [0.5, 1.5, 2.5], "u_h1_q0.9": [1.5, 2.5, 3.5],
-        "u_h2": [4.0, 5.0, 6.0], "u_h2_q0.1": [3.5, 4.5, 5.5], "u_h2_q0.9": [4.5, 5.5, 6.5],
-        "v_h1": [7.0, 8.0, 9.0], "v_h1_q0.1": [7.0, 8.0, 9.0], "v_h1_q0.9": [7.0, 8.0, 9.0],
-        "v_h2": [0.0, 0.0, 1.0], "v_h2_q0.1": [0.0, 0.0, 1.0], "v_h2_q0.9": [0.0, 0.0, 1.0],
-    })  # fmt: skip
-    long = to_long(wide, ["u", "v"], 2, "MS", levels=[80], alias="m")
-    assert list(long.columns) == ["unique_id", "ds", "m", "m-lo-80", "m-hi-80"]
-    assert long["unique_id"].tolist() == ["s/u", "s/u", "t/u", "t/u", "s/v", "s/v", "t/v", "t/v"]
-    assert long["ds"].dt.strftime("%Y-%m-%d").tolist() == [
-        "2020-03-01", "2020-04-01", "2021-01-01", "2021-02-01",
-    ] * 2  # fmt: skip
-    assert long["m"].tolist() == [2.0, 5.0, 3.0, 6.0, 8.0, 0.0, 9.0, 1.0]
-    assert long["m-lo-80"].tolist()[:4] == [1.5, 4.5, 2.5, 5.5]
-    every = to_long(wide[["id", "origin", "u_h1", "u_h2"]], ["u"], 2, "MS", every_origin=True)
-    assert list(every.columns) == ["unique_id", "ds", "cutoff", "stacklstm"]
-    assert len(every) == 6 and every["cutoff"].nunique() == 3
-    with pytest.raises(ValueError, match=r"level 95 needs the quantiles 0\.025 and 0\.975"):
-        to_long(wide, ["u", "v"], 2, "MS", levels=[95])
-    with pytest.raises(ValueError, match="irregular"):
-        to_long(wide, ["u"], 2, None)

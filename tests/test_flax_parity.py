@@ -37,14 +37,3 @@ def test_stacked_lstm_matches_flax_rnn(cell_type):
     np.testing.assert_allclose(state[0].c, c_f, atol=1e-5)
     back = to_flax_cell(params["layer_0"])
     jax.tree.map(np.testing.assert_array_equal, back, jax.tree.map(np.asarray, dict(p0["cell"])))
-
-
-def test_from_flax_cell_rejects_wrong_keys():
-    with pytest.raises(ValueError, match="expected keys"):
-        from_flax_cell({"i": {"kernel": np.zeros((2, 8))}})
-
-
-def test_to_flax_cell_refuses_a_projected_layer():
-    params = StackedLSTM(6, proj_size=2).init(jax.random.key(0), np.ones((1, 3, 2)))["params"]
-    with pytest.raises(ValueError, match=r"kernel_hr.*flax's LSTM cells have no projection"):
-        to_flax_cell(params["layer_0"])

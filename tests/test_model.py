@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import PROPERTY
+from helpers import (
+    _STATE,
+    _WRONG_NDIM,
+    BAD_CARRY,
+    BAD_LENGTHS,
+    BAD_X,
+    PROPERTY,
+    _raises_value_or_type_error,
+)
 from stacklstm import LSTMModel, LSTMState, StackedLSTM, lstm_layer
 from stacklstm.kernels.reference import stacked_lstm_reference
 
@@ -170,63 +178,6 @@ def model_and_params():
     return model, model.init(jax.random.key(0), x)
 
 
-def _raises_value_or_type_error(call):
-    with pytest.raises((ValueError, TypeError)) as info:
-        call()
-    assert str(info.value).strip(), "an error must say what is wrong"
-
-
-_WRONG_NDIM = st.lists(st.integers(0, 3), max_size=5).filter(lambda s: len(s) not in (2, 3))
-
-
-_NOT_FLOAT = st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.bool_, np.complex64])
-
-
-_NON_ARRAYS = st.sampled_from([None, "abc", object(), {"x": 1}, [[1.0], [1.0, 2.0]]])
-
-
-# (batch=2, time=5, features=3) is right; each of these is wrong in one way
-BAD_X = st.one_of(
-    _WRONG_NDIM.map(lambda s: np.zeros(s, np.float32)),
-    _NOT_FLOAT.map(lambda d: np.zeros((2, 5, 3), d)),
-    st.integers(0, 3).map(lambda b: np.zeros((b, 0, 3), np.float32)),  # no time steps
-    st.integers(0, 7).filter(lambda f: f != 3).map(lambda f: np.zeros((2, 5, f), np.float32)),
-    st.just(np.full((2, 5), np.nan, np.float32)),  # (batch, time): 1 feature, not 3
-    _NON_ARRAYS,
-)
-
-
-_STATE = st.builds(
-    lambda b, h: LSTMState(jnp.zeros((b, h)), jnp.zeros((b, h))),
-    st.integers(0, 3),
-    st.integers(0, 5),
-)
-
-
-_RIGHT_STATE = LSTMState(jnp.zeros((2, 4)), jnp.zeros((2, 4)))  # (batch, hidden) of MODEL
-
-
-BAD_CARRY = st.one_of(
-    st.integers(0, 4).filter(lambda n: n != 2).map(lambda n: (_RIGHT_STATE,) * n),
-    st.tuples(_STATE, _STATE).filter(lambda c: c[0].h.shape != (2, 4) or c[1].h.shape != (2, 4)),
-    _NON_ARRAYS.map(lambda v: (v, v)),
-    _NON_ARRAYS.filter(lambda v: v is not None),
-    st.just((LSTMState("a", "b"),) * 2),
-)  # fmt: skip
-
-
-BAD_LENGTHS = st.one_of(
-    st.lists(st.integers(1, 5), max_size=4).filter(lambda v: len(v) != 2).map(np.array),
-    st.tuples(st.integers(-3, 9), st.integers(-3, 9))
-    .filter(lambda v: not all(1 <= n <= 5 for n in v))
-    .map(np.array),
-    st.just(np.array([np.nan, 2.0])),
-    st.just(np.array([3.0, 2.0])),
-    st.just(np.array([True, True])),
-    _NON_ARRAYS.filter(lambda v: v is not None),
-)
-
-
 @PROPERTY
 @given(x=BAD_X)
 def test_model_rejects_malformed_x(model_and_params, x):
@@ -274,17 +225,6 @@ def test_model_and_stack_reject_malformed_settings(field, data):
     if field in stack_field or field == "dropout_rate":
         kwargs = {"hidden_size": 4, stack_field.get(field, field): value}
         _raises_value_or_type_error(lambda: StackedLSTM(**kwargs))
-
-
-@PROPERTY
-@given(x=BAD_X, state=st.none() | BAD_CARRY, lengths=st.none() | BAD_LENGTHS)
-def test_stacked_lstm_rejects_malformed_input(x, state, lengths):
-    stack = StackedLSTM(4, num_layers=2)
-    params = stack.init(jax.random.key(0), np.zeros((2, 5, 3), np.float32))
-    _raises_value_or_type_error(lambda: stack.apply(params, x, state, seq_lengths=lengths))
-    good = np.zeros((2, 5, 3), np.float32)
-    if state is not None or lengths is not None:
-        _raises_value_or_type_error(lambda: stack.apply(params, good, state, seq_lengths=lengths))
 
 
 _GOOD_LAYER = {"kernel_ih": jnp.zeros((3, 8)), "kernel_hh": jnp.zeros((2, 8)), "bias": jnp.zeros(8)}

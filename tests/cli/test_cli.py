@@ -1,4 +1,5 @@
-"""The command line: train -> evaluate -> predict end to end, flags -> config, user errors."""
+"""The command line: train -> evaluate -> predict end to end, config files, user errors.
+(Flags -> config and the parser are test_flags.py and test_parser.py.)"""
 
 import contextlib
 import dataclasses
@@ -27,24 +28,18 @@ from helpers import (
     _full_disk_at_commit,
     _main,
     _no_space,
+    _run,
     tiny_run,
 )
-from stacklstm.cli import build_parser, main
-from stacklstm.cli.commands import _overrides
+from stacklstm.cli import main
 from stacklstm.cli.flags import _floats, _ints, _names
-from stacklstm.data import DataConfig, bundled_dataset_path, read_table
+from stacklstm.data import DataConfig, bundled_dataset_path
 from stacklstm.train import ModelConfig, TrainConfig, read_run_info
 from stacklstm.train.checkpoint import RunCheckpoints
 from stacklstm.train.rundir import CONFIG_FILE
 
 # The tiny run of train/test_loop.py (same settings, so a shared compilation cache can hit).
 TINY_FLAGS, TINY_RUN = tiny_run()
-
-
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -92,25 +87,6 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(run / "predictions.csv"), frame)
 
 
-def test_flags_map_onto_config_fields_without_defaults_of_their_own():
-    parser = build_parser()
-    assert _overrides(parser.parse_args(["train"])) == {"data": {}, "model": {}, "train": {}}
-    args = parser.parse_args(
-        ["train", "--target", "a,b", "--features", "", "--time-column", "none",
-         "--linear-layer-sizes", "", "--mean-aggregation", "--no-skip-nonfinite", "--lr", "1e-3",
-         "--loss", "huber", "--val-fraction", "0.2"]
-    )  # fmt: skip
-    assert _overrides(args) == {
-        "data": {"target": ("a", "b"), "features": (), "time_column": None, "val_fraction": 0.2},
-        "model": {"linear_layer_sizes": (), "mean_aggregation": True},
-        "train": {"skip_nonfinite": False, "lr": 1e-3, "loss": "huber"},
-    }
-    flags = {a.dest for a in parser._subparsers._group_actions[0].choices["train"]._actions}
-    for section, cls in (("data", DataConfig), ("model", ModelConfig), ("train", TrainConfig)):
-        for field in dataclasses.fields(cls):
-            assert f"{section}.{field.name}" in flags  # every setting has a flag
-
-
 def test_config_file_then_flags(tmp_path, capsys):
     config = tmp_path / "run.toml"
     config.write_text(
@@ -124,16 +100,6 @@ def test_config_file_then_flags(tmp_path, capsys):
     )
     assert code == 0, err
     assert read_run_info(tmp_path / "r").config == TINY_RUN  # file, then --epochs 2 on top
-
-
-def test_help_shows_a_worked_example(capsys):
-    for argv in (["--help"], ["train", "--help"]):
-        with pytest.raises(SystemExit) as info:
-            main(argv)
-        assert info.value.code == 0
-        out = capsys.readouterr().out
-        assert "examples:" in out and "stacklstm train --data sales.csv --target units" in out
-    assert "--linear-layer-sizes N,M" in out and "(default: 32,16)" in out
 
 
 def _table(tmp_path, name, text):
@@ -210,16 +176,6 @@ def test_run_folder_errors_are_one_line_and_change_nothing(cli_run, capsys, tmp_
         assert err.startswith("stacklstm: error: ") and message in err, err
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before
     assert not (tmp_path / "none").exists()
-
-
-def test_usage_errors_without_a_command(capsys):
-    code, _, err = _run(capsys)
-    assert code == 2 and err.strip() == (
-        "stacklstm: error: the following arguments are required: COMMAND"
-    )
-    code, _, err = _run(capsys, "fly")
-    assert code == 2 and len(err.splitlines()) == 1 and "invalid choice: 'fly'" in err
-    assert read_table(bundled_dataset_path()).shape == (2284, 2)
 
 
 def _one_line_error(code, stdout, stderr, expected_code=2):

@@ -1,4 +1,4 @@
-"""Seasons: the inferred season and window, deseasonalising, log1p, the training budget."""
+"""Seasons: the inferred season and window, deseasonalising, log1p."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from stacklstm.checks import DataError
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
 from stacklstm.data import make_inference_windows, make_splits, prepare_series, scaler_from_dict
 from stacklstm.data.season import classical_pattern, season_of_freq, window_for_season
-from stacklstm.train.budget import resolve_train_config
 from stacklstm.train.resolve import resolve_data
 
 PATTERN = np.array([3.0, -1.0, 2.0, -4.0, 0.5, -0.5])  # sums to 0
@@ -141,17 +140,6 @@ def test_log1p_transform_inverts_exactly_and_clips_at_zero():
     assert (low == 0).all()
     with pytest.raises(DataError, match="non-negative"):
         make_splits(prepare_series(monthly(values - 5), c), c)
-
-
-def test_training_budget_follows_the_windows():
-    t = resolve_train_config(TrainConfig(min_steps=1000), 100)
-    assert (t.batch_size, t.epochs, t.patience) == (12, 125, 32)  # 8 steps an epoch
-    t = resolve_train_config(TrainConfig(min_steps=1000, patience=4), 100)
-    assert (t.epochs, t.patience) == (125, 4)
-    t = resolve_train_config(TrainConfig(epochs=3), 5)
-    assert (t.batch_size, t.epochs, t.patience) == (5, 3, 15)
-    assert resolve_train_config(TrainConfig(batch_size=7), 5, multiple=2).batch_size == 7
-    assert resolve_train_config(TrainConfig(), 100, multiple=8).batch_size == 16
 
 
 def test_auto_settings_are_recorded_and_resume_bit_identically(tmp_path):

@@ -1,9 +1,10 @@
 """The one-call cuDNN path, held on the CPU to jax.experimental.rnn's own reference.
 
-The packing is checked against ``unpack_lstm_weights``; the whole call (packing, state order,
-padding, final states) against the layer-by-layer path, with ``lstm_ref`` standing in for
-cuDNN: the same packed weights and the same signature as ``jax.experimental.rnn.lstm``. The
-path's self-check is held to stand-ins that are right, off by 1e-2 and failing.
+The packing is checked against ``unpack_lstm_weights`` in test_cudnn_layout.py; here the
+whole call (packing, state order, padding, final states) against the layer-by-layer path,
+with ``lstm_ref`` standing in for cuDNN: the same packed weights and the same signature as
+``jax.experimental.rnn.lstm``. The path's self-check is held to stand-ins that are right, off
+by 1e-2 and failing.
 """
 
 import warnings
@@ -12,52 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.experimental import rnn
 
+from helpers import _stack
 from stacklstm import LSTMState, StackedLSTM, kernels
 from stacklstm.kernels import cudnn
-
-
-def _stack(hidden, layers, bidirectional, features, seed=0):
-    lstm = StackedLSTM(hidden, layers, bidirectional=bidirectional)
-    params = lstm.init(jax.random.key(seed), jnp.ones((1, 3, features)))["params"]
-    # a non-trivial bias, so that b_ih / b_hh cannot be mixed up unnoticed
-    params = jax.tree.map(lambda a: a + 0.1 * jnp.arange(a.size).reshape(a.shape) / a.size, params)
-    return lstm, params
-
-
-@pytest.mark.parametrize(("layers", "bidirectional"), [(1, False), (2, True), (3, False)])
-def test_packing_is_cudnns_layout_and_round_trips(layers, bidirectional):
-    hidden, features = 5, 3
-    _, params = _stack(hidden, layers, bidirectional, features)
-    flat = cudnn.pack_weights(params, features, hidden, layers, bidirectional)
-    assert flat.shape == (rnn.get_num_params_in_lstm(features, hidden, layers, bidirectional),)
-    w_ih, w_hh, b_ih, b_hh = rnn.unpack_lstm_weights(flat, features, hidden, layers, bidirectional)
-    names = [
-        f"layer_{n}{s}"
-        for n in range(layers)
-        for s in (("", "_reverse") if bidirectional else ("",))
-    ]
-    for k, name in enumerate(names):
-        np.testing.assert_array_equal(w_ih[k], params[name]["kernel_ih"].T)
-        np.testing.assert_array_equal(w_hh[k], params[name]["kernel_hh"].T)
-        np.testing.assert_array_equal(b_ih[k], params[name]["bias"])
-        np.testing.assert_array_equal(b_hh[k], np.zeros_like(b_hh[k]))
-    back = cudnn.unpack_weights(flat, features, hidden, layers, bidirectional)
-    jax.tree.map(np.testing.assert_array_equal, back, jax.tree.map(np.asarray, params))
-
-
-def test_packing_refuses_what_cudnn_cannot_hold():
-    lstm = StackedLSTM(6, proj_size=2)
-    params = lstm.init(jax.random.key(0), jnp.ones((1, 3, 2)))["params"]
-    with pytest.raises(ValueError, match="projection"):
-        cudnn.pack_weights(params, 2, 6, 1)
-    _, params = _stack(4, 1, False, 2)
-    with pytest.raises(ValueError, match=r"layer_0/kernel_ih must be \(3, 16\)"):
-        cudnn.pack_weights(params, 3, 4, 1)
-    with pytest.raises(ValueError, match="no 'layer_1'"):
-        cudnn.pack_weights(params, 2, 4, 2)
-
 
 CASES = [
     # layers, bidirectional, lengths (None: full rows), with an initial state
@@ -121,18 +80,6 @@ def test_one_call_gradients_equal_the_layer_by_layer_path():
     want = jax.jit(jax.grad(loss_default, argnums=(0, 1)))(params, x)
     got = jax.jit(jax.grad(loss_one_call, argnums=(0, 1)))(params, x)
     jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, atol=1e-4), got, want)
-
-
-def test_why_not_names_each_reason():
-    ok = dict(platform="cuda", dtype=jnp.float32, remat=False, proj_size=0,
-              dropout_in_training=False)  # fmt: skip
-    assert cudnn.why_not(**ok) is None
-    for change, reason in (
-        ({"platform": "cpu"}, "platform"), ({"dtype": jnp.bfloat16}, "dtype"),
-        ({"remat": True}, "remat"), ({"proj_size": 2}, "proj_size"),
-        ({"dropout_in_training": True}, "dropout"),
-    ):  # fmt: skip
-        assert cudnn.why_not(**{**ok, **change}) == cudnn.DECLINES[reason]
 
 
 # --------------------------------------------------------------------------- the dispatch

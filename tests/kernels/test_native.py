@@ -5,7 +5,6 @@ Numbers are held to the pure-JAX path (``kernels.use("xla")``) and to the float6
 (``kernels/reference.py``).
 """
 
-import platform
 import sys
 import warnings
 
@@ -14,32 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from helpers import TARGET, _both_paths, _case, _params, needs_kernel
 from stacklstm import kernels
 from stacklstm.kernels import native
 from stacklstm.kernels.lstm import LSTMState, lstm_layer
 from stacklstm.kernels.reference import lstm_layer_reference
-
-ON_KERNEL_PLATFORM = sys.platform == "linux" and platform.machine() == "x86_64"
-needs_kernel = pytest.mark.skipif(
-    not native.available(), reason="the compiled CPU kernel is not built on this platform"
-)
-TARGET = "stacklstm_lstm_forward"
-
-
-def _params(rng, features, hidden, scale=0.5):
-    return {
-        "kernel_ih": rng.normal(0, scale, (features, 4 * hidden)).astype(np.float32),
-        "kernel_hh": rng.normal(0, scale, (hidden, 4 * hidden)).astype(np.float32),
-        "bias": rng.normal(0, scale, (4 * hidden,)).astype(np.float32),
-    }
-
-
-def _case(seed, batch, time, features, hidden):
-    rng = np.random.default_rng(seed)
-    p = _params(rng, features, hidden)
-    x = rng.normal(size=(batch, time, features)).astype(np.float32)
-    s0 = LSTMState(*(rng.normal(size=(batch, hidden)).astype(np.float32) for _ in "hc"))
-    return p, x, s0
 
 
 @pytest.fixture
@@ -62,49 +40,6 @@ def _lowered(p, x, s0, **kw):
 
 
 # --- loading and the choice of path ---------------------------------------------------------
-
-
-def test_info_says_which_path_runs_and_why(monkeypatch):
-    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
-    if not ON_KERNEL_PLATFORM:
-        assert kernels.info().path == "xla"
-        return
-    info = kernels.info()
-    assert (info.path, info.choice, info.source, info.kernel_loaded) == (
-        "native", "auto", "default", True
-    )  # fmt: skip
-    assert info.ffi_api_built is not None and info.ffi_api_running is not None
-    assert info.ffi_api_built[0] == info.ffi_api_running[0]
-    assert info.ffi_api_built[1] <= info.ffi_api_running[1]
-    with kernels.use("xla"):
-        assert kernels.info()[:4] == (
-            "xla", "kernels.use('xla') turns the compiled kernel off", "xla", "kernels.use('xla')"
-        )  # fmt: skip
-    monkeypatch.setenv("STACKLSTM_KERNEL", "xla")
-    assert kernels.info().path == "xla"
-    assert kernels.info().source == "STACKLSTM_KERNEL=xla"
-    with kernels.use("auto"):  # use() wins over the environment
-        assert kernels.info().path == "native"
-
-
-@needs_kernel
-def test_use_is_part_of_the_jit_cache_key(monkeypatch):
-    """Switching with use() re-traces a function already traced, without clearing caches."""
-    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
-    p, x, s0 = _case(0, 2, 3, 2, 4)
-    f = jax.jit(lambda p, x: lstm_layer(p, x, s0)[0])
-    assert TARGET in f.lower(p, x).as_text()
-    with kernels.use("xla"):
-        assert TARGET not in f.lower(p, x).as_text()
-        y_xla = f(p, x)
-    y_native = f(p, x)
-    np.testing.assert_allclose(y_native, y_xla, atol=1e-6)
-    assert TARGET in f.lower(p, x).as_text()
-
-
-def test_use_rejects_unknown_choice():
-    with pytest.raises(ValueError, match="'auto', 'native' or 'xla'; got 'XLA'"):
-        kernels.use("XLA")
 
 
 def test_native_choice_raises_where_it_cannot_run(monkeypatch, fresh_load):
@@ -190,43 +125,6 @@ def test_first_call_catches_wrong_numbers(monkeypatch, wrong):
 
 
 # --- JAX semantics: higher derivatives, export, vmap -----------------------------------------
-
-
-def _both_paths(fn):
-    out = {}
-    for path in ("native", "xla"):
-        with kernels.use(path):
-            out[path] = fn()
-    return out
-
-
-@needs_kernel
-@pytest.mark.parametrize("order", ["hessian", "grad_of_grad"])
-def test_second_derivatives_match_portable_path(order, monkeypatch):
-    """``jax.hessian`` (forward over reverse, no padding) and the gradient of a gradient's norm
-    (reverse over reverse, padded and reversed) on the default path equal the pure-JAX path's."""
-    monkeypatch.delenv("STACKLSTM_KERNEL", raising=False)
-    masked = order == "grad_of_grad"
-    p, x, s0 = _case(4, 2, 4, 1, 3)
-    lengths = np.array([4, 2]) if masked else None
-
-    def loss(p, x):
-        y, s = lstm_layer(p, x, s0, lengths, reverse=masked)
-        return jnp.sum(jnp.sin(2 * y)) + jnp.sum(s.h * s.c)
-
-    def derivative():
-        if order == "hessian":
-            return jax.jit(jax.hessian(loss, argnums=1))(p, x)
-        grad_norm = lambda p, x: sum(jnp.sum(g**2) for g in jax.tree.leaves(jax.grad(loss)(p, x)))  # noqa: E731
-        return jax.jit(jax.grad(grad_norm, argnums=(0, 1)))(p, x)
-
-    assert "stacklstm_lstm_backward" in jax.jit(jax.grad(loss)).lower(p, x).as_text()
-    out = _both_paths(derivative)
-    assert max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(out["xla"])) > 0.1
-    jax.tree.map(  # float32 rounding relative to sizes up to ~300
-        lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-5),
-        out["native"], out["xla"],
-    )  # fmt: skip
 
 
 @needs_kernel

@@ -3,35 +3,22 @@ median of their forecasts, the report against the best and worst member, resume,
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import _main, tiny_run
+from helpers import _main, _report, tiny_run
 from stacklstm.checks import SettingError
 from stacklstm.config import RunConfig, TrainConfig
 from stacklstm.data import make_splits
 from stacklstm.intervals import Forecast
-from stacklstm.train import (
-    EnsembleRun,
-    TrainedRun,
-    evaluate_run,
-    load_run,
-    predict,
-    read_run_info,
-)
+from stacklstm.train import EnsembleRun, TrainedRun, load_run, predict, read_run_info
 from stacklstm.train.ensemble import load_model, median_forecast, member_config, rank_members
 from stacklstm.train.export import export_run
 from stacklstm.train.inference import load_series
 
 FLAGS, TINY = tiny_run()
 LEVELS = (0.1, 0.5, 0.9)
-STEPS = 48  # per member: 2 epochs of 24 steps
-
-
-def _report(run_dir):
-    return json.loads((Path(run_dir) / "report.json").read_text())
 
 
 def test_median_forecast_is_numpys_median_over_members():
@@ -80,39 +67,6 @@ def test_bad_ensemble_is_refused(value, tmp_path):
 def test_ensemble_seed_overflow_is_refused():
     with pytest.raises(SettingError, match="largest seed"):
         TrainConfig(seed=2**63 - 1, ensemble=2).validate()
-
-
-def test_ensemble_trains_members_and_reports_best_and_worst(ensemble):
-    out, result = ensemble
-    assert [m.step for m in result.members] == [STEPS, STEPS] and result.step == 2 * STEPS
-    assert read_run_info(out).config.train.ensemble == 2
-    data = _report(out)
-    ens = data["ensemble"]
-    assert ens["size"] == 2 and ens["combine"] == "median"
-    assert [m["seed"] for m in ens["members"]] == [3, 4]
-    for k, member in enumerate(ens["members"]):
-        own = _report(out / "members" / str(k))
-        assert read_run_info(out / "members" / str(k)).config.train.seed == 3 + k
-        # the member's figures are its own report's, exactly
-        assert member["test"] == {key: own["test"]["model"][key] for key in member["test"]}
-        assert member["val"] == {key: own["val"]["model"][key] for key in member["val"]}
-    mases = [m["test"]["mase"] for m in ens["members"]]
-    assert mases[0] != mases[1]  # different seeds, different models
-    assert ens["best"] == int(np.argmin(mases)) and ens["worst"] == int(np.argmax(mases))
-    # the ensemble's forecast: the median (for 2, the mean) of the members' own test forecasts
-    forecasts = np.stack([evaluate_run(out / "members" / str(k)).test_forecast for k in range(2)])
-    np.testing.assert_array_equal(result.report.test_forecast, np.median(forecasts, axis=0))
-    info = read_run_info(out)
-    _, series = load_series(info, None)
-    y_true = make_splits(series, info.config.data, scaler=info.scaler)[0].test.y_true
-    mae = np.mean(np.abs(y_true - np.median(forecasts, axis=0)))
-    assert data["test"]["model"]["mae"] == pytest.approx(mae, rel=1e-12)
-    assert data["test"]["model"]["mae"] != ens["members"][0]["test"]["mae"]
-    lines = result.report.table.splitlines()
-    best = next(line for line in lines if line.startswith("test  best member"))
-    assert f"{mases[ens['best']]:.4f}" in best
-    worst = next(line for line in lines if line.startswith("test  worst member"))
-    assert f"{mases[ens['worst']]:.4f}" in worst
 
 
 def test_ensemble_predict_is_the_median_of_the_members_predictions(ensemble, tmp_path):
