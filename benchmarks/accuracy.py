@@ -444,6 +444,7 @@ def run_config(task: Task, recipe: Recipe, seed: int):
     """The RunConfig of one fit: base settings, the recipe's overrides, the step budget."""
     from stacklstm.config import SECTIONS, ModelConfig, RunConfig, TrainConfig
     from stacklstm.data import make_splits, prepare_series
+    from stacklstm.train.resolve import resolve_data
 
     where = {name: section for section, cls in SECTIONS.items() for name in _fields(cls)}
     unknown = sorted(set(recipe.settings) - set(where))
@@ -455,9 +456,9 @@ def run_config(task: Task, recipe: Recipe, seed: int):
     dcfg = data_config(task.spec, task.horizon, recipe.library, **per_section["data"])
     legacy = {} if recipe.library else LEGACY_TRAIN
     tcfg = TrainConfig(**{"baselines": "naive", **legacy, **per_section["train"], "seed": seed})
-    if recipe.min_steps:
+    if recipe.min_steps:  # the windows a run on these settings trains on ("auto" resolved)
         series = prepare_series(task.spec.load(), dcfg)
-        n_windows = len(make_splits(series, dcfg)[0].train)
+        n_windows = len(make_splits(series, resolve_data(dcfg, series.freq))[0].train)
         batch, epochs, patience = budget(
             recipe, n_windows, tcfg.batch_size, tcfg.epochs, tcfg.patience
         )
