@@ -173,4 +173,27 @@ def _export(args: argparse.Namespace) -> int:
             f"  and the phase of each window's last row (season {meta['seasonal']['season']}): "
             "predict(windows, phase=...) or predict(windows, last_time=...)"
         )
+    for line in _export_inputs(meta):
+        print(f"  {line}")
     return 0
+
+
+def _export_inputs(meta: dict) -> list[str]:
+    """The exported program's inputs beyond the windows, and its quantiles, one line each."""
+    lines = []
+    if meta.get("ids"):
+        ids = [str(i) for i in meta["ids"]]
+        named = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        lines.append(f"and each window's series: predict(windows, ids=...), one of {len(ids)} "
+                     f"({named})")  # fmt: skip
+    if meta.get("future_columns"):
+        lines.append(f"and the known-future values over the horizon: future=(batch, "
+                     f"{meta['horizon']}, {len(meta['future_columns'])}) of "
+                     f"{', '.join(meta['future_columns'])}")  # fmt: skip
+    if meta.get("static_columns"):
+        lines.append(f"and the static values: static=(batch, {len(meta['static_columns'])}) of "
+                     f"{', '.join(meta['static_columns'])}")  # fmt: skip
+    if meta.get("quantiles"):
+        lines.append(f"predict_quantiles(...) gives the quantiles "
+                     f"{', '.join(map(str, meta['quantiles']))}")  # fmt: skip
+    return lines
