@@ -45,6 +45,18 @@ def test_predict_is_the_run_folders_forecast_from_each_series_last_row(fitted):
     assert out["ds"].dtype == _panel()["ds"].dtype
 
 
+def test_combine_adds_the_reports_combination_as_predict_gives_it(fitted):
+    out = fitted.predict(combine=True)
+    wide = _last_origins(predict(fitted.run_dir, combine=True))
+    assert list(out.columns) == ["unique_id", "ds", "stacklstm", "stacklstm-combination"]
+    for _, row in wide.iterrows():
+        mine = out[out["unique_id"] == row["id"]].reset_index(drop=True)
+        np.testing.assert_array_equal(
+            mine["stacklstm-combination"], [row[f"y_h{k}_combination"] for k in (1, 2, 3)]
+        )
+        np.testing.assert_array_equal(mine["stacklstm"], [row[f"y_h{k}"] for k in (1, 2, 3)])
+
+
 def test_levels_are_named_as_statsforecast_and_nest_around_the_point(fitted):
     out = fitted.predict(level=[80, 95])
     assert list(out.columns) == [

@@ -252,7 +252,9 @@ class LSTMForecaster:
             frame = with_future_rows(frame, futr_df, data, self._statics)
         return frame[[c for c in run_columns(data) if c in frame.columns]]
 
-    def _forecast(self, table: pd.DataFrame | None, every_origin: bool = False) -> pd.DataFrame:
+    def _forecast(
+        self, table: pd.DataFrame | None, every_origin: bool = False, combine: bool = False
+    ) -> pd.DataFrame:
         """The run's long forecasts of ``table`` (None: the run's own table)."""
 
         with tempfile.TemporaryDirectory(prefix="stacklstm-predict-") as scratch:
@@ -261,7 +263,7 @@ class LSTMForecaster:
                 path = Path(scratch) / "table.parquet"
                 write_table(table, path)
             if not every_origin:
-                return predict(self.run_dir, path, format="long")
+                return predict(self.run_dir, path, format="long", combine=combine)
             wide = predict(self.run_dir, path)
         data = self._info.config.data
         return to_long(wide, data.target, data.horizon, wide.attrs["freq"], every_origin=True)
@@ -271,6 +273,7 @@ class LSTMForecaster:
         df: pd.DataFrame | None = None,
         futr_df: pd.DataFrame | None = None,
         level: Sequence[float] | None = None,
+        combine: bool = False,
     ) -> pd.DataFrame:
         """Forecast the next ``horizon`` steps after each series' last row.
 
@@ -280,11 +283,14 @@ class LSTMForecaster:
             futr_df: The known-future covariates of the horizon: ``horizon`` rows per series
                 with ``[id_col,] time_col`` and the ``future_features``.
             level: Interval levels in percent (``[80, 95]``), each among the model's.
+            combine: Also the report's combination of the model with the baselines
+                (:mod:`stacklstm.combine`, the run's saved weights), as ``<alias>-combination``.
 
         Returns:
             ``(n_series * horizon)`` rows: ``id_col``, ``time_col`` (the steps' stamps,
             following the series' time step; whole-number steps without a time column), the
-            forecast ``alias`` and per level ``<alias>-lo-<level>``, ``<alias>-hi-<level>``.
+            forecast ``alias``, per level ``<alias>-lo-<level>``, ``<alias>-hi-<level>``,
+            and with ``combine`` ``<alias>-combination``.
 
         Raises:
             ValueError: Not fitted; a level the model has no interval for (trained without
@@ -293,7 +299,11 @@ class LSTMForecaster:
         """
         self.run_dir  # noqa: B018  (refuses an unfitted estimator)
         table = None if df is None and futr_df is None else self._table_for(df, futr_df)
-        return self._user_frame(self._forecast(table), level)
+        long = self._forecast(table, combine=bool(combine))
+        out = self._user_frame(long, level)
+        if combine:
+            out[f"{self.alias}-combination"] = long["combination"].to_numpy()
+        return out
 
     def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
         """The long frame under the estimator's column names, with the levels asked for."""
