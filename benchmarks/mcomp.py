@@ -493,6 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N series of each frequency")
     parser.add_argument("--work", type=Path, default=HERE / "results" / "mcomp")
     parser.add_argument("--out", type=Path, help="markdown file for the tables")
+    parser.add_argument("--no-weighted", action="store_true",
+                        help="skip the weighted combination (and its holdout fits of the "
+                        "statistical models)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     for name in ("jax", "absl", "orbax", "stacklstm"):
@@ -518,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "local" in modes:
         results = local(series, args.sample, seeds, settings, args.work, args.dataset)
         chosen = [s for s in series if s.id in results[seeds[0]]]
-        held = statistical(chosen, args.work, args.dataset, holdout=True)
+        held = None if args.no_weighted else statistical(chosen, args.work, args.dataset, True)
         lines += [f"One stacklstm model per series ({recipe}), on a fixed sample of "
                   f"{args.sample} series per frequency:", "",
                   *table_rows(series, stats, results, "stacklstm local", held), ""]  # fmt: skip
@@ -526,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines += [f"Median fit time per series: {np.median(times):.1f} s.", ""]
     if "global" in modes:
         results = global_(series, seeds, settings, args.work, args.dataset)
-        held = statistical(series, args.work, args.dataset, holdout=True)
+        held = None if args.no_weighted else statistical(series, args.work, args.dataset, True)
         lines += [f"One global stacklstm model per frequency ({recipe}):", "",
                   *table_rows(series, stats, results, "stacklstm global", held), ""]  # fmt: skip
     lines.append(f"This run: {time.perf_counter() - start:.0f} s (cached results are not refit).")
