@@ -71,14 +71,14 @@ def combine(forecasts: Mapping[str, np.ndarray], errors: Mapping[str, float]) ->
         ValueError: arrays of different shapes, or no forecaster left to combine.
     """
     arrays = {name: np.asarray(f, dtype=np.float64) for name, f in forecasts.items()}
-    shapes = {a.shape for a in arrays.values()}
-    if len(shapes) > 1:
-        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")
-    finite = {name: a for name, a in arrays.items() if np.isfinite(a).all()}
-    w = weights({name: errors.get(name) for name in finite if errors.get(name) is not None})
-    if not any(w.values()):
-        raise ValueError("no forecaster is left to combine")
-    return sum(w[name] * finite[name] for name in w)
+    usable = {
+        name: errors[name]
+        for name, a in arrays.items()
+        if np.isfinite(a).all() and errors.get(name) is not None
+    }
+    w = weights(usable)
+    # every array is given (a weight of 0 where unused), so all of them are shape-checked
+    return weighted_mean(arrays, {name: w.get(name, 0.0) for name in arrays})
 
 
 def weighted_mean(
