@@ -115,10 +115,12 @@ def test_report_scores_every_test_origin_next_to_statsforecast(all_run):
     check("last_value", np.repeat(y[origins][:, None], 3, axis=1))
     k = np.arange(1, 4)
     check("seasonal_naive", y[origins[:, None] + k - SEASON])  # k <= season: 4 rows back
-    # the statistical models: statsforecast's own cross-validation on the same rows
-    theirs = statsforecast_cv(series.values[:, :1], origins, 3, refit=False)
+    # the statistical models: statsforecast's own cross-validation fitted at the first
+    # validation origin (on the training rows, as the model) and on without refitting
+    first = int(splits.val.origin[0])
+    theirs = statsforecast_cv(series.values[:, :1], np.arange(first, 77), 3, refit=False)
     for name in baselines.STATISTICAL:
-        check(name, theirs[name][..., 0])
+        check(name, theirs[name][origins - first, :, 0])
     # the model: its forecasts from predict() at the same origins
     frame = predict(run, data).set_index("origin")
     # (float32 model outputs, batched differently: the report's own tolerance in test_train)
@@ -195,9 +197,9 @@ def test_forecast_parts_equal_separate_fits_report_progress_and_are_reused(monke
 
     history = np.stack([seasonal_values(70), seasonal_values(70, seed=2) * 2], axis=1)
     val, test = np.arange(38, 50), np.arange(50, 67)
-    baselines._CACHE.clear()
+    baselines.cache.clear()
     separate = [baselines.statistical_forecasts(history, o, 3, SEASON) for o in (val, test)]
-    baselines._CACHE.clear()
+    baselines.cache.clear()
     calls = []
     parts = baselines.forecast_parts(
         [(history, val), (history, test)], 3, SEASON, lambda *a: calls.append(a)
@@ -232,14 +234,15 @@ def test_report_intervals_come_from_the_validation_fit_once(all_run, monkeypatch
     series = prepare_series(read_table(data), cfg.data)
     splits, _ = make_splits(series, cfg.data)
     history = series.values[:, :1]
-    # the baselines' intervals: their residuals on the validation windows, fitted at the
-    # first validation origin (statsforecast's cross-validation there), around the test's
-    # (statsforecast's cross-validation ends its windows at the last row of the series)
-    cv_val = statsforecast_cv(history[: splits.val.origin[-1] + 4], splits.val.origin, 3, False)
-    cv_test = statsforecast_cv(history, splits.test.origin, 3, refit=False)
+    # the baselines' intervals: their residuals on the validation windows around the test's
+    # forecasts, both from one fit at the first validation origin (statsforecast's
+    # cross-validation from there, without refitting)
+    first = int(splits.val.origin[0])
+    cv = statsforecast_cv(history, np.arange(first, splits.test.origin[-1] + 1), 3, False)
+    val_rows, test_rows = splits.val.origin - first, splits.test.origin - first
     for name in baselines.STATISTICAL:
         bands = baselines.residual_intervals(
-            splits.val.y_true, cv_val[name], cv_test[name], tuple(report["quantiles"])
+            splits.val.y_true, cv[name][val_rows], cv[name][test_rows], tuple(report["quantiles"])
         )
         want = interval_scores(splits.test.y_true, bands)
         got = report["test"][name]
@@ -251,7 +254,39 @@ def test_report_intervals_come_from_the_validation_fit_once(all_run, monkeypatch
         [o.tolist() for _, o in parts]) or real(parts, *a, **k))  # fmt: skip
     copy = shutil.copytree(run, tmp_path / "run")
     assert evaluate_run(copy).data["test"] == report["test"]
-    assert seen == [[splits.test.origin.tolist(), splits.val.origin.tolist()]]
+    assert seen == [[splits.val.origin.tolist() + splits.test.origin.tolist()]]
+    # a new process reads them from the run folder: nothing is fitted again
+    from stacklstm.baselines import worker
+
+    baselines.cache.clear()
+    monkeypatch.setattr(worker, "run_jobs", lambda *a, **k: pytest.fail("fitted again"))
+    assert (copy / "baselines.npz").is_file()
+    assert evaluate_run(copy).data["test"] == report["test"]
     monkeypatch.setattr(report_baselines, "is_primary", lambda: False)
     other = evaluate_run(copy).data["test"]
-    assert len(seen) == 1 and all(other[name] is None for name in baselines.STATISTICAL)
+    assert len(seen) == 2 and all(other[name] is None for name in baselines.STATISTICAL)
+
+
+def test_fit_starts_the_baselines_while_the_model_trains(tmp_path, monkeypatch):
+    """``fit`` hands the report's statistical parts to the background before training, and
+    the report computes nothing more (one batch of worker jobs in all)."""
+    from stacklstm.baselines import worker
+
+    data = _write_series(tmp_path / "s.csv")
+    real_prefetch, real_jobs, started, batches = baselines.prefetch, worker.run_jobs, [], []
+    monkeypatch.setattr(baselines, "prefetch",
+                        lambda *a, **k: started.append(a) or real_prefetch(*a, **k))  # fmt: skip
+
+    def run_jobs(jobs, *args, **kwargs):
+        batches.append(len(jobs))
+        return real_jobs(jobs, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "run_jobs", run_jobs)
+    baselines.cache.clear()
+    cfg = _tiny_cfg("all", horizon=2)
+    result = fit(cfg, tmp_path / "run", quiet=True, data_path=data)
+    assert len(started) == 1 and batches == [3]  # three models, one fit each
+    assert all(result.report.data["test"][name] for name in baselines.STATISTICAL)
+    baselines.cache.clear()
+    fit(cfg, tmp_path / "other", quiet=True, data_path=data, stop_after_steps=1)
+    assert len(started) == 1  # no report to come: nothing started

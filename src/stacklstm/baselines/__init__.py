@@ -6,7 +6,7 @@ and AutoTheta with the data's ``season`` as their season length; they need the o
 (``pip install 'stacklstm[baselines]'``), imported only when they run.
 
 A statistical model is fitted once, on the values up to the first forecast origin (in the
-report: the training and validation rows), and then forecasts from every origin with the
+report: the training rows), and then forecasts from every origin with the
 values observed up to that origin, without refitting: statsforecast's ``forward``, exactly
 as its ``cross_validation(refit=False)`` does. ``refit_at`` fits again at chosen origins
 (``cross_validation(refit=N)``), as the backtest's refits do.
@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import time
@@ -40,6 +39,7 @@ import numpy as np
 from ..checks import SettingError, check_choice
 from ..config import BaselineKind
 from ..intervals import Forecast, calibrate, conformal_offsets
+from . import cache
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,6 @@ def statistical_models(season: int, n_fit: int) -> dict[str, Any]:
 #: (forecasts count origins times targets; stage: ``"fitting"``, ``"forecasting"``,
 #: ``"done"`` or ``"failed"``).
 Progress = Callable[[str, int, int, str], None]
-
-_CACHE: dict[str, dict[str, np.ndarray | None]] = {}  # key of a call -> its result
-_CACHE_SIZE = 8
 
 
 def statistical_forecasts(
@@ -215,30 +212,37 @@ def forecast_parts(
         One ``{name: (n, horizon, n_targets) float64 or None}`` per part (None: the model
         failed on that part; a warning names it).
     """
+    _check_parts(parts)
+    if cache.wait(part_keys(parts, horizon, season, n_fit), progress):
+        log.info("statsforecast: the baselines started in the background are done")
+    return _forecast_parts(parts, horizon, season, progress, n_fit)
+
+
+def _forecast_parts(
+    parts: Sequence[tuple[np.ndarray, np.ndarray]],
+    horizon: int,
+    season: int,
+    progress: Progress | None,
+    n_fit: int | None,
+) -> list[dict[str, np.ndarray | None]]:
+    """:func:`forecast_parts` without waiting for the background."""
     from .worker import run_jobs, worker_count
 
-    for history, origins in parts:
-        if np.ndim(history) != 2 or np.ndim(origins) != 1 or np.size(origins) == 0:
-            raise ValueError(
-                f"each part must be (history (time, n_targets), origins (n,) with n >= 1), "
-                f"got shapes {np.shape(history)} and {np.shape(origins)}"
-            )
-        if np.any(np.diff(origins) <= 0) or origins[0] < 0 or origins[-1] >= len(history):
-            raise ValueError(f"origins must ascend within the {len(history)} rows of history")
+    keys = part_keys(parts, horizon, season, n_fit)
     results: list[dict[str, np.ndarray | None] | None] = []
     jobs, where = [], []
     for p, (history, origins) in enumerate(parts):
-        fit = int(origins[0]) + 1 if n_fit is None else n_fit
-        key = _cache_key(history[: origins[-1] + 1], origins, horizon, season, fit)
-        if key in _CACHE:
-            results.append({k: None if v is None else v.copy() for k, v in _CACHE[key].items()})
+        known = cache.recall(keys[p])
+        if known is not None:
+            results.append(known)
             continue
         results.append(None)
+        fit = int(origins[0]) + 1 if n_fit is None else n_fit
         for name in STATISTICAL:
             for j in range(history.shape[1]):
                 y = np.ascontiguousarray(history[: origins[-1] + 1, j], dtype=np.float64)
                 jobs.append((name, y, origins, horizon, season, fit))
-                where.append((p, name, j, key))
+                where.append((p, name, j, keys[p]))
     if not jobs:
         log.info("statsforecast: these forecasts were computed before; reused")
     else:
@@ -303,12 +307,59 @@ def _collect(
         results[p] = part
         if any(v is None for v in part.values()):  # a failure is tried (and named) again
             continue
-        while len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[keys[p]] = {k: v.copy() for k, v in part.items()}
+        cache.remember(keys[p], part)
 
 
-def _cache_key(history: np.ndarray, origins: np.ndarray, *settings: Any) -> str:
-    digest = hashlib.sha256(np.ascontiguousarray(history).tobytes())
-    digest.update(repr((history.shape, origins.tolist(), settings)).encode())
-    return digest.hexdigest()
+def _check_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    for history, origins in parts:
+        if np.ndim(history) != 2 or np.ndim(origins) != 1 or np.size(origins) == 0:
+            raise ValueError(
+                f"each part must be (history (time, n_targets), origins (n,) with n >= 1), "
+                f"got shapes {np.shape(history)} and {np.shape(origins)}"
+            )
+        if np.any(np.diff(origins) <= 0) or origins[0] < 0 or origins[-1] >= len(history):
+            raise ValueError(f"origins must ascend within the {len(history)} rows of history")
+
+
+def part_keys(
+    parts: Sequence[tuple[np.ndarray, np.ndarray]],
+    horizon: int,
+    season: int,
+    n_fit: int | None = None,
+) -> list[str]:
+    """The key of each part's result (:func:`stacklstm.baselines.cache.key`) for
+    :func:`forecast_parts` with these arguments."""
+    out = []
+    for history, origins in parts:
+        origins = np.asarray(origins, dtype=np.int64)
+        fit = int(origins[0]) + 1 if n_fit is None else n_fit
+        out.append(cache.key(history[: origins[-1] + 1], origins, horizon, season, fit))
+    return out
+
+
+def prefetch(
+    parts: Sequence[tuple[np.ndarray, np.ndarray]],
+    horizon: int,
+    season: int,
+    n_fit: int | None = None,
+) -> bool:
+    """Start :func:`forecast_parts` of ``parts`` in a background thread (its worker
+    processes at a lower priority than this one), so that the fits run while this process
+    does something else, the model's training say. A later :func:`forecast_parts` of the
+    same parts waits for them (with their progress bars from then on) and computes nothing
+    again; should the background computation fail, that call computes the parts itself.
+
+    Returns:
+        Whether it started (False: every part is computed or under way already).
+    """
+    _check_parts(parts)
+    keys = part_keys(parts, horizon, season, n_fit)
+    parts = [(np.array(h, dtype=np.float64), np.array(o, dtype=np.int64)) for h, o in parts]
+
+    def compute(progress: Progress) -> None:
+        _forecast_parts(parts, horizon, season, progress, n_fit)
+
+    started = cache.start(keys, compute)
+    if started:
+        log.info("statsforecast: the baselines start fitting in the background")
+    return started

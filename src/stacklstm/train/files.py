@@ -24,6 +24,8 @@ REPORT_FILE = "report.json"
 FORECAST_PLOT = "forecast.png"
 LOSS_PLOT = "loss.png"
 CALIBRATION_FILE = "calibration.json"
+#: The statistical baselines' forecasts of the report, kept for ``evaluate``.
+BASELINES_FILE = "baselines.npz"
 MEMBERS_DIR = "members"
 #: ``stacklstm predict``'s default output (the user's file: not owned by the run).
 PREDICTIONS_FILE = "predictions.csv"

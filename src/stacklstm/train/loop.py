@@ -40,6 +40,7 @@ from .lock import RunLock
 from .plan import RunPlan, make_plan
 from .progress import Progress
 from .report import Report, evaluate_run
+from .report_baselines import prefetch_splits
 from .results import FitResult
 from .rundir import (
     METRICS_FILE,
@@ -219,6 +220,10 @@ def fit(
     try:
         kernel = kernels.info()
         log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
+        if stop_after_steps is None and plan.cfg.train.baselines == "all" and plan.test is not None:
+            # the report's statistical baselines depend on the data alone: they fit while
+            # the model trains (in worker processes), and the report waits for what is left
+            prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
         return _train_and_report(plan, opened, quiet, data_path, stop_after_steps, callbacks)
     finally:
         if opened.lock is not None:

@@ -83,6 +83,7 @@ class RunPlan:
     abstract: TrainState
     freq: str | None = None  # the data's time step (kept with each checkpoint)
     example: Any = None  # zero model inputs of a Forecaster (None: an LSTMModel's x)
+    test: WindowSet | None = None  # the test windows (the report's)
 
 
 def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> RunPlan:
@@ -176,7 +177,7 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     return RunPlan(
         cfg, out_dir, data_ref, train, splits.val,
         RunInfo(cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
-        model, optimizer, mesh, abstract, series.freq, example,
+        model, optimizer, mesh, abstract, series.freq, example, splits.test,
     )  # fmt: skip
 
 

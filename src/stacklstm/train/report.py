@@ -4,7 +4,7 @@
 origin, maps the forecasts to original units and scores them next to the baselines of
 :mod:`stacklstm.baselines` on exactly the same targets: last value and seasonal naive, and
 with ``baselines="all"`` statsforecast's AutoETS, AutoARIMA and AutoTheta (fitted on the
-training and validation rows, forecasting from every test origin without refitting), and
+training rows, forecasting from every validation and test origin without refitting), and
 their combination (:mod:`stacklstm.train.report_combination`). It writes ``report.json``,
 ``forecast.png`` and ``loss.png``.
 
@@ -38,8 +38,9 @@ from ..intervals import (
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
-from .ensemble import EnsembleRun, load_run, rank_members, table_lines
-from .files import FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
+from .ensemble import EnsembleRun, load_run, rank_members
+from .fallback import NAME as FALLBACK
+from .files import BASELINES_FILE, FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
 from .inference import load_series
 from .plots import plot_forecast, plot_loss
 from .report_baselines import (
@@ -49,15 +50,14 @@ from .report_baselines import (
     statistical_splits,
 )
 from .report_combination import combined, fit_weights
+from .report_table import COLUMNS as COLUMNS
+from .report_table import FORECASTERS as FORECASTERS
+from .report_table import UNDEFINED as UNDEFINED
+from .report_table import format_table as format_table
 from .rundir import atomic_write
 from .step import make_predict_step
 
 log = logging.getLogger(__name__)
-
-#: Every forecaster a report can hold, in the table's order.
-FORECASTERS = ("model", *baselines.NAIVE, *baselines.STATISTICAL, combine.NAME)
-#: The table's columns: ``(report key, heading)``.
-COLUMNS = (("mae", "MAE"), ("rmse", "RMSE"), ("mape", "MAPE %"), ("mase", "MASE"))
 
 
 def score_forecasts(
@@ -101,112 +101,6 @@ def _panel_scores(
         finite = [v for v in values if v is not None and np.isfinite(v)]
         metrics["mase"] = float(np.mean(finite)) if finite else None
     return overall, per_series
-
-
-def _best(scores: dict[str, Any], key: str) -> str | None:
-    scored = [
-        name
-        for name, m in scores.items()
-        if m is not None and m.get(key) is not None and np.isfinite(m[key])
-    ]
-    return min(scored, key=lambda name: scores[name][key]) if scored else None
-
-
-def format_table(data: dict[str, Any]) -> str:
-    """The report's metrics as a small text table; ``*`` marks each split's best (lowest)
-    value of every metric."""
-    head = "".join(f"{title:>12}" for _, title in COLUMNS)
-    lines = [f"{'split':<6}{'forecaster':<16}{head}"]
-    for split in ("test", "val"):
-        scores = data.get(split) or {}
-        if not scores:
-            lines.append(f"{split:<6}(no windows)")
-            continue
-        best = {key: _best(scores, key) for key, _ in COLUMNS}
-        for name in FORECASTERS:
-            if name not in scores:
-                continue
-            m = scores[name]
-            if m is None:
-                lines.append(f"{split:<6}{name:<16}{'n/a (no finite forecasts)':>36}")
-                continue
-            cells = []
-            for key, _ in COLUMNS:
-                value = m.get(key)
-                text = "n/a" if value is None else f"{value:.4f}"
-                cells.append(f"{text + ('*' if best[key] == name else ' '):>12}")
-            lines.append(f"{split:<6}{name:<16}{''.join(cells)}".rstrip())
-        if split == "test":  # a seed ensemble: its best and worst member
-            lines += table_lines(data, COLUMNS)
-    lines += _interval_table(data)
-    lines += undefined_notes(data)
-    lines.append(
-        f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
-        f"horizon {data['horizon']}); season={data['season']}"
-    )
-    if "n_series" in data:
-        lines.append(
-            f"{data['n_series']} series scored together; MASE is the mean of each series' "
-            "MASE; per_series in report.json"
-        )
-    return "\n".join(lines)
-
-
-#: Why a metric can be undefined (None in ``report.json``, ``n/a`` in the table).
-UNDEFINED = {
-    "mape": "every target is 0, where a percentage error is undefined",
-    "mase": "the in-sample seasonal naive error is 0 (a constant history), which scales it",
-}
-
-
-def undefined_notes(data: dict[str, Any]) -> list[str]:
-    """One note line per metric that some forecaster of a split could not be given (None,
-    printed ``n/a``), saying why; forecasters without finite forecasts are not counted."""
-    lines = []
-    for key, why in UNDEFINED.items():
-        splits = [
-            split
-            for split in ("test", "val")
-            if any(
-                m is not None and m.get(key, 0.0) is None for m in (data.get(split) or {}).values()
-            )
-        ]
-        if splits:
-            title = dict(COLUMNS).get(key, key).split()[0]
-            lines.append(f"{title} n/a ({' and '.join(splits)}): {why}")
-    return lines
-
-
-def _interval_table(data: dict[str, Any]) -> list[str]:
-    """The test intervals' lines: coverage and mean width per nominal level, and the weighted
-    quantile loss (``*``: the lowest)."""
-    levels = data.get("interval_levels")
-    scores = data.get("test") or {}
-    if not levels or not scores:
-        return []
-    titles = [f"cover {k}" for k in levels] + [f"width {k}" for k in levels] + ["wQL"]
-    lines = [f"{'test intervals':<22}" + "".join(f"{t:>12}" for t in titles)]
-    best = _best(scores, "wql")
-    if data.get("conformal"):
-        how = "the model's intervals are calibrated on the validation windows"
-    elif (scores.get("model") or {}).get("coverage") is None:
-        how = "the model gives point forecasts (an interval loss or conformal gives intervals)"
-    else:
-        how = "the model's intervals are its own (uncalibrated)"
-    for name in FORECASTERS:
-        m = scores.get(name)
-        if name not in scores or m is None:
-            continue
-        if m.get("coverage") is None:
-            lines.append(f"{'':<6}{name:<16}{'n/a (point forecasts only)':>36}")
-            continue
-        cells = [f"{m['coverage'][k]:.3f}" for k in levels]
-        cells += [f"{m['width'][k]:.4g}" for k in levels]
-        wql = "n/a" if m["wql"] is None else f"{m['wql']:.4g}"
-        cells.append(wql + ("*" if best == name else " "))
-        lines.append(f"{'':<6}{name:<16}" + "".join(f"{c:>12}" for c in cells).rstrip())
-    lines.append(f"{how}; the baselines' come from their validation residuals")
-    return lines
 
 
 @dataclass(frozen=True)
@@ -261,7 +155,10 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         "mase"}, "last_value": ..., "seasonal_naive": ..., "auto_ets": ..., "auto_arima":
         ..., "auto_theta": ..., "combination": ...}, "val": ..., "n_test", "n_val",
         "baselines", ..., "combination": {...}}``; for a panel also ``"n_series"`` and
-        ``"per_series": {id: {"test": ..., "val": ...}}``.
+        ``"per_series": {id: {"test": ..., "val": ...}}``, and ``"fallback": {id:
+        "seasonal_naive"}`` for the table's series the model was not trained on (too short
+        for their splits), which ``predict`` forecasts with the fallback
+        (:mod:`stacklstm.train.fallback`).
 
     Raises:
         SettingError: ``baselines="all"`` without statsforecast installed.
@@ -279,6 +176,11 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     data = {**scores.data, **_report_settings(run, scores, source)}
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     data[combine.NAME] = scores.combination
+    if series.ids is not None:  # the series the model was not trained on: predict's fallback
+        trained = set(run.info.scaler.ids)
+        left = [name for name in series.ids if name not in trained]
+        if left:
+            data["fallback"] = dict.fromkeys(left, FALLBACK)
     if splits.test.ids is not None:  # a panel: the same metrics series by series
         data["n_series"] = len(splits.test.ids)
         by_series = scores.per_series
@@ -324,7 +226,8 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
     # weights, the intervals' residuals)
     statistical = {"test": {}, "val": {}}
     if kind == "all":
-        statistical = statistical_splits(splits, season, with_val=True)
+        store = Path(run.run_dir) / BASELINES_FILE
+        statistical = statistical_splits(splits, season, with_val=True, store=store)
     for split in ("val", "test"):
         part = getattr(splits, split)
         model_forecast, member_forecasts = run.forecasts(part, predict_step)
