@@ -205,3 +205,24 @@ def test_the_estimator_loads_lazily():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
     assert stacklstm.LSTMForecaster is LSTMForecaster
+
+
+def test_a_series_too_short_for_a_window_gets_the_seasonal_naive_forecast_named():
+    panel = _panel()
+    short = pd.DataFrame({"unique_id": "short", "ds": pd.date_range("2020-02-25", periods=5),
+                          "y": [1.0, 2.0, 3.0, 4.0, 5.0]})  # fmt: skip
+    model = LSTMForecaster(**TINY).fit(pd.concat([panel, short], ignore_index=True))
+    out = model.predict()
+    assert list(out.columns) == ["unique_id", "ds", "forecaster", "stacklstm"]
+    mine = out[out["unique_id"] == "short"]
+    # 5 rows, fewer than a season of 7: the last value, for each of the 3 steps
+    assert mine["forecaster"].tolist() == ["seasonal_naive"] * 3
+    assert mine["stacklstm"].tolist() == [5.0, 5.0, 5.0]
+    assert mine["ds"].tolist() == list(pd.date_range("2020-03-01", periods=3))
+    # the other series: the model's forecasts, as without the short one
+    others = out[out["unique_id"] != "short"].drop(columns="forecaster").reset_index(drop=True)
+    assert set(out[out["unique_id"] != "short"]["forecaster"]) == {"model"}
+    alone = LSTMForecaster(**TINY).fit(panel).predict()
+    pd.testing.assert_frame_equal(others, alone)
+    report = json.loads((model.run_dir / "report.json").read_text())
+    assert report["fallback"] == {"short": "seasonal_naive"}

@@ -96,8 +96,31 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     code, _, err = _main("predict", run, "--output", base / "all.csv")
     assert code == 0, err
     everything = pd.read_csv(base / "all.csv")
-    assert everything["id"].value_counts().to_dict() == {"b": 77, "a": 57}  # c: no scaler
-    assert everything[everything["id"] == "b"].reset_index(drop=True).equals(pred)
+    # c (8 rows: left out of training, so no scaler) gets the seasonal naive forecast from
+    # its last row, season 7: steps 1 and 2 repeat its rows 1 and 2
+    assert everything["id"].value_counts().to_dict() == {"b": 77, "a": 57, "c": 1}
+    assert everything.columns.tolist() == ["id", "origin", "forecaster", "sales_h1", "sales_h2"]
+    c = frame[frame["store"] == "c"]["sales"].to_numpy()
+    (_, row), *_ = everything[everything["id"] == "c"].iterrows()
+    assert row["forecaster"] == "seasonal_naive" and row["origin"] == "2021-03-08"
+    assert [row["sales_h1"], row["sales_h2"]] == [c[1], c[2]]
+    assert report["fallback"] == {"c": "seasonal_naive"}
+    model = everything[everything["forecaster"] == "model"].drop(columns="forecaster")
+    assert model[model["id"] == "b"].reset_index(drop=True).equals(pred)
+    # long: the next two days of every series, c's named
+    code, _, err = _main("predict", run, "--format", "long", "--output", base / "long.csv")
+    assert code == 0, err
+    long = pd.read_csv(base / "long.csv")
+    assert long.columns.tolist() == ["unique_id", "ds", "forecaster", "stacklstm"]
+    assert long.groupby("unique_id")["forecaster"].first().to_dict() == {
+        "a": "model", "b": "model", "c": "seasonal_naive"}  # fmt: skip
+    assert long[long["unique_id"] == "c"]["stacklstm"].tolist() == [c[1], c[2]]
+    # --no-fallback: c left out, as a series the model cannot forecast
+    code, _, err = _main("predict", run, "--no-fallback", "--output", base / "some.csv")
+    assert code == 0, err
+    some = pd.read_csv(base / "some.csv")
+    assert some["id"].value_counts().to_dict() == {"b": 77, "a": 57}
+    assert some.equals(model.reset_index(drop=True))
 
 
 def test_panel_resume_is_bit_identical(panel_run, tmp_path):

@@ -150,7 +150,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output, ids=args.ids, format=args.format,
-                    combine=args.combine)  # fmt: skip
+                    combine=args.combine, fallback=args.fallback)  # fmt: skip
     # with `--output -` the CSV is standard output: the note goes to stderr
     note = sys.stderr if str(output) == "-" else sys.stdout
     print(f"wrote {len(frame)} forecasts to {output}", file=note)

@@ -175,6 +175,12 @@ def _add_predict(commands: Any, formatter: type) -> None:
         "origins weighed by the run's report.json weights (inverse validation MAE); columns "
         "<target>_h<k>_combination (long: combination); point forecasts only",
     )  # fmt: skip
+    predict.add_argument(
+        "--no-fallback", dest="fallback", action="store_false",
+        help="for a run on a panel: leave out the series the model cannot forecast (too short "
+        "for one input window, or not trained on) instead of giving them the seasonal naive "
+        "forecast from their last row (a column `forecaster` names which rows are which)",
+    )  # fmt: skip
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict)
 

@@ -264,7 +264,7 @@ class LSTMForecaster:
                 write_table(table, path)
             if not every_origin:
                 return predict(self.run_dir, path, format="long", combine=combine)
-            wide = predict(self.run_dir, path)
+            wide = predict(self.run_dir, path, fallback=False)  # forecasts at the cut-offs only
         data = self._info.config.data
         return to_long(wide, data.target, data.horizon, wide.attrs["freq"], every_origin=True)
 
@@ -290,7 +290,10 @@ class LSTMForecaster:
             ``(n_series * horizon)`` rows: ``id_col``, ``time_col`` (the steps' stamps,
             following the series' time step; whole-number steps without a time column), the
             forecast ``alias``, per level ``<alias>-lo-<level>``, ``<alias>-hi-<level>``,
-            and with ``combine`` ``<alias>-combination``.
+            and with ``combine`` ``<alias>-combination``. Where a series is too short for
+            one input window (or was left out of training), its rows hold the seasonal naive
+            forecast instead, and a column ``forecaster`` after ``time_col`` names each row's
+            (``"model"`` or ``"seasonal_naive"``; no intervals on the fallback's rows).
 
         Raises:
             ValueError: Not fitted; a level the model has no interval for (trained without
@@ -313,7 +316,7 @@ class LSTMForecaster:
         ):
             raise TypeError(f"level must be a list of percentages such as [80, 95], got {level!r}")
         have = [c.removeprefix("stacklstm-lo-") for c in long if c.startswith("stacklstm-lo-")]
-        keep = ["unique_id", "ds", *(["cutoff"] if "cutoff" in long else []), "stacklstm"]
+        keep = ["unique_id", "ds", *(c for c in ("cutoff", "forecaster") if c in long), "stacklstm"]
         for value in level or ():
             name = level_name(value)
             if name not in have:

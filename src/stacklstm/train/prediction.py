@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -30,9 +31,12 @@ from ..data import DataError, make_inference_windows, select_series
 from ..intervals import interval_pairs, level_key
 from . import inference
 from .calibration import interval_forecast, run_calibration
+from .fallback import fallback_frame, fallback_ids, merge
 from .inference import load_series, table_path
 from .outputs import check_output, write_output
 from .report_combination import predict_combination, saved_weights
+
+log = logging.getLogger(__name__)
 
 
 def _some(names: Sequence[str]) -> str:
@@ -48,13 +52,16 @@ def predict(
     ids: Sequence[str] | None = None,
     format: Literal["wide", "long"] = "wide",
     combine: bool = False,
+    fallback: bool = True,
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
 
     The table needs only ``window`` rows (+1 with ``difference``): the newest window alone
     gives the forecast from its last row. A panel run forecasts every series of the table
     it was trained on (or those named in ``ids``); a series it was not trained on, or too
-    short for one input window, is named in a warning and left out. A seed ensemble
+    short for one input window, gets the seasonal naive forecast from its last row instead
+    (:mod:`stacklstm.train.fallback`), named in a warning and in a ``forecaster`` column
+    (with ``fallback=False``: named in a warning and left out). A seed ensemble
     forecasts with the median of its members (:mod:`stacklstm.train.ensemble`).
 
     Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler(s), so the
@@ -79,6 +86,8 @@ def predict(
             statistical ones fitted once on each series' rows up to its first origin and
             forecasting from every origin without refitting), with the weights of the
             run's ``report.json``. Point forecasts only.
+        fallback: For a panel run, forecast the series the model cannot forecast with the
+            seasonal naive forecast (True), or leave them out (False).
 
     Returns:
         One row per origin: for a panel run first ``id`` (the series), then ``origin`` (its
@@ -88,7 +97,11 @@ def predict(
         (``co2_h1_q0.1``), calibrated with ``conformal`` (see
         :mod:`stacklstm.train.calibration`). With ``combine``, ``<target>_h<k>_combination``
         after those of each step (``co2_h1_combination``); in the long format a column
-        ``combination`` after the model's. ``frame.attrs["freq"]`` holds the time step
+        ``combination`` after the model's. Where a series got the fallback forecast, a
+        column ``forecaster`` after ``origin`` names what made each row (``"model"`` or
+        ``"seasonal_naive"``; a fallback row has one origin, its series' last, and no
+        intervals or combination: NaN), in the long format after ``ds``.
+        ``frame.attrs["freq"]`` holds the time step
         :func:`to_long` reads (``"1"`` for row numbers; None for irregular stamps).
 
     Raises:
@@ -134,6 +147,23 @@ def predict(
                 f"`ids` {','.join(ids)!r} select no series the run was trained on, so none "
                 f"can be forecast; it was trained on {_some(trained)}"
             )
+    left: dict[str, str] = {}
+    if series.ids is not None and fallback:
+        left = fallback_ids(series, run.info.scaler.ids, cfg.input_steps)
+    if left:
+        log.warning(
+            "%d series get the seasonal naive forecast (the model cannot forecast them: too "
+            "short for one input window, or not trained on): %s", len(left), _some(list(left)),
+        )  # fmt: skip
+    order = list(series.ids) if series.ids is not None else []
+    fallback_rows = None
+    if left:
+        fallback_rows = fallback_frame(series, list(left), cfg.target, cfg.horizon, cfg.season)
+        kept = [name for name in order if name not in left]
+        if not kept:
+            frame = merge(None, fallback_rows, order)
+            return _finish(frame, cfg, series, (), combine, format, output, source)
+        series = select_series(series, kept)
     windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
     out = interval_forecast(run, windows, run_calibration(run))
     values = out.point  # (n, horizon, n_targets)
@@ -151,10 +181,26 @@ def predict(
             if mixed is not None:
                 columns[f"{name}_h{k + 1}_{COMBINATION}"] = mixed[:, k, j]
     frame = pd.DataFrame(columns)
+    if fallback_rows is not None:
+        frame = merge(frame, fallback_rows, order)
+    return _finish(frame, cfg, series, out.levels, combine, format, output, source)
+
+
+def _finish(
+    frame: pd.DataFrame,
+    cfg: Any,
+    series: Any,
+    levels: Sequence[float],
+    combine: bool,
+    format: str,
+    output: str | Path | None,
+    source: Path,
+) -> pd.DataFrame:
+    """The wide ``frame`` as ``format`` asks, written to ``output`` if given."""
     step = "1" if cfg.time_column is None else series.freq
     frame.attrs["freq"] = step  # the time step, for to_long (None: irregular stamps)
     if format == "long":
-        percents = [100 * level for level, _, _ in interval_pairs(out.levels)]
+        percents = [100 * level for level, _, _ in interval_pairs(levels)]
         others = (COMBINATION,) if combine else ()
         frame = to_long(frame, cfg.target, cfg.horizon, step, levels=percents, models=others)
     if output is not None:
@@ -260,6 +306,8 @@ def to_long(
         columns: dict[str, Any] = {"unique_id": np.repeat(names, horizon), "ds": stamps}
         if every_origin:
             columns["cutoff"] = np.repeat(origin, horizon)
+        if "forecaster" in wide:  # some series got the fallback forecast
+            columns["forecaster"] = np.repeat(wide["forecaster"].to_numpy(dtype=object), horizon)
 
         def steps(suffix: str, target: str = target) -> np.ndarray:
             names = [f"{target}_h{k + 1}{suffix}" for k in range(horizon)]
