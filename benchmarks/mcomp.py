@@ -28,9 +28,12 @@ The series carry no dates in the data; they get regular stamps from 1900 (``YS``
 ``MS``), so that the library's ``auto`` season is the competition's; "other" series get
 integer stamps (season 1). The LSTM never sees ``xx``.
 
-Where stacklstm gives no forecast for a series (too short for one window, a refused setting),
-the row says so: ``covered`` counts the series it forecast, and its means are taken over
-those series only, next to the statistical models' means on the same series.
+Where stacklstm gives no forecast for a series (one model per series: too short for one
+window, a refused setting), the row says so: ``covered`` counts the series it forecast, and
+its means are taken over those series only, next to the statistical models' means on the same
+series. A global model forecasts every series: those too short for its window get
+``predict``'s fallback (the seasonal naive forecast), and two more rows give the model and
+the statistical median on the series it forecast itself.
 
 Usage::
 
@@ -241,21 +244,24 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
     return "defaults" if not settings else hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dict, dict]:
+def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dict, dict, list]:
     """The forecast from the last row of each series and the one from ``horizon`` rows before
-    (the validation forecast, scored on the last ``horizon`` values of ``x``):
-    ``({id: (h,) list}, {id: (h,) list})``."""
+    (the validation forecast, scored on the last ``horizon`` values of ``x``), and the series
+    that got ``predict``'s fallback forecast (too short for the panel's window):
+    ``({id: (h,) list}, {id: (h,) list}, [id])``."""
     from stacklstm.train import predict
 
     frame = predict(run_dir, table)
     columns = [f"y_h{k}" for k in range(1, horizon + 1)]
     groups = [("", frame)] if not ids else frame.groupby(frame.columns[0], sort=False)
-    last, val = {}, {}
+    last, val, fallback = {}, {}, []
     for i, rows in groups:
         last[str(i)] = rows[columns].iloc[-1].tolist()
-        if len(rows) > horizon:
+        if "forecaster" in rows and rows["forecaster"].iloc[-1] != "model":
+            fallback.append(str(i))
+        elif len(rows) > horizon:
             val[str(i)] = rows[columns].iloc[-horizon - 1].tolist()
-    return last, val
+    return last, val, fallback
 
 
 def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
@@ -273,13 +279,13 @@ def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
         start = time.perf_counter()
         try:
             fit(cfg, scratch / "run", data_path=table, quiet=True)
-            found, val = _forecasts(scratch / "run", table, h, with_id)
+            found, val, fallback = _forecasts(scratch / "run", table, h, with_id)
         except ValueError as err:  # a refused setting or a series too short: no forecast
             return {"forecasts": {}, "fit_s": time.perf_counter() - start, "error": str(err)}
         if not with_id:
             found, val = {items[0].id: found[""]}, {items[0].id: val.get("")}
-        return {"forecasts": found, "val_forecasts": val, "fit_s": time.perf_counter() - start,
-                "error": None}  # fmt: skip
+        return {"forecasts": found, "val_forecasts": val, "fallback": fallback,
+                "fit_s": time.perf_counter() - start, "error": None}  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -319,7 +325,7 @@ def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[s
             key = f"{seed}/{frequency}"
             if not items:
                 continue
-            if key not in done or "val_forecasts" not in done[key]:  # older rows: refit
+            if key not in done or "fallback" not in done[key]:  # older rows: refit
                 result = lstm_fit(items, settings, seed, with_id=True)
                 row = {"key": key, **result, "settings": dict(settings)}
                 _append(path, row)
@@ -329,7 +335,8 @@ def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[s
             for s in items:
                 val = row.get("val_forecasts", {}).get(s.id)
                 out[seed][s.id] = {"forecast": row["forecasts"].get(s.id), "fit_s": row["fit_s"],
-                                   "val_forecast": val}  # fmt: skip
+                                   "val_forecast": val,
+                                   "fallback": s.id in row["fallback"]}  # fmt: skip
     return out
 
 
@@ -420,6 +427,39 @@ def combine_weighted(s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, An
     return weigh(forecasts, errors).tolist()
 
 
+def _own_rows(frequency: str, covered: Sequence[MSeries], stats: Mapping[str, dict],
+              lstm: Mapping[int, Mapping[str, dict]], name: str) -> list[str]:  # fmt: skip
+    """Where a global model gave some series ``predict``'s fallback (the seasonal naive, for
+    series too short for its window): the model and the statistical median on the series it
+    forecast itself."""
+    seeds = sorted(lstm)
+    own = [s for s in covered if not any(lstm[k][s.id].get("fallback") for k in seeds)]
+    if len(own) == len(covered) or not own:
+        return []
+    per_seed = [_means(own, {s.id: lstm[k][s.id]["forecast"] for s in own}) for k in seeds]
+    median = _means(own, {s.id: stats[s.id]["median"] for s in own})
+    return [
+        f"| {frequency} | {len(own)} | {name}, on the series it forecast itself "
+        f"({len(covered) - len(own)} got the fallback) | "
+        f"{np.mean([m['mase'] for m in per_seed]):.3f} | "
+        f"{np.mean([m['smape'] for m in per_seed]):.2f} | |",
+        f"| {frequency} | {len(own)} | median, on those series | {median['mase']:.3f} | "
+        f"{median['smape']:.2f} | |",
+    ]
+
+
+def _median_where_forecast(stats: Mapping[str, dict]) -> Any:
+    """The median of the model and the statistical models where the model forecast a series,
+    the statistical models' median where it gave the fallback."""
+
+    def make(row: Mapping[str, Any], s: MSeries) -> list[float]:
+        if row.get("fallback"):
+            return list(stats[s.id]["median"])
+        return combine(row["forecast"], stats[s.id])
+
+    return make
+
+
 def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
                lstm: Mapping[int, Mapping[str, dict]] | None, name: str,
                held: Mapping[str, dict] | None = None) -> list[str]:  # fmt: skip
@@ -455,7 +495,11 @@ def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
             lines.append(f"| {frequency} | {len(covered)} of {len(group)} | **{name}** "
                          f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
                          f"{np.mean(smape):.2f} | {wins:.0%} |")  # fmt: skip
+            lines += _own_rows(frequency, covered, stats, lstm, name)
             recipes = {"median": lambda r, s: combine(r["forecast"], stats[s.id])}
+            if any(lstm[k][s.id].get("fallback") for k in seeds for s in covered):
+                # the model's vote only where it forecast: the statistical median elsewhere
+                recipes["median where it forecast"] = _median_where_forecast(stats)
             if held is not None:
                 recipes["weighted"] = lambda r, s: combine_weighted(s, r, stats[s.id],
                                                                     held.get(s.id))  # fmt: skip
