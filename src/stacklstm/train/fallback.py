@@ -56,10 +56,17 @@ def fallback_ids(series: Series, trained: Sequence[str], input_steps: int) -> di
 
 
 def fallback_frame(
-    series: Series, ids: Sequence[str], targets: Sequence[str], horizon: int, season: int
+    series: Series,
+    ids: Sequence[str],
+    targets: Sequence[str],
+    horizon: int,
+    season: int,
+    others: Sequence[str] = (),
 ) -> pd.DataFrame:
     """``predict``'s wide rows of the series ``ids`` of ``series``: one per series, the
-    seasonal naive forecast from its last row (``id``, ``origin``, ``<target>_h<k>``)."""
+    seasonal naive forecast from its last row (``id``, ``origin``, ``<target>_h<k>``, and
+    after each a NaN ``<target>_h<k>_<other>`` for each of ``others``, the forecasters the
+    fallback does not give: ``"combination"``)."""
     assert series.ids is not None
     where = {name: i for i, name in enumerate(series.ids)}
     rows = []
@@ -70,7 +77,9 @@ def fallback_frame(
         origin = stop - 1 - start if series.times is None else series.times[stop - 1]
         row = {"id": name, "origin": origin}
         for j, target in enumerate(targets):
-            row.update({f"{target}_h{k + 1}": forecast[k, j] for k in range(horizon)})
+            for k in range(horizon):
+                row[f"{target}_h{k + 1}"] = forecast[k, j]
+                row.update({f"{target}_h{k + 1}_{other}": np.nan for other in others})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -158,7 +158,9 @@ def predict(
     order = list(series.ids) if series.ids is not None else []
     fallback_rows = None
     if left:
-        fallback_rows = fallback_frame(series, list(left), cfg.target, cfg.horizon, cfg.season)
+        others = (COMBINATION,) if combine else ()
+        fallback_rows = fallback_frame(series, list(left), cfg.target, cfg.horizon, cfg.season,
+                                       others)  # fmt: skip
         kept = [name for name in order if name not in left]
         if not kept:
             frame = merge(None, fallback_rows, order)
