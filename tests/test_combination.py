@@ -250,3 +250,29 @@ def test_panel_weights_per_series_fall_back_to_the_pooled_ones():
               "auto_ets": np.array([4.0, 12.0, 6.0]).reshape(3, 1, 1)}  # fmt: skip
     out = combined(test, points, entry)
     np.testing.assert_allclose(out.ravel(), [2 / 3 + 4 / 3, 5 / 11 + 12 * 6 / 11, 0.2 + 0.8 * 6.0])
+
+
+def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run, tmp_path):
+    """``combination="median"``: the report's and predict's combination is the median of the
+    model and the baselines (with the naive baselines, the mean of the model and the
+    seasonal naive), the weights still fitted and saved."""
+    from helpers import TINY
+    from helpers import _panel as panel
+    from stacklstm.estimator import LSTMForecaster
+    from stacklstm.train import evaluate_run
+
+    model = LSTMForecaster(**TINY, combination="median", run_dir=tmp_path / "fit").fit(panel())
+    report = evaluate_run(model.run_dir)
+    entry = report.data["combination"]
+    assert entry["method"] == "median" and set(entry["weights"]) == {"model", "seasonal_naive"}
+    forecasts = report.test_forecasts
+    half = 0.5 * (forecasts["model"] + forecasts["seasonal_naive"])
+    np.testing.assert_allclose(forecasts["combination"], half, rtol=1e-12)
+    # predict --combine: the method saved in report.json, from every origin
+    copy = _copy_without_weights(trained_run.out_dir, tmp_path,
+                                 lambda r: r["combination"].update(method="median"))  # fmt: skip
+    _, series, _, values = _co2(copy)
+    frame = predict(copy, combine=True)
+    origins = pd.Index(series.times).get_indexer(frame["origin"])
+    hand = 0.5 * (frame["co2_h1"].to_numpy() + _seasonal_naive(values, origins, 52))
+    np.testing.assert_allclose(frame["co2_h1_combination"], hand, rtol=1e-12)

@@ -52,3 +52,20 @@ def test_weighted_mean_refuses_bad_weights_and_nothing_to_combine():
         weighted_mean({"a": np.array([np.nan])}, {"a": 1.0})
     with pytest.raises(ValueError, match="share one shape"):
         weighted_mean({"a": np.zeros(2), "b": np.zeros(3)}, {"a": 1.0, "b": 1.0})
+
+
+def test_median_is_value_by_value_and_leaves_out_what_is_missing():
+    from stacklstm.combine import median
+
+    a, b, c = np.array([1.0, 5.0, 2.0]), np.array([3.0, 1.0, np.nan]), np.array([2.0, 9.0, 4.0])
+    np.testing.assert_array_equal(median({"a": a, "b": b, "c": c}), [2.0, 5.0, 3.0])
+    # four forecasts: the mean of the middle two; None is left out
+    d = np.array([10.0, 0.0, np.inf])
+    np.testing.assert_array_equal(median({"a": a, "b": b, "c": c, "d": d, "e": None}),
+                                  [2.5, 3.0, 3.0])  # fmt: skip
+    # nothing finite at a value: NaN there
+    assert np.isnan(median({"b": b})[2]) and median({"b": b})[0] == 3.0
+    with pytest.raises(ValueError, match="at least one forecast"):
+        median({"a": None})
+    with pytest.raises(ValueError, match="share one shape"):
+        median({"a": a, "b": np.zeros(2)})

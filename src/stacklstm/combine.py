@@ -6,6 +6,8 @@ A combination of forecasts is, on average, more accurate than the forecasters it
 Theta): each forecaster's weight is the inverse of its mean absolute error on the validation
 windows, normalised to sum to one, so a forecaster that did badly there counts little and one
 that did well counts most. Forecasters without a finite error or forecast are left out.
+:func:`median` is the other combination the M competitions report: the median of the
+forecasts, value by value, with no weights to fit.
 
 Example:
     >>> import numpy as np
@@ -16,6 +18,8 @@ Example:
     [11.0, 13.0]
     >>> weighted_mean(forecasts, {"lstm": 0.75, "auto_ets": 0.25}).tolist()
     [11.0, 13.0]
+    >>> median({**forecasts, "auto_theta": np.array([11.0, np.nan])}).tolist()
+    [11.0, 14.0]
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["NAME", "combine", "weighted_mean", "weights"]
+__all__ = ["NAME", "combine", "median", "weighted_mean", "weights"]
 
 #: The report key and forecast column of the combination.
 NAME = "combination"
@@ -119,3 +123,31 @@ def weighted_mean(
             f"{sorted(weights)}, finite forecasts of {sorted(used)}"
         )
     return sum((w / total) * arrays[name] for name, w in used.items() if w > 0.0)
+
+
+def median(forecasts: Mapping[str, np.ndarray | None]) -> np.ndarray:
+    """The median of ``forecasts``, value by value (with an even number of them, the mean of
+    the middle two): a forecaster without forecasts (None) is left out, and so is a
+    non-finite value of one (the median of the others there; NaN where none is finite).
+
+    Args:
+        forecasts: ``{name: array or None}``, the arrays of one shape.
+
+    Returns:
+        An array of the forecasts' shape, float64.
+
+    Raises:
+        ValueError: arrays of different shapes, or no forecasts at all.
+    """
+    arrays = [np.asarray(f, dtype=np.float64) for f in forecasts.values() if f is not None]
+    if not arrays:
+        raise ValueError("median needs at least one forecast, got none")
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")
+    stacked = np.stack(arrays)
+    stacked[~np.isfinite(stacked)] = np.nan
+    out = np.full(stacked.shape[1:], np.nan)
+    seen = np.isfinite(stacked).any(axis=0)
+    out[seen] = np.nanmedian(stacked[:, seen], axis=0)
+    return out

@@ -51,6 +51,7 @@ from .schema import READABLE_LAYOUTS as READABLE_LAYOUTS
 from .schema import Auto as Auto
 from .schema import BaselineKind as BaselineKind
 from .schema import CalendarKind as CalendarKind
+from .schema import CombinationKind as CombinationKind
 from .schema import GapPolicy as GapPolicy
 from .schema import LossKind as LossKind
 from .schema import NormalizeKind as NormalizeKind

@@ -25,6 +25,7 @@ LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
 #: The losses whose model gives a point forecast only (intervals need ``conformal``).
 POINT_LOSSES = ("mse", "mae", "huber")
 BaselineKind = Literal["naive", "all"]
+CombinationKind = Literal["weighted", "median"]
 TargetTransform = Literal["none", "log1p"]
 #: ``"auto"``: a setting derived from the data when the run starts (the season from the time
 #: step, the window from the season, the training budget from the number of windows); the run

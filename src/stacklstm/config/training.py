@@ -26,6 +26,7 @@ from .schema import (
     POINT_LOSSES,
     Auto,
     BaselineKind,
+    CombinationKind,
     LossKind,
     _Section,
     default_baselines,
@@ -152,6 +153,14 @@ class TrainConfig(_Section):
         "'stacklstm[baselines]'); the default is all when statsforecast is installed",
         legacy="naive",
     )
+    combination: CombinationKind = setting(
+        "weighted",
+        help="the report's combination of the model and the baselines (predict --combine): "
+        "'weighted' (each weighed by the inverse of its validation MAE) or 'median' (their "
+        "median, value by value; with baselines=naive, the mean of the model and the "
+        "seasonal naive)",
+        legacy="weighted",
+    )
 
     def _check(self) -> None:
         """Raise SettingError on the first bad setting."""
@@ -200,6 +209,7 @@ class TrainConfig(_Section):
         check_int("checkpoint_every", self.checkpoint_every, 0)
         check_bool("skip_nonfinite", self.skip_nonfinite)
         check_choice("baselines", self.baselines, get_args(BaselineKind))
+        check_choice("combination", self.combination, get_args(CombinationKind))
 
     def _check_levels_in_quantiles(self) -> None:
         """With ``loss=quantile`` and explicit ``quantiles``, the intervals are the symmetric

@@ -238,7 +238,7 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
         out.scored[split] = (part, model_forecast)
         if split == "val":  # each forecaster's validation error weighs it in the combination
             weighed = {"model": model_forecast.point, **statistical["val"]}
-            out.combination = fit_weights(part, weighed, kind, season)
+            out.combination = fit_weights(part, weighed, kind, season, cfg.train.combination)
         if not len(part):
             out.data[split] = {}
             out.members[split] = [None] * len(run.members)

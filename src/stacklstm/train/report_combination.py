@@ -4,7 +4,9 @@ The combination (:mod:`stacklstm.combine`, named :data:`stacklstm.combine.NAME`)
 weighted mean of the model's forecasts and the statistical baselines' (AutoETS, AutoARIMA,
 AutoTheta with ``baselines="all"``; the seasonal naive forecast with ``baselines="naive"``),
 each weighed by the inverse of its mean absolute error on the validation windows (original
-units, every validation origin, horizon step and target), normalised to sum to 1. For a
+units, every validation origin, horizon step and target), normalised to sum to 1 (with
+``combination="median"``: their median, value by value, :func:`stacklstm.combine.median`;
+the weights are still fitted and saved, and name the forecasters it takes). For a
 panel the weights are fitted series by series, on that series' validation windows; a series
 without validation windows (or without any usable error) takes the weights of all the
 validation windows together (``pooled``). A forecaster without forecasts or without a finite
@@ -12,8 +14,9 @@ validation error is left out, and where a forecaster has no finite forecasts fro
 origins of a series, the others' weights are renormalised there. The combination gives
 point forecasts only (no intervals).
 
-``report.json``'s ``combination``: ``{"forecasters": [...], "val_mae": {name: MAE or None},
-"weights": {name: weight} or None}``, and for a panel ``"per_series": {id: {"val_mae":
+``report.json``'s ``combination``: ``{"method": "weighted" or "median", "forecasters":
+[...], "val_mae": {name: MAE or None}, "weights": {name: weight} or None}`` (an entry without
+``method``, of an older report, is weighted), and for a panel ``"per_series": {id: {"val_mae":
 ..., "weights": ..., "pooled": bool}}``.
 
 Example:
@@ -61,7 +64,9 @@ def _weights_of(errors: dict[str, float | None]) -> dict[str, float] | None:
         return None
 
 
-def fit_weights(val: WindowSet, forecasts: Forecasts, kind: str, season: int) -> dict[str, Any]:
+def fit_weights(
+    val: WindowSet, forecasts: Forecasts, kind: str, season: int, method: str = "weighted"
+) -> dict[str, Any]:
     """``report.json``'s ``combination``: each forecaster's validation MAE and the weights.
 
     Args:
@@ -71,17 +76,20 @@ def fit_weights(val: WindowSet, forecasts: Forecasts, kind: str, season: int) ->
             the seasonal naive ones come from ``val``.
         kind: The run's ``baselines``: which forecasters are weighed (:func:`members`).
         season: The data's season (of the seasonal naive forecast).
+        method: The run's ``combination``: ``"weighted"`` or ``"median"``.
 
     Returns:
-        ``{"forecasters", "val_mae", "weights"}`` (``weights`` None when no forecaster has a
-        finite validation error), for a panel also ``per_series`` (see the module).
+        ``{"method", "forecasters", "val_mae", "weights"}`` (``weights`` None when no
+        forecaster has a finite validation error), for a panel also ``per_series`` (see the
+        module).
     """
     naive = {"seasonal_naive": val.seasonal_naive(season)} if kind == "naive" else {}
     forecasts = {name: {**forecasts, **naive}.get(name) for name in members(kind)}
     y_true = val.y_true
     errors = {name: _mae(y_true, f) for name, f in forecasts.items()}
     pooled = _weights_of(errors)
-    entry: dict[str, Any] = {"forecasters": list(forecasts), "val_mae": errors, "weights": pooled}
+    entry: dict[str, Any] = {"method": method, "forecasters": list(forecasts), "val_mae": errors,
+                             "weights": pooled}  # fmt: skip
     if val.ids is None:
         return entry
     per_series: dict[str, Any] = {
@@ -103,11 +111,17 @@ def fit_weights(val: WindowSet, forecasts: Forecasts, kind: str, season: int) ->
     return entry
 
 
-def _mean(forecasts: Forecasts, weights: dict[str, float] | None, shape: tuple) -> np.ndarray:
-    """:func:`stacklstm.combine.weighted_mean`, or NaN of ``shape`` where nothing is left."""
+def _mean(
+    forecasts: Forecasts, weights: dict[str, float] | None, shape: tuple, method: str
+) -> np.ndarray:
+    """:func:`stacklstm.combine.weighted_mean` (or with ``method="median"``
+    :func:`stacklstm.combine.median` of the forecasters ``weights`` names), or NaN of
+    ``shape`` where nothing is left."""
     if weights is None:
         return np.full(shape, np.nan)
     try:
+        if method == "median":
+            return combine.median({name: forecasts.get(name) for name in weights})
         return combine.weighted_mean(forecasts, weights)
     except ValueError:  # no forecaster with a weight has finite forecasts here
         return np.full(shape, np.nan)
@@ -116,20 +130,22 @@ def _mean(forecasts: Forecasts, weights: dict[str, float] | None, shape: tuple) 
 def combined(windows: WindowSet, forecasts: Forecasts, entry: dict[str, Any]) -> np.ndarray | None:
     """``(n, horizon, n_targets)`` the combination's forecasts from the origins of
     ``windows``: the weighted mean of ``forecasts`` (each ``(n, horizon, n_targets)`` or
-    None) with ``entry``'s weights (of :func:`fit_weights`), series by series for a panel
+    None) with ``entry``'s weights (of :func:`fit_weights`; with its ``method`` ``"median"``,
+    the median of the forecasters the weights name), series by series for a panel
     (a series the weights do not name takes the pooled ones); NaN where no weighed
     forecaster has finite forecasts; None when ``entry`` has no weights."""
     if not entry.get("weights"):
         return None
     shape = (len(windows), windows.horizon, windows.n_targets)
+    method = entry.get("method", "weighted")
     if windows.ids is None:
-        return _mean(forecasts, entry.get("weights"), shape)
+        return _mean(forecasts, entry.get("weights"), shape, method)
     out = np.full(shape, np.nan)
     per_series = entry.get("per_series") or {}
     for i, rows in series_slices(windows):
         weights = (per_series.get(windows.ids[i]) or {}).get("weights", entry.get("weights"))
         part = {name: None if f is None else f[rows] for name, f in forecasts.items()}
-        out[rows] = _mean(part, weights, out[rows].shape)
+        out[rows] = _mean(part, weights, out[rows].shape, method)
     return out
 
 
