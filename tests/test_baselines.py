@@ -290,3 +290,30 @@ def test_fit_starts_the_baselines_while_the_model_trains(tmp_path, monkeypatch):
     baselines.cache.clear()
     fit(cfg, tmp_path / "other", quiet=True, data_path=data, stop_after_steps=1)
     assert len(started) == 1  # no report to come: nothing started
+
+
+def test_a_panels_baselines_are_computed_once_for_every_series(tmp_path, monkeypatch):
+    """Ten series: the background computes each series' fits once, and the report takes
+    all of them from it (none is fitted again)."""
+    from stacklstm.baselines import worker
+    from stacklstm.estimator import LSTMForecaster
+
+    real_jobs, batches = worker.run_jobs, []
+
+    def run_jobs(jobs, *args, **kwargs):
+        batches.append(len(jobs))
+        return real_jobs(jobs, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "run_jobs", run_jobs)
+    frame = pd.concat(
+        pd.DataFrame({"unique_id": f"s{k}", "ds": np.arange(40), "y": seasonal_values(40, seed=k)})
+        for k in range(10)
+    )
+    baselines.cache.clear()
+    model = LSTMForecaster(horizon=2, window=6, season=SEASON, lstm_hidden_size=4, epochs=1,
+                           batch_size=16, baselines="all", test_size=6, val_size=6,
+                           run_dir=tmp_path / "run").fit(frame)  # fmt: skip
+    assert batches == [10 * 3]  # one fit per model and series, in one batch
+    report = json.loads((model.run_dir / "report.json").read_text())
+    assert all(report["test"][name]["mae"] > 0 for name in baselines.STATISTICAL)
+    baselines.cache.clear()

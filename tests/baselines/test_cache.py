@@ -23,8 +23,9 @@ def test_a_key_changes_with_the_values_the_origins_and_the_settings():
     assert cache.key(history, origins, 2, 4, 6) != first
 
 
-def test_remember_keeps_copies_and_forgets_the_oldest():
+def test_remember_keeps_copies_and_forgets_the_oldest(monkeypatch):
     cache.clear()
+    monkeypatch.setattr(cache, "LIMIT_BYTES", 10 * 8)  # ten float64 values
     values = np.ones((2, 1, 1))
     cache.remember("a", {"auto_ets": values, "auto_arima": None})
     values[:] = 5.0  # the kept result is a copy
@@ -32,9 +33,13 @@ def test_remember_keeps_copies_and_forgets_the_oldest():
     assert got["auto_arima"] is None and got["auto_ets"].tolist() == [[[1.0]], [[1.0]]]
     got["auto_ets"][:] = 7.0  # and so is what recall gives
     assert cache.recall("a")["auto_ets"][0, 0, 0] == 1.0
-    for k in range(cache.SIZE):
+    for k in range(8):  # 2 + 8 values: all kept
         cache.remember(f"k{k}", {"auto_ets": np.zeros(1)})
-    assert cache.recall("a") is None and cache.recall(f"k{cache.SIZE - 1}") is not None
+    assert cache.recall("a") is not None
+    cache.remember("k8", {"auto_ets": np.zeros(1)})  # 11 values: the oldest goes
+    assert cache.recall("a") is None and cache.recall("k0") is not None
+    cache.remember("big", {"auto_ets": np.zeros(50)})  # alone over the limit: still kept
+    assert cache.recall("big") is not None and cache.recall("k8") is None
     cache.clear()
     assert cache.recall("k1") is None
 

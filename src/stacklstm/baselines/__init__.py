@@ -343,9 +343,9 @@ def prefetch(
     season: int,
     n_fit: int | None = None,
 ) -> bool:
-    """Start :func:`forecast_parts` of ``parts`` in a background thread (its worker
-    processes at a lower priority than this one), so that the fits run while this process
-    does something else, the model's training say. A later :func:`forecast_parts` of the
+    """Start :func:`forecast_parts` of ``parts`` in a background thread, so that the fits
+    run in their worker processes while this process does something else, the model's
+    training say. A later :func:`forecast_parts` of the
     same parts waits for them (with their progress bars from then on) and computes nothing
     again; should the background computation fail, that call computes the parts itself.
 

@@ -3,10 +3,11 @@ computing in the background.
 
 A result (``{name: (n, horizon, n_targets) or None}``) is known by the key of its call
 (:func:`key`: the values up to the last origin, the origins, the settings and statsforecast's
-version). :func:`remember` keeps one (the last :data:`SIZE`); :func:`recall` gives a copy
-back. :func:`start` computes parts in a background thread, so that the fits can run while
-the model trains; a later call for the same parts waits for them (:func:`wait`) and sees
-their progress from then on, instead of computing them again.
+version). :func:`remember` keeps one (the newest, up to :data:`LIMIT_BYTES` in all: every
+series of a large panel is one result); :func:`recall` gives a copy back. :func:`start`
+computes parts in a background thread, so that the fits can run while the model trains; a
+later call for the same parts waits for them (:func:`wait`) and sees their progress from
+then on, instead of computing them again.
 
 Example:
     >>> import numpy as np
@@ -22,6 +23,7 @@ import functools
 import hashlib
 import importlib.metadata
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -33,8 +35,8 @@ log = logging.getLogger(__name__)
 
 Result = dict[str, np.ndarray | None]
 
-#: How many results are kept.
-SIZE = 8
+#: How many bytes of results are kept (the oldest go first).
+LIMIT_BYTES = 512 * 2**20
 _LOCK = threading.Lock()
 _RESULTS: dict[str, Result] = {}
 _PENDING: dict[str, _Background] = {}  # key -> the background computation that will give it
@@ -59,12 +61,19 @@ def key(history: np.ndarray, origins: np.ndarray, *settings: Any) -> str:
 
 
 def remember(name: str, result: Result) -> None:
-    """Keep ``result`` under key ``name`` (a copy; the oldest goes beyond :data:`SIZE`)."""
+    """Keep ``result`` under key ``name`` (a copy; the oldest ones go while the results
+    kept pass :data:`LIMIT_BYTES`)."""
+    kept = _copy(result)
     with _LOCK:
         _RESULTS.pop(name, None)
-        while len(_RESULTS) >= SIZE:
-            _RESULTS.pop(next(iter(_RESULTS)))
-        _RESULTS[name] = _copy(result)
+        _RESULTS[name] = kept
+        total = sum(_size(r) for r in _RESULTS.values())
+        while total > LIMIT_BYTES and len(_RESULTS) > 1:
+            total -= _size(_RESULTS.pop(next(iter(_RESULTS))))
+
+
+def _size(result: Result) -> int:
+    return sum(v.nbytes for v in result.values() if v is not None)
 
 
 def recall(name: str) -> Result | None:
@@ -113,8 +122,9 @@ class _Background:
 
 
 def start(names: list[str], compute: Callable[[Progress], None]) -> bool:
-    """Run ``compute(progress)`` in a background thread; it is to :func:`remember` the
-    results of the keys ``names``. Keys already known or under way are not started again.
+    """Run ``compute(progress)`` in the background thread (after what it runs already); it
+    is to :func:`remember` the results of the keys ``names``. Keys already known or under
+    way are not started again.
 
     Returns:
         Whether a computation started (False: every key is known or under way).
@@ -137,8 +147,30 @@ def start(names: list[str], compute: Callable[[Progress], None]) -> bool:
                     del _PENDING[n]
             job.future.set_result(None)
 
-    threading.Thread(target=run, name="stacklstm-baselines", daemon=True).start()
+    _background_queue().put(run)
     return True
+
+
+_QUEUE: queue.SimpleQueue | None = None
+
+
+def _background_queue() -> queue.SimpleQueue:
+    """The queue of the one background thread, started on first use and kept for the
+    process's life. One thread for all: the worker processes it starts are killed when the
+    thread that started them ends (Linux's parent-death signal follows the thread), so it
+    must outlive every use of them. A daemon, it does not hold the process at exit."""
+    global _QUEUE
+    with _LOCK:
+        if _QUEUE is None:
+            _QUEUE = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(_QUEUE,), name="stacklstm-baselines",
+                             daemon=True).start()  # fmt: skip
+        return _QUEUE
+
+
+def _serve(jobs: queue.SimpleQueue) -> None:
+    while True:
+        jobs.get()()
 
 
 def wait(names: list[str], progress: Progress | None = None) -> bool:
