@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -112,9 +112,7 @@ def weighted_mean(
         for name, f in forecasts.items()
         if f is not None and name in weights
     }
-    shapes = {a.shape for a in arrays.values()}
-    if len(shapes) > 1:
-        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")
+    _check_one_shape(arrays.values())
     used = {name: float(weights[name]) for name, a in arrays.items() if np.isfinite(a).all()}
     total = sum(used.values())
     if total <= 0.0:
@@ -142,12 +140,16 @@ def median(forecasts: Mapping[str, np.ndarray | None]) -> np.ndarray:
     arrays = [np.asarray(f, dtype=np.float64) for f in forecasts.values() if f is not None]
     if not arrays:
         raise ValueError("median needs at least one forecast, got none")
-    shapes = {a.shape for a in arrays}
-    if len(shapes) > 1:
-        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")
+    _check_one_shape(arrays)
     stacked = np.stack(arrays)
     stacked[~np.isfinite(stacked)] = np.nan
     out = np.full(stacked.shape[1:], np.nan)
     seen = np.isfinite(stacked).any(axis=0)
     out[seen] = np.nanmedian(stacked[:, seen], axis=0)
     return out
+
+
+def _check_one_shape(arrays: Iterable[np.ndarray]) -> None:
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(f"forecasts must share one shape, got {sorted(map(str, shapes))}")

@@ -34,7 +34,7 @@ def test_fallback_ids_name_the_short_and_the_untrained_series():
     series, cfg = _panel()
     assert fallback_ids(series, ["a", "b"], cfg.input_steps) == {
         "b": "3 rows, one input window needs 4",
-        "c": "the run was not trained on it",
+        "c": "no scaler: the run was not trained on it",
     }
     assert fallback_ids(series, ["a", "b", "c"], 3) == {}
 

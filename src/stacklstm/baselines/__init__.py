@@ -191,6 +191,7 @@ def forecast_parts(
     season: int,
     progress: Progress | None = None,
     n_fit: int | None = None,
+    keys: Sequence[str] | None = None,
 ) -> list[dict[str, np.ndarray | None]]:
     """The statistical baselines of several ``(history, origins)`` parts, all fitted and
     forecast at once (in parallel worker processes): each model is fitted on
@@ -207,15 +208,18 @@ def forecast_parts(
         progress: Called as the models fit and forecast (see :data:`Progress`).
         n_fit: The ``n_fit`` of :func:`statistical_models` for every part (None: each
             part's own ``origins[0] + 1``).
+        keys: :func:`part_keys` of these arguments, where the caller has them already
+            (None: computed here).
 
     Returns:
         One ``{name: (n, horizon, n_targets) float64 or None}`` per part (None: the model
         failed on that part; a warning names it).
     """
     _check_parts(parts)
-    if cache.wait(part_keys(parts, horizon, season, n_fit), progress):
+    keys = part_keys(parts, horizon, season, n_fit) if keys is None else list(keys)
+    if cache.wait(keys, progress):
         log.info("statsforecast: the baselines started in the background are done")
-    return _forecast_parts(parts, horizon, season, progress, n_fit)
+    return _forecast_parts(parts, horizon, season, progress, n_fit, keys)
 
 
 def _forecast_parts(
@@ -224,11 +228,12 @@ def _forecast_parts(
     season: int,
     progress: Progress | None,
     n_fit: int | None,
+    keys: list[str],
 ) -> list[dict[str, np.ndarray | None]]:
-    """:func:`forecast_parts` without waiting for the background."""
+    """:func:`forecast_parts` (its parts' ``keys`` given) without waiting for the
+    background."""
     from .worker import run_jobs, worker_count
 
-    keys = part_keys(parts, horizon, season, n_fit)
     results: list[dict[str, np.ndarray | None] | None] = []
     jobs, where = [], []
     for p, (history, origins) in enumerate(parts):
@@ -345,9 +350,9 @@ def prefetch(
 ) -> bool:
     """Start :func:`forecast_parts` of ``parts`` in a background thread, so that the fits
     run in their worker processes while this process does something else, the model's
-    training say. A later :func:`forecast_parts` of the
-    same parts waits for them (with their progress bars from then on) and computes nothing
-    again; should the background computation fail, that call computes the parts itself.
+    training say. A later :func:`forecast_parts` of the same parts waits for them (with
+    their progress bars from then on) and computes nothing again; should the background
+    computation fail, that call computes the parts itself.
 
     Returns:
         Whether it started (False: every part is computed or under way already).
@@ -357,7 +362,7 @@ def prefetch(
     parts = [(np.array(h, dtype=np.float64), np.array(o, dtype=np.int64)) for h, o in parts]
 
     def compute(progress: Progress) -> None:
-        _forecast_parts(parts, horizon, season, progress, n_fit)
+        _forecast_parts(parts, horizon, season, progress, n_fit, keys)
 
     started = cache.start(keys, compute)
     if started:

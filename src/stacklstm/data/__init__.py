@@ -61,5 +61,6 @@ from .windows import fit_static_scaler as fit_static_scaler
 from .windows import make_inference_windows as make_inference_windows
 from .windows import make_splits as make_splits
 from .windows import select_series as select_series
+from .windows import unforecastable as unforecastable
 from .windowset import HeldSeries as HeldSeries
 from .windowset import WindowSet as WindowSet

@@ -384,6 +384,18 @@ def select_series(series: Series, ids: Sequence[str]) -> Series:
     return series.select(sorted({position[name] for name in ids}))
 
 
+def unforecastable(series: Series, trained: Sequence[str], input_steps: int) -> dict[int, str]:
+    """``{index: why}`` of the panel's series that a run trained on the series ``trained``
+    cannot forecast: not among them, or with fewer rows than one input window."""
+    known, problems = set(trained), {}
+    for i, (name, n) in enumerate(zip(series.ids, _lengths(series.bounds), strict=True)):
+        if name not in known:
+            problems[i] = "no scaler: the run was not trained on it"
+        elif n < input_steps:
+            problems[i] = f"{n} rows, one input window needs {input_steps}"
+    return problems
+
+
 def make_inference_windows(
     series: Series,
     cfg: DataConfig,
@@ -427,13 +439,7 @@ def make_inference_windows(
             )
     else:
         assert isinstance(scaler, PanelScaler)
-        known = set(scaler.ids)
-        problems = {}
-        for i, (name, n) in enumerate(zip(series.ids, _lengths(series.bounds), strict=True)):
-            if name not in known:
-                problems[i] = "no scaler: the run was not trained on it"
-            elif n <= lowest:
-                problems[i] = f"{n} rows, one input window needs {lowest + 1}"
+        problems = unforecastable(series, scaler.ids, lowest + 1)
         series = _skip_series(series, problems, cfg, "forecasts")
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
     _check_static_scaler(static_scaler, series)

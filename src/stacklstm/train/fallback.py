@@ -17,16 +17,12 @@ Example:
 
 from __future__ import annotations
 
-import itertools
-import logging
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..data import Series
-
-log = logging.getLogger(__name__)
+from ..data import Series, unforecastable
 
 #: The name of the fallback forecaster, in ``predict``'s ``forecaster`` column and the report.
 NAME = "seasonal_naive"
@@ -44,15 +40,10 @@ def seasonal_naive(y: np.ndarray, season: int, horizon: int) -> np.ndarray:
 
 def fallback_ids(series: Series, trained: Sequence[str], input_steps: int) -> dict[str, str]:
     """``{id: why}`` of the series of ``series`` (a panel) that the model cannot forecast:
-    not among the ``trained`` ids, or with fewer than ``input_steps`` rows."""
+    not among the ``trained`` ids, or with fewer than ``input_steps`` rows (the series
+    :func:`stacklstm.data.make_inference_windows` leaves out)."""
     assert series.ids is not None
-    known, out = set(trained), {}
-    for name, (start, stop) in zip(series.ids, itertools.pairwise(series.bounds), strict=True):
-        if name not in known:
-            out[name] = "the run was not trained on it"
-        elif stop - start < input_steps:
-            out[name] = f"{stop - start} rows, one input window needs {input_steps}"
-    return out
+    return {series.ids[i]: why for i, why in unforecastable(series, trained, input_steps).items()}
 
 
 def fallback_frame(

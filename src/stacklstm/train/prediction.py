@@ -150,14 +150,13 @@ def predict(
     left: dict[str, str] = {}
     if series.ids is not None and fallback:
         left = fallback_ids(series, run.info.scaler.ids, cfg.input_steps)
+    order = list(series.ids) if series.ids is not None else []
+    fallback_rows = None
     if left:
         log.warning(
             "%d series get the seasonal naive forecast (the model cannot forecast them: too "
             "short for one input window, or not trained on): %s", len(left), _some(list(left)),
         )  # fmt: skip
-    order = list(series.ids) if series.ids is not None else []
-    fallback_rows = None
-    if left:
         others = (COMBINATION,) if combine else ()
         fallback_rows = fallback_frame(series, list(left), cfg.target, cfg.horizon, cfg.season,
                                        others)  # fmt: skip

@@ -40,6 +40,7 @@ from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
 from .ensemble import EnsembleRun, load_run, rank_members
 from .fallback import NAME as FALLBACK
+from .fallback import fallback_ids
 from .files import BASELINES_FILE, FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
 from .inference import load_series
 from .plots import plot_forecast, plot_loss
@@ -177,8 +178,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     data[combine.NAME] = scores.combination
     if series.ids is not None:  # the series the model was not trained on: predict's fallback
-        trained = set(run.info.scaler.ids)
-        left = [name for name in series.ids if name not in trained]
+        left = fallback_ids(series, run.info.scaler.ids, cfg.data.input_steps)
         if left:
             data["fallback"] = dict.fromkeys(left, FALLBACK)
     if splits.test.ids is not None:  # a panel: the same metrics series by series

@@ -126,9 +126,9 @@ def statistical_of(
     keys = baselines.part_keys(parts, horizon, season)
     stored = _read_store(store, keys)
     with _bars() as progress:
-        results = baselines.forecast_parts(parts, horizon, season, progress)
+        results = baselines.forecast_parts(parts, horizon, season, progress, keys=keys)
     if store is not None and any(k not in stored for k in keys):
-        _write_store(store, {**stored, **dict(zip(keys, results, strict=True))})
+        _write_store(store, dict(zip(keys, results, strict=True)))
     for split, windows in named.items():
         if len(windows) and windows.ids is not None:  # NaN where a model failed on a series
             out[split] = {name: np.full((len(windows), windows.horizon, windows.n_targets),
