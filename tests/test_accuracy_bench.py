@@ -124,7 +124,8 @@ def test_statistical_timed_matches_the_library_baselines():
     timed = acc.statistical_timed(task)
     library = statistical_forecasts(task.y[:, None], task.origin, 4, 4)
     for name in acc.STATISTICAL:
-        np.testing.assert_array_equal(timed[name]["forecast"], library[name])
+        # the library's AutoTheta sums its decomposition in another order: equal to rounding
+        np.testing.assert_allclose(timed[name]["forecast"], library[name], rtol=1e-12, atol=0)
         assert timed[name]["fit_s"] >= 0 and timed[name]["forecast_s"] >= 0
 
 

@@ -50,7 +50,10 @@ def test_statistical_forecasts_equal_statsforecast_cross_validation(refit_every,
     theirs = statsforecast_cv(history, origins, 3, refit)
     for name in baselines.STATISTICAL:
         assert ours[name].shape == (13, 3, 2)
-        np.testing.assert_array_equal(ours[name], theirs[name])
+        if name == "auto_theta":  # its decomposition's sums in another order: to rounding
+            np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-12, atol=0)
+        else:
+            np.testing.assert_array_equal(ours[name], theirs[name])
     # the forecasts use the data: a refit changes them, and they differ between models
     assert not np.array_equal(ours["auto_ets"], ours["auto_theta"])
 

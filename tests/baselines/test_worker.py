@@ -34,3 +34,25 @@ def test_jobs_in_workers_equal_the_job_in_process_and_failures_are_answers():
     np.testing.assert_array_equal(answers[0][1], here[1])
     assert answers[1] == ("fail", "'nope'")  # no such model: the job's failure, not a crash
     assert (0, "done", 17) in progress and (1, "failed", 0) in progress
+
+
+def test_jobs_with_a_spare_cpu_take_every_cpu_once_a_caller_waits(monkeypatch):
+    """Started beside the model's training, the jobs leave it a CPU (one worker here); once
+    their caller waits for them, the jobs left start on more workers."""
+    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    y = seasonal_values(60)
+    jobs = [("auto_ets", y * k, np.arange(40, 57), 3, SEASON, 41) for k in (1, 2, 3)]
+    with worker._POOL_LOCK:  # a fresh pool, so that the workers it starts can be counted
+        for process in worker._POOL.values():
+            process.kill()
+            process.wait()
+        worker._POOL.clear()
+    alone = worker.run_jobs(jobs, spare=1)
+    assert len(worker._POOL) == 1
+    with worker.waited_for():
+        waited = worker.run_jobs(jobs, spare=1)
+    assert len(worker._POOL) == 2
+    for a, b in zip(alone, waited, strict=True):  # the same numbers on any worker
+        assert a[0] == b[0] == "ok"
+        np.testing.assert_array_equal(a[1], b[1])
+    assert not np.array_equal(alone[0][1], alone[1][1])

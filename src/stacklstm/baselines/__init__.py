@@ -39,7 +39,7 @@ import numpy as np
 from ..checks import SettingError, check_choice
 from ..config import BaselineKind
 from ..intervals import Forecast, calibrate, conformal_offsets
-from . import cache
+from . import cache, worker
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,9 @@ def forecast_parts(
     """
     _check_parts(parts)
     keys = part_keys(parts, horizon, season, n_fit) if keys is None else list(keys)
-    if cache.wait(keys, progress):
+    with worker.waited_for():  # the background's jobs may take every CPU from now on
+        waited = cache.wait(keys, progress)
+    if waited:
         log.info("statsforecast: the baselines started in the background are done")
     return _forecast_parts(parts, horizon, season, progress, n_fit, keys)
 
@@ -229,9 +231,10 @@ def _forecast_parts(
     progress: Progress | None,
     n_fit: int | None,
     keys: list[str],
+    spare: int = 0,
 ) -> list[dict[str, np.ndarray | None]]:
     """:func:`forecast_parts` (its parts' ``keys`` given) without waiting for the
-    background."""
+    background, on workers that leave ``spare`` CPUs to other work."""
     from .worker import run_jobs, worker_count
 
     results: list[dict[str, np.ndarray | None] | None] = []
@@ -256,7 +259,7 @@ def _forecast_parts(
             "statsforecast: fitting AutoETS, AutoARIMA and AutoTheta (season %d) %d time(s) and "
             "forecasting from %d origins, in %d worker process(es); baselines='naive' skips them",
             season, fits, sum(parts[p][1].size for p in {w[0] for w in where}),
-            worker_count(len(jobs)),
+            worker_count(len(jobs), spare),
         )  # fmt: skip
     total = dict.fromkeys(STATISTICAL, 0)
     for history, origins in (parts[p] for p in sorted({w[0] for w in where})):
@@ -279,7 +282,7 @@ def _forecast_parts(
             count = sum(done[k] for k in range(len(jobs)) if where[k][1] == name)
             progress(name, count, total[name], stage)
 
-    answers = run_jobs(jobs, on_progress) if jobs else []
+    answers = run_jobs(jobs, on_progress, spare) if jobs else []
     _collect(parts, horizon, where, answers, results)
     return results  # type: ignore[return-value]
 
@@ -361,8 +364,8 @@ def prefetch(
     keys = part_keys(parts, horizon, season, n_fit)
     parts = [(np.array(h, dtype=np.float64), np.array(o, dtype=np.int64)) for h, o in parts]
 
-    def compute(progress: Progress) -> None:
-        _forecast_parts(parts, horizon, season, progress, n_fit, keys)
+    def compute(progress: Progress) -> None:  # one CPU stays with the caller's own work
+        _forecast_parts(parts, horizon, season, progress, n_fit, keys, spare=1)
 
     started = cache.start(keys, compute)
     if started:

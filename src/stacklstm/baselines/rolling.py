@@ -21,11 +21,17 @@ needs, one pass over the series gives it for every origin:
 * AutoTheta: ``forward`` reruns the seasonality test (an autocorrelation of the whole
   prefix) and, where it passes, a classical decomposition of the whole prefix, whose
   seasonal indices (means over every period of the prefix) change with each new row and
-  rescale every earlier value: no state carries from one origin to the next, so it keeps
-  ``forward`` at every origin.
+  rescale every earlier value, then runs the theta filter (``pegels_resid``, quadratic in
+  the prefix's length in statsforecast 2.1) over the deseasonalised prefix. What carries
+  from one origin to the next: the centred moving average at a row needs only the rows
+  around it, so each origin adds one detrended value to its period's sum; and every part
+  of the filter's last state (level, mean, linear fit) is affine in the deseasonalised
+  values, so it is a sum over the periods of running sums kept for the values and for
+  ones. The seasonality test stays a pass over the prefix.
 
 The numbers are those of the per-origin ``forward`` calls (the same native code in the same
-order; only the drift's regression values may differ by rounding), which the tests check.
+order; only the drift's regression values may differ by rounding), which the tests check;
+AutoTheta's are the same sums in another order (equal to about 1e-15, relative).
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ def rolling_means(
         return _ets_rolling(model, y, origins, horizon, tick)
     if name == "auto_arima":
         return _arima_rolling(model, y, origins, horizon, tick)
+    if name == "auto_theta":
+        return _theta_rolling(model, y, origins, horizon, tick)
     return forward_means(model, y, origins, horizon, tick)
 
 
@@ -210,3 +218,174 @@ def _filter(
     arima_like(rows, model["phi"], model["theta"], model["delta"], out["a"], out["P"],
                out["Pn"], 0, False)  # fmt: skip
     return out
+
+
+def _theta_rolling(
+    model: Any, y: np.ndarray, origins: np.ndarray, horizon: int, tick: Tick
+) -> np.ndarray:
+    """AutoTheta: ``forward``'s seasonality test and decomposition at each origin, and the
+    filter's last state from sums carried from one origin to the next."""
+    from scipy.stats import norm
+    from statsforecast.theta import switch_theta
+
+    fitted = model.model_
+    m, par = int(fitted["m"]), fitted["par"]
+    dynamic = fitted["modeltype"] in ("DSTM", "DOTM")
+    theta = 2.0 if fitted["modeltype"] in ("STM", "DSTM") else float(par["theta"])
+    switch_theta(fitted["modeltype"])  # an unknown model type fails here, as in forward
+    alpha, start = float(par["alpha"]), float(par["initial_smoothed"])
+    last = int(origins[-1]) + 1
+    x = y[:last]
+    periods = {kind: _PeriodMeans(x, m, kind) for kind in ("multiplicative", "additive")}
+    sums = _ThetaSums(x, max(m, 1), alpha)
+    threshold, constant = norm.ppf(0.95), _constant_rows(y)
+    low = np.minimum.accumulate(x)
+    out = np.empty((origins.size, horizon))
+    for i, origin in enumerate(origins.tolist()):
+        if origin < constant or origin < 3:  # a constant or tiny prefix: forward there
+            out[i] = model.forward(y=y[: origin + 1], h=horizon)["mean"]
+            tick(1)
+            continue
+        n = origin + 1
+        sums.advance(n)
+        # the deseasonalised series is a_j * y + b_j at the rows of period j
+        a, b, ahead, seasonal = np.ones(sums.m), np.zeros(sums.m), None, None
+        if m >= 4 and n >= 2 * m and _seasonality(x[:n], m) > threshold:
+            seasonal = "multiplicative" if low[origin] > 0 else "additive"
+            means = periods[seasonal].means(n)
+            if seasonal == "multiplicative" and np.any(means < 0.01):
+                seasonal, means = "additive", periods["additive"].means(n)
+            if seasonal == "multiplicative":
+                a = 1 / means
+            else:
+                b = -means
+            ahead = means[(n + np.arange(horizon)) % m]  # the indices' seasonal naive
+        mean = _theta_forecast(sums.state(a, b, start, dynamic), n, horizon, alpha, theta,
+                               dynamic)  # fmt: skip
+        if seasonal == "multiplicative":
+            mean = mean * ahead
+        elif seasonal == "additive":
+            mean = mean + ahead
+        out[i] = mean
+        tick(1)
+    return out
+
+
+def _theta_forecast(
+    state: tuple[float, float, float, float],
+    n: int,
+    horizon: int,
+    alpha: float,
+    theta: float,
+    dynamic: bool,
+) -> np.ndarray:
+    """statsforecast's theta ``forecast`` from the state ``(level, mean, An, Bn)`` after
+    ``n`` rows: each step's ``mu`` is the forecast and the next step's observation."""
+    level, meany, an, bn = state
+    out = np.empty(horizon)
+    for j in range(horizon):
+        i = n + j
+        mu = level + (1 - 1 / theta) * (an * (1 - alpha) ** i
+                                        + bn * (1 - (1 - alpha) ** (i + 1)) / alpha)  # fmt: skip
+        out[j] = mu
+        level, prev_mean = alpha * mu + (1 - alpha) * level, meany
+        meany = (i * meany + mu) / (i + 1)
+        if dynamic:
+            bn = ((i - 1) * bn + 6 * (mu - prev_mean) / (i + 1)) / (i + 2)
+            an = meany - bn * (i + 2) / 2
+    return out
+
+
+class _ThetaSums:
+    """The theta filter's last state over ``z[:n]`` for any ``z = a_j * y + b_j`` (``j``:
+    the row's period, ``t % m``), from per-period sums over the rows so far. Every
+    quantity of the state is affine in ``z`` (the filter's parameters fixed): the level
+    (weights ``alpha (1 - alpha) ** (n - 1 - t)``), the mean, the linear fit's weighted
+    mean (weights ``t + 1``) and, for the dynamic models, ``Bn``'s linear recursion. Each is
+    kept per period for ``y`` and for ones, so that one origin's state is a sum over the
+    ``m`` periods whatever the decomposition, without a pass over the rows."""
+
+    def __init__(self, x: np.ndarray, m: int, alpha: float) -> None:
+        self.x, self.m, self.alpha = x, m, alpha
+        self.n = 0
+        # rows: y's sums, then ones'; columns: the periods
+        self.level, self.total, self.timed, self.slope = (np.zeros((2, m)) for _ in range(4))
+
+    def advance(self, n: int) -> None:
+        """Add rows up to ``n`` (exclusive)."""
+        for t in range(self.n, n):
+            j, value = t % self.m, np.array([self.x[t], 1.0])
+            self.level *= 1 - self.alpha
+            self.level[:, j] += value
+            if t >= 1:  # Bn's update at row t reads the mean of the rows before it
+                step = -self.total / t
+                step[:, j] += value
+                self.slope = ((t - 1) * self.slope + 6 * step / (t + 1)) / (t + 2)
+            self.total[:, j] += value
+            self.timed[:, j] += (t + 1) * value
+        self.n = max(self.n, n)
+
+    def state(
+        self, a: np.ndarray, b: np.ndarray, start: float, dynamic: bool
+    ) -> tuple[float, float, float, float]:
+        """``(level, mean, An, Bn)`` after the rows added, for ``z = a_j * y + b_j``."""
+        n, alpha = self.n, self.alpha
+
+        def of(sums: np.ndarray) -> float:
+            return float(a @ sums[0] + b @ sums[1])
+
+        level = (1 - alpha) ** n * start + alpha * of(self.level)
+        meany = of(self.total) / n
+        if dynamic:
+            bn = of(self.slope)
+        else:  # init_state's linear fit over the whole prefix
+            bn = 6 * (2 * of(self.timed) / n - (n + 1) * meany) / (n * n - 1)
+        return level, meany, meany - (n + 1) * bn / 2, bn
+
+
+def _seasonality(prefix: np.ndarray, m: int) -> float:
+    """auto_theta's seasonality statistic: |the lag-``m`` autocorrelation| over its
+    standard error (statsmodels' ``acf(prefix, nlags=m, fft=False)``)."""
+    centred = prefix - prefix.mean()
+    n = centred.size
+    acov = np.array([centred[: n - k] @ centred[k:] for k in range(m + 1)]) / n
+    r = acov[1:] / acov[0]
+    return float(np.abs(r[-1]) / np.sqrt((1 + 2 * np.sum(r[:-1] ** 2)) / n))
+
+
+class _PeriodMeans:
+    """The seasonal indices of statsmodels' ``seasonal_decompose(x[:n], period=m)`` for
+    growing ``n``: the centred moving average (2 x m for an even ``m``) is defined on rows
+    ``head .. n - 1 - tail`` of a prefix of ``n`` rows, with the values of the whole series
+    there; each period's mean of the detrended values (divided by, or less, the average)
+    is kept as a running sum, then scaled as ``seasonal_decompose`` does."""
+
+    def __init__(self, x: np.ndarray, m: int, kind: str) -> None:
+        self.m, self.kind = m, kind
+        self.x = x
+        self.detrended: np.ndarray | None = None  # computed on first use
+        self.sums, self.counts = np.zeros(m), np.zeros(m)
+        self.upto = 0  # rows of `detrended` added to the sums
+
+    def _detrend(self) -> np.ndarray:
+        from statsmodels.tsa.filters.filtertools import convolution_filter
+
+        m = self.m
+        filt = np.array([0.5] + [1] * (m - 1) + [0.5]) / m if m % 2 == 0 else np.repeat(1 / m, m)
+        trend = np.asarray(convolution_filter(self.x, filt, 2))
+        self.head = int(np.ceil(len(filt) / 2.0) - 1)
+        self.tail = int(np.ceil(len(filt) / 2.0) - len(filt) % 2)
+        self.upto = self.head
+        return self.x / trend if self.kind == "multiplicative" else self.x - trend
+
+    def means(self, n: int) -> np.ndarray:
+        """The ``(m,)`` indices of the prefix of ``n`` rows (``n`` never less than before)."""
+        if self.detrended is None:
+            self.detrended = self._detrend()
+        end = n - self.tail  # rows head .. end - 1 have a trend in this prefix
+        for row in range(self.upto, end):
+            self.sums[row % self.m] += self.detrended[row]
+            self.counts[row % self.m] += 1
+        self.upto = max(self.upto, end)
+        means = self.sums / self.counts
+        return means / np.mean(means) if self.kind == "multiplicative" else means - np.mean(means)

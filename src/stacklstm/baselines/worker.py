@@ -7,8 +7,9 @@ end. So the fits run in worker processes of their own, started on first use and 
 the next calls, while this process only waits for their answers, and takes a signal at once:
 it then kills the workers. A worker is in a session of its own (a Ctrl-C at the terminal
 reaches this process only) and, on Linux, dies with this process. Independent jobs (one
-model on one series from one fit) run on up to one worker per CPU at once. The numbers are
-those of the same calls made here.
+model on one series from one fit) run on up to one worker per CPU at once (a CPU fewer
+while the caller has work of its own, the model's training, until it waits for them). The
+numbers are those of the same calls made here.
 
 A job is ``(name, y, origins, horizon, season, n_fit)``: model ``name`` of
 :func:`stacklstm.baselines.statistical_models` fitted on ``y[: origins[0] + 1]`` forecasts
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +48,36 @@ _POOL: dict[int, subprocess.Popen] = {}
 _POOL_LOCK = threading.Lock()
 _COST = {"auto_arima": 10, "auto_ets": 2}  # a rough weight per row, for the jobs' order
 _SERVE = "from stacklstm.baselines.worker import serve; serve()"
+_WAITED_FOR = threading.Event()  # set while a caller waits for jobs run with spare CPUs
 
 
-def worker_count(n_jobs: int) -> int:
-    """Workers for ``n_jobs`` jobs: one per job, at most one per usable CPU and MAX_WORKERS."""
+@contextlib.contextmanager
+def waited_for() -> Iterator[None]:
+    """While inside, jobs started with ``spare`` CPUs may use every CPU: their caller's
+    other work is over and it waits for them (more workers start for the jobs left)."""
+    _WAITED_FOR.set()
+    try:
+        yield
+    finally:
+        _WAITED_FOR.clear()
+
+
+def worker_count(n_jobs: int, spare: int = 0) -> int:
+    """Workers for ``n_jobs`` jobs: one per job, at most one per usable CPU (less ``spare``
+    CPUs left to other work) and MAX_WORKERS; at least one."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(n_jobs, cpus, MAX_WORKERS))
+    return max(1, min(n_jobs, cpus - spare, MAX_WORKERS))
 
 
-def run_jobs(jobs: Sequence[tuple], on_progress: OnProgress | None = None) -> list[tuple]:
+def run_jobs(
+    jobs: Sequence[tuple], on_progress: OnProgress | None = None, spare: int = 0
+) -> list[tuple]:
     """Every job's answer, in the order of ``jobs``, run on :func:`worker_count` workers
-    (the longest series first).
+    (``spare`` CPUs left to other work, until a caller waits for them:
+    :func:`waited_for`; the longest series first).
 
     Raises:
         RuntimeError: A worker ended unexpectedly (no half-read answer is kept).
@@ -70,12 +87,12 @@ def run_jobs(jobs: Sequence[tuple], on_progress: OnProgress | None = None) -> li
         return answers
     waiting = sorted(range(len(jobs)), key=lambda k: -_COST.get(jobs[k][0], 1) * len(jobs[k][1]))
     with _POOL_LOCK:
-        slots = list(range(worker_count(len(jobs))))
+        slots = list(range(worker_count(len(jobs), spare)))
         try:
             for slot in slots:
                 if _POOL.get(slot) is None or _POOL[slot].poll() is not None:
                     _POOL[slot] = _start_worker()
-            _dispatch(jobs, waiting, slots, answers, on_progress)
+            _dispatch(jobs, waiting, slots, answers, on_progress, spare)
         except BaseException as err:  # a signal (or a dead worker): the workers are killed
             dead = {slot: _POOL.pop(slot) for slot in slots if slot in _POOL}
             for worker in dead.values():
@@ -101,13 +118,24 @@ def _dispatch(
     slots: list[int],
     answers: list[Any],
     on_progress: OnProgress | None,
+    spare: int,
 ) -> None:
     """Hand the waiting jobs to the workers of ``slots`` as they become free; read every
-    message until each job has its answer."""
+    message until each job has its answer. With ``spare`` CPUs left to other work, more
+    workers join (added to ``slots``) once a caller waits (:func:`waited_for`)."""
     running: dict[int, int] = {}  # slot -> job
     with selectors.DefaultSelector() as selector:
         for slot in slots:
             selector.register(_POOL[slot].stdout.fileno(), selectors.EVENT_READ, slot)
+
+        def grow() -> None:
+            while waiting and len(slots) < worker_count(len(jobs)):
+                slot = max(slots) + 1
+                if _POOL.get(slot) is None or _POOL[slot].poll() is not None:
+                    _POOL[slot] = _start_worker()
+                slots.append(slot)
+                selector.register(_POOL[slot].stdout.fileno(), selectors.EVENT_READ, slot)
+                start(slot)
 
         def start(slot: int) -> None:
             job = waiting.pop(0)
@@ -121,7 +149,9 @@ def _dispatch(
             if waiting:
                 start(slot)
         while running:
-            for key, _ in selector.select():
+            if spare and _WAITED_FOR.is_set():
+                grow()
+            for key, _ in selector.select(_TICK_SECONDS if spare else None):
                 slot = key.data
                 if slot not in running:  # an idle worker's pipe: only its end can be read
                     selector.unregister(key.fileobj)

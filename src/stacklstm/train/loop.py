@@ -216,14 +216,15 @@ def fit(
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
     plan = make_plan(run_cfg, out_dir, resume, data_path)
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
+    if stop_after_steps is None and plan.cfg.train.baselines == "all" and plan.test is not None:
+        # the report's statistical baselines depend on the data alone: they fit (in worker
+        # processes) while this process builds the model and trains it, and the report
+        # waits for what is left
+        prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
     opened = _open_resumed(plan) if resume else _open_new(plan)
     try:
         kernel = kernels.info()
         log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
-        if stop_after_steps is None and plan.cfg.train.baselines == "all" and plan.test is not None:
-            # the report's statistical baselines depend on the data alone: they fit while
-            # the model trains (in worker processes), and the report waits for what is left
-            prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
         return _train_and_report(plan, opened, quiet, data_path, stop_after_steps, callbacks)
     finally:
         if opened.lock is not None:
