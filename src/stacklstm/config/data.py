@@ -92,7 +92,9 @@ class DataConfig(_Section):
     target_transform: TargetTransform = setting(
         "none",
         help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
-        "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves",
+        "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves; "
+        "'auto': log1p where every training value is positive and the swings grow with the "
+        "level (Guerrero's Box-Cox lambda of the training rows below 0.5), else none",
         legacy="none",
     )
     id_column: str | None = setting(

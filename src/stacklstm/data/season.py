@@ -119,7 +119,7 @@ def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
 
 
 def require_resolved(
-    cfg: DataConfig, where: str, names: Sequence[str] = ("season", "window")
+    cfg: DataConfig, where: str, names: Sequence[str] = ("season", "window", "target_transform")
 ) -> None:
     """Refuse ``cfg`` if a setting of ``names`` is still ``"auto"``: the code named
     ``where`` works on resolved settings (a run resolves them once, in
@@ -139,7 +139,8 @@ def require_resolved(
     if unresolved:
         raise ValueError(
             f"{where} needs resolved settings, got {', '.join(unresolved)}; resolve them first "
-            "(stacklstm.train.resolve.resolve_data(cfg, series.freq)) or give numbers"
+            "(stacklstm.train.resolve.prepare_resolved(frame, cfg); resolve_data(cfg, "
+            "series.freq) for the season and window) or give values"
         )
 
 

@@ -4,6 +4,7 @@ A run derives some settings from its data once the table is read:
 
 * ``season`` from the time step, and ``window`` from the season
   (:mod:`stacklstm.data.season`);
+* ``target_transform`` from the training rows (:mod:`stacklstm.data.transform`);
 * ``epochs``, ``batch_size`` and ``patience`` from the number of training windows
   (:mod:`stacklstm.train.budget`).
 
@@ -35,6 +36,7 @@ from ..data import prepare_series
 from ..data.rows import check_length
 from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
 from ..data.splits import split_rows
+from ..data.transform import choose_target_transform
 from .budget import BASE_BATCH_SIZE, resolve_train_config
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,13 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
     """
     series = prepare_series(frame, cfg.data)
     resolved = resolve_run_config(cfg, series.freq, None)
+    if resolved.data.target_transform == AUTO:
+        chosen, lam = choose_target_transform(series, resolved.data)
+        log.info(
+            "target_transform 'auto': %s (Guerrero's Box-Cox lambda of the training rows: "
+            "%.2f, the median over the series)", chosen, lam,
+        )  # fmt: skip
+        resolved = resolved.replace({"data": {"target_transform": chosen}})
     if cfg.data.window == AUTO and series.ids is None:
         window = short_series_window(len(series), resolved.data)
         if window != resolved.data.window:
