@@ -231,6 +231,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe("library", library=True),
         Recipe("library+season", {"season": "series"}, library=True),
         Recipe("library-ensemble5", {"ensemble": 5}, library=True),
+        Recipe("library-auto-transform", {"target_transform": "auto"}, library=True),
     )
 }
 DEFAULT_RECIPES = (
