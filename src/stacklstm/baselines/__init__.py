@@ -235,8 +235,6 @@ def _forecast_parts(
 ) -> list[dict[str, np.ndarray | None]]:
     """:func:`forecast_parts` (its parts' ``keys`` given) without waiting for the
     background, on workers that leave ``spare`` CPUs to other work."""
-    from .worker import run_jobs, worker_count
-
     results: list[dict[str, np.ndarray | None] | None] = []
     jobs, where = [], []
     for p, (history, origins) in enumerate(parts):
@@ -259,7 +257,7 @@ def _forecast_parts(
             "statsforecast: fitting AutoETS, AutoARIMA and AutoTheta (season %d) %d time(s) and "
             "forecasting from %d origins, in %d worker process(es); baselines='naive' skips them",
             season, fits, sum(parts[p][1].size for p in {w[0] for w in where}),
-            worker_count(len(jobs), spare),
+            worker.worker_count(len(jobs), spare),
         )  # fmt: skip
     total = dict.fromkeys(STATISTICAL, 0)
     for history, origins in (parts[p] for p in sorted({w[0] for w in where})):
@@ -282,7 +280,7 @@ def _forecast_parts(
             count = sum(done[k] for k in range(len(jobs)) if where[k][1] == name)
             progress(name, count, total[name], stage)
 
-    answers = run_jobs(jobs, on_progress, spare) if jobs else []
+    answers = worker.run_jobs(jobs, on_progress, spare) if jobs else []
     _collect(parts, horizon, where, answers, results)
     return results  # type: ignore[return-value]
 

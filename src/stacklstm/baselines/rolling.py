@@ -236,7 +236,7 @@ def _theta_rolling(
     alpha, start = float(par["alpha"]), float(par["initial_smoothed"])
     last = int(origins[-1]) + 1
     x = y[:last]
-    periods = {kind: _PeriodMeans(x, m, kind) for kind in ("multiplicative", "additive")}
+    periods = _PeriodMeans(x, m)
     sums = _ThetaSums(x, max(m, 1), alpha)
     threshold, constant = norm.ppf(0.95), _constant_rows(y)
     low = np.minimum.accumulate(x)
@@ -252,9 +252,9 @@ def _theta_rolling(
         a, b, ahead, seasonal = np.ones(sums.m), np.zeros(sums.m), None, None
         if m >= 4 and n >= 2 * m and _seasonality(x[:n], m) > threshold:
             seasonal = "multiplicative" if low[origin] > 0 else "additive"
-            means = periods[seasonal].means(n)
+            means = periods.means(n, seasonal)
             if seasonal == "multiplicative" and np.any(means < 0.01):
-                seasonal, means = "additive", periods["additive"].means(n)
+                seasonal, means = "additive", periods.means(n, "additive")
             if seasonal == "multiplicative":
                 a = 1 / means
             else:
@@ -355,37 +355,42 @@ def _seasonality(prefix: np.ndarray, m: int) -> float:
 
 class _PeriodMeans:
     """The seasonal indices of statsmodels' ``seasonal_decompose(x[:n], period=m)`` for
-    growing ``n``: the centred moving average (2 x m for an even ``m``) is defined on rows
-    ``head .. n - 1 - tail`` of a prefix of ``n`` rows, with the values of the whole series
-    there; each period's mean of the detrended values (divided by, or less, the average)
-    is kept as a running sum, then scaled as ``seasonal_decompose`` does."""
+    growing ``n``, multiplicative or additive: the centred moving average (2 x m for an
+    even ``m``; computed once, on first use) is defined on rows ``head .. n - 1 - tail`` of a
+    prefix of ``n`` rows, with the values of the whole series there; each period's mean of
+    the detrended values (divided by, or less, the average) is kept as a running sum per
+    kind, then scaled as ``seasonal_decompose`` does."""
 
-    def __init__(self, x: np.ndarray, m: int, kind: str) -> None:
-        self.m, self.kind = m, kind
-        self.x = x
-        self.detrended: np.ndarray | None = None  # computed on first use
-        self.sums, self.counts = np.zeros(m), np.zeros(m)
-        self.upto = 0  # rows of `detrended` added to the sums
+    def __init__(self, x: np.ndarray, m: int) -> None:
+        self.x, self.m = x, m
+        self.filt = (
+            np.array([0.5] + [1] * (m - 1) + [0.5]) / m if m % 2 == 0 else np.repeat(1 / m, m)
+        )
+        self.head = int(np.ceil(len(self.filt) / 2.0) - 1)
+        self.tail = int(np.ceil(len(self.filt) / 2.0) - len(self.filt) % 2)
+        self.trend: np.ndarray | None = None
+        # per kind: (detrended values, sums, counts); and the rows of them added so far
+        self.kinds: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.upto: dict[str, int] = {}
 
-    def _detrend(self) -> np.ndarray:
-        from statsmodels.tsa.filters.filtertools import convolution_filter
+    def _kind(self, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if kind not in self.kinds:
+            if self.trend is None:
+                from statsmodels.tsa.filters.filtertools import convolution_filter
 
-        m = self.m
-        filt = np.array([0.5] + [1] * (m - 1) + [0.5]) / m if m % 2 == 0 else np.repeat(1 / m, m)
-        trend = np.asarray(convolution_filter(self.x, filt, 2))
-        self.head = int(np.ceil(len(filt) / 2.0) - 1)
-        self.tail = int(np.ceil(len(filt) / 2.0) - len(filt) % 2)
-        self.upto = self.head
-        return self.x / trend if self.kind == "multiplicative" else self.x - trend
+                self.trend = np.asarray(convolution_filter(self.x, self.filt, 2))
+            detrended = self.x / self.trend if kind == "multiplicative" else self.x - self.trend
+            self.kinds[kind] = (detrended, np.zeros(self.m), np.zeros(self.m))
+            self.upto[kind] = self.head
+        return self.kinds[kind]
 
-    def means(self, n: int) -> np.ndarray:
+    def means(self, n: int, kind: str) -> np.ndarray:
         """The ``(m,)`` indices of the prefix of ``n`` rows (``n`` never less than before)."""
-        if self.detrended is None:
-            self.detrended = self._detrend()
+        detrended, sums, counts = self._kind(kind)
         end = n - self.tail  # rows head .. end - 1 have a trend in this prefix
-        for row in range(self.upto, end):
-            self.sums[row % self.m] += self.detrended[row]
-            self.counts[row % self.m] += 1
-        self.upto = max(self.upto, end)
-        means = self.sums / self.counts
-        return means / np.mean(means) if self.kind == "multiplicative" else means - np.mean(means)
+        for row in range(self.upto[kind], end):
+            sums[row % self.m] += detrended[row]
+            counts[row % self.m] += 1
+        self.upto[kind] = max(self.upto[kind], end)
+        means = sums / counts
+        return means / np.mean(means) if kind == "multiplicative" else means - np.mean(means)
