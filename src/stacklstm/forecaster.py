@@ -46,6 +46,7 @@ import jax.numpy as jnp
 
 from .checks import check_int
 from .config import ModelConfig
+from .hybrid import ESHybrid
 from .inputs import ForecastInputs as ForecastInputs
 from .kernels.lstm import LSTMState
 from .model import LSTMModel, StackSettings, check_model_input, encode, head
@@ -158,17 +159,34 @@ class Forecaster(StackSettings):
 
 
 def build_model(
-    cfg: ModelConfig, output_size: int, future_steps: int = 0, n_future: int = 0, n_static: int = 0
-) -> LSTMModel | Forecaster:
+    cfg: ModelConfig,
+    output_size: int,
+    future_steps: int = 0,
+    n_future: int = 0,
+    n_static: int = 0,
+    *,
+    season: int = 1,
+    n_targets: int = 1,
+) -> LSTMModel | Forecaster | ESHybrid:
     """The model of ``cfg`` with ``output_size`` outputs: an ``LSTMModel``, or with covariates
     (``n_future`` over ``future_steps`` horizon steps, ``n_static``) a :class:`Forecaster`
-    built of the same pieces.
+    built of the same pieces; with ``cfg.hybrid`` an :class:`~stacklstm.hybrid.ESHybrid`
+    smoothing ``n_targets`` targets with period ``season``.
 
     Example:
         >>> build_model(ModelConfig(lstm_hidden_size=8), output_size=3).output_size
         3
+        >>> type(build_model(ModelConfig(hybrid=True), output_size=3, season=12)).__name__
+        'ESHybrid'
     """
     settings = dataclasses.asdict(cfg)
+    if settings.pop("hybrid"):
+        if n_future or n_static:
+            raise ValueError(
+                f"the hybrid model takes no covariates; got n_future={n_future}, "
+                f"n_static={n_static}"
+            )
+        return ESHybrid(**settings, output_size=output_size, season=season, n_targets=n_targets)
     if n_future or n_static:
         return Forecaster(
             **settings, output_size=output_size, future_steps=future_steps if n_future else 0,

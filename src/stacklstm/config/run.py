@@ -9,7 +9,7 @@ from typing import Any
 
 from ..checks import SettingError, SettingTypeError
 from .data import DataConfig
-from .schema import ALIASES
+from .schema import ALIASES, POINT_LOSSES
 from .training import ModelConfig, TrainConfig
 
 SECTIONS: dict[str, type] = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig}
@@ -77,6 +77,34 @@ class RunConfig:
                 f"conformal calibrates the intervals on the validation windows but {given}; "
                 "give a validation split or `conformal=False`",
                 "conformal",
+            )
+
+        if self.model.hybrid:
+            self._check_hybrid()
+
+    def _check_hybrid(self) -> None:
+        """The hybrid forecasts points from the past alone: a point loss, no known-future or
+        static covariates."""
+        if self.train.loss not in POINT_LOSSES:
+            raise SettingError(
+                f"the hybrid model forecasts points: loss must be one of "
+                f"{', '.join(POINT_LOSSES)}, got {self.train.loss!r} (conformal=true gives it "
+                "intervals)",
+                "loss",
+            )
+        data = self.data
+        for name in ("future_features", "static_features"):
+            if getattr(data, name):
+                raise SettingError(
+                    f"the hybrid model takes no known-future or static covariates; got {name}="
+                    f"{','.join(getattr(data, name))}",
+                    name,
+                )
+        if data.calendar != "none":
+            raise SettingError(
+                "the hybrid model takes no known-future covariates; got calendar="
+                f"{data.calendar!r}",
+                "calendar",
             )
 
     def validate(self) -> None:

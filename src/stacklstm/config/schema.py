@@ -18,7 +18,7 @@ import numpy as np
 
 from ..checks import SettingTypeError, is_int, reject_unknown_keys
 
-ScalerKind = Literal["standard", "minmax", "robust", "none"]
+ScalerKind = Literal["standard", "minmax", "robust", "mean", "none"]
 NormalizeKind = Literal["none", "window"]
 GapPolicy = Literal["interpolate", "reject"]
 LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]

@@ -56,6 +56,14 @@ class ModelConfig(_Section):
     )
     bidirectional: bool = setting(False, help="add a reverse direction to every LSTM layer")
     dropout_rate: float = setting(0.0, help="dropout between LSTM layers in training, in [0, 1)")
+    hybrid: bool = setting(
+        False,
+        help="the ES-RNN hybrid (stacklstm.hybrid.ESHybrid): each window normalised by a "
+        "multiplicative Holt-Winters level and season whose smoothing is learnt with the LSTM, "
+        "the forecast multiplied back; positive targets, no covariates; it sets scaler=mean, "
+        "normalize=none, deseasonalize=false, target_transform=none, difference=false",
+        legacy=False,
+    )
 
     def _check(self) -> None:
         """Raise SettingError on the first bad setting."""
@@ -66,6 +74,7 @@ class ModelConfig(_Section):
         check_bool("mean_aggregation", self.mean_aggregation)
         check_bool("bidirectional", self.bidirectional)
         check_fraction("dropout_rate", self.dropout_rate)
+        check_bool("hybrid", self.hybrid)
 
 
 @dataclass(frozen=True)

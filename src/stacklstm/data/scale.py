@@ -18,7 +18,8 @@ class Scaler:
     """Per-column affine scaling ``(value - center) / scale``, fitted on training rows.
 
     ``standard``: mean and standard deviation; ``minmax``: minimum and range (maps the
-    training rows to [0, 1]); ``robust``: median and interquartile range; ``none``: 0 and 1.
+    training rows to [0, 1]); ``robust``: median and interquartile range; ``mean``: 0 and the
+    mean absolute value (divides only: positive values stay positive); ``none``: 0 and 1.
     A column with zero spread gets scale 1.
 
     Attributes:
@@ -61,6 +62,8 @@ class Scaler:
         elif kind == "robust":
             q25, center, q75 = np.percentile(values, [25.0, 50.0, 75.0], axis=0)
             spread = q75 - q25
+        elif kind == "mean":
+            center, spread = np.zeros(values.shape[1]), np.abs(values).mean(axis=0)
         elif kind == "none":
             center, spread = np.zeros(values.shape[1]), np.ones(values.shape[1])
         else:

@@ -284,7 +284,10 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
     h, n_columns = cfg.data.horizon, len(info.scaler.columns)
     n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
     output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))
-    model = build_model(cfg.model, output_size, h, n_future, n_static)
+    model = build_model(
+        cfg.model, output_size, h, n_future, n_static, season=int(cfg.data.season),
+        n_targets=len(cfg.data.target),
+    )  # fmt: skip
     optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
     inputs = example_inputs(n_columns, h, n_future, n_static) if n_future or n_static else None
     abstract = abstract_state(model, optimizer, n_columns if inputs is None else inputs)

@@ -161,7 +161,10 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     # with known-future or static covariates a Forecaster, else LSTMModel as it always was
     n_future, n_static = covariate_sizes(cfg.data, scaler.columns)
     output_size = OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
-    model = build_model(cfg.model, output_size, train.horizon, n_future, n_static)
+    model = build_model(
+        cfg.model, output_size, train.horizon, n_future, n_static,
+        season=int(cfg.data.season), n_targets=train.n_targets,
+    )  # fmt: skip
     optimizer = make_optimizer(tcfg, total_steps)
     example = None
     if n_future or n_static:

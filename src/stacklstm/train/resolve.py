@@ -5,6 +5,8 @@ A run derives some settings from its data once the table is read:
 * ``season`` from the time step, and ``window`` from the season
   (:mod:`stacklstm.data.season`);
 * ``target_transform`` from the training rows (:mod:`stacklstm.data.transform`);
+* with ``model.hybrid``, the data settings the hybrid needs (:data:`HYBRID_DATA`: its
+  smoothing deseasonalises and normalises each window itself);
 * ``epochs``, ``batch_size`` and ``patience`` from the number of training windows
   (:mod:`stacklstm.train.budget`).
 
@@ -29,8 +31,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from ..checks import DataError
 from ..config import AUTO, DataConfig, RunConfig, TrainConfig
 from ..data import prepare_series
 from ..data.rows import check_length
@@ -41,7 +45,18 @@ from .budget import BASE_BATCH_SIZE, resolve_train_config
 
 log = logging.getLogger(__name__)
 
+#: The data settings of a hybrid run (``model.hybrid``), whatever was given: positive
+#: targets divided by their training mean, the windows as they are.
+HYBRID_DATA = {
+    "scaler": "mean",
+    "normalize": "none",
+    "deseasonalize": False,
+    "target_transform": "none",
+    "difference": False,
+}
+
 __all__ = [
+    "HYBRID_DATA",
     "planned_batch",
     "planned_window",
     "prepare_resolved",
@@ -85,7 +100,17 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
     Raises:
         DataError: As :func:`~stacklstm.data.prepare_series`.
     """
+    if cfg.model.hybrid:
+        changed = {k: v for k, v in HYBRID_DATA.items() if getattr(cfg.data, k) != v}
+        if changed:
+            log.info(
+                "hybrid: %s (the smoothing deseasonalises and normalises each window)",
+                ", ".join(f"{k}={v}" for k, v in changed.items()),
+            )
+            cfg = cfg.replace({"data": changed})
     series = prepare_series(frame, cfg.data)
+    if cfg.model.hybrid:
+        check_positive_targets(series)
     resolved = resolve_run_config(cfg, series.freq, None)
     if resolved.data.target_transform == AUTO:
         chosen, lam = choose_target_transform(series, resolved.data)
@@ -105,6 +130,23 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
             resolved = resolved.replace({"data": {"window": window}})
         check_length(len(series), resolved.data, forecast_only=False)
     return series, resolved
+
+
+def check_positive_targets(series: Any) -> None:
+    """The hybrid's smoothing divides by its targets: every target value must be > 0.
+
+    Raises:
+        DataError: A target value is zero or negative (the message names the first).
+    """
+    targets = series.values[:, : series.n_targets]
+    bad = np.flatnonzero(~(targets > 0).all(axis=1))
+    if bad.size:
+        row = int(bad[0])
+        raise DataError(
+            f"the hybrid model needs positive targets (it smooths them multiplicatively); "
+            f"row {row} of the prepared table holds {targets[row].tolist()}: use the LSTM "
+            "(hybrid=false) or shift the targets"
+        )
 
 
 def short_series_window(n_rows: int, cfg: DataConfig) -> int:
