@@ -48,7 +48,7 @@ def _smooth_loop(y, alpha, gamma, m):
     return levels, factors, ahead
 
 
-@pytest.mark.parametrize(("time", "m"), [(12, 4), (9, 4), (3, 4), (7, 1)])
+@pytest.mark.parametrize(("time", "m"), [(12, 4), (9, 4), (5, 4), (3, 4), (7, 1)])
 def test_smoothing_equals_a_per_step_loop(time, m):
     rng = np.random.default_rng(time + m)
     y = rng.uniform(0.5, 3.0, size=(3, time, 2))
@@ -190,3 +190,19 @@ def test_a_hybrid_on_targets_that_are_not_positive_is_a_data_error(tmp_path):
 def test_cli_hybrid_with_an_interval_loss_is_one_line_exit_2(tmp_path):
     code, _, err = _main("train", "--hybrid", "--loss", "quantile", "--out", tmp_path / "r")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "hybrid" in err
+
+
+def test_the_dataframe_api_trains_the_hybrid_on_a_panel():
+    from helpers import TINY, _panel
+    from stacklstm.estimator import LSTMForecaster
+
+    df = _panel()
+    df["y"] = df["y"] - df["y"].min() + 1.0  # positive targets
+    model = LSTMForecaster(**TINY, hybrid=True).fit(df)
+    assert isinstance(load_run(model.run_dir).model, ESHybrid)
+    out = model.predict()
+    wide = predict(model.run_dir).groupby("id", sort=False).tail(1)
+    for _, row in wide.iterrows():
+        mine = out[out["unique_id"] == row["id"]]["stacklstm"].to_numpy()
+        np.testing.assert_array_equal(mine, [row[f"y_h{k}"] for k in (1, 2, 3)])
+        assert np.all(mine > 0)

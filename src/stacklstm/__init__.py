@@ -24,6 +24,7 @@ from .kernels.lstm import lstm_layer as lstm_layer
 if TYPE_CHECKING:  # the names __getattr__ loads on first use
     from .estimator import LSTMForecaster as LSTMForecaster
     from .forecaster import Forecaster as Forecaster
+    from .hybrid import ESHybrid as ESHybrid
     from .layers import LSTMLayer as LSTMLayer
     from .layers import StackedLSTM as StackedLSTM
     from .layers import lstm_bias_init as lstm_bias_init
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # the names __getattr__ loads on first use
 __version__ = "0.1.0"
 
 _LAZY = {
+    "ESHybrid": "hybrid",
     "Forecaster": "forecaster",
     "LSTMForecaster": "estimator",
     "LSTMLayer": "layers",
@@ -55,5 +57,5 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = ["Forecaster", "LSTMForecaster", "LSTMLayer", "LSTMLayerParams", "LSTMModel",
+__all__ = ["ESHybrid", "Forecaster", "LSTMForecaster", "LSTMLayer", "LSTMLayerParams", "LSTMModel",
            "LSTMState", "MLPHead", "StackedLSTM", "lstm_bias_init", "lstm_layer"]  # fmt: skip

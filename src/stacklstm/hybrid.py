@@ -16,7 +16,9 @@ horizon, and multiplies the forecast back. ``ESHybrid`` does this per input wind
                                           same units as its input targets
 
 The coefficients ``a = sigmoid(level_logit)`` and ``g = sigmoid(season_logit)`` are
-parameters (one per target), trained by gradient descent with the LSTM through the scan.
+parameters (one per target), trained by gradient descent with the LSTM through the scan;
+they start at ``a = sigmoid(2) = 0.88`` (the level follows the latest values closely, as
+window normalisation by the last value does) and ``g = sigmoid(-1) = 0.27``.
 One model has one pair: for a model of one series they are that series' coefficients; a
 model trained across a panel shares them, while each window's level and seasonal factors
 are its own. Targets must be positive (values below ``1e-6`` are taken as ``1e-6``).
@@ -152,7 +154,7 @@ class ESHybrid(StackSettings):
                 f"ESHybrid(n_targets={nt}) reads its targets from the first {nt} features; got "
                 f"x of shape {x.shape}"
             )
-        level_logit = self.param("level_logit", nn.initializers.zeros, (nt,), jnp.float32)
+        level_logit = self.param("level_logit", nn.initializers.constant(2.0), (nt,), jnp.float32)
         season_logit = self.param(
             "season_logit", nn.initializers.constant(-1.0), (nt,), jnp.float32
         )

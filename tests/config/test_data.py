@@ -25,7 +25,10 @@ from stacklstm.config import DataConfig, RunConfig
         ({"features": ("co2",)}, "'co2' is in both target and features"),
         ({"features": ("t", "t")}, "features names column 't' more than once"),
         ({"time_column": "co2"}, "time_column 'co2' is also listed"),
-        ({"scaler": "zscore"}, "scaler must be one of 'standard', 'minmax', 'robust', 'none'"),
+        (
+            {"scaler": "zscore"},
+            "scaler must be one of 'standard', 'minmax', 'robust', 'mean', 'none'",
+        ),
         ({"normalize": "revin"}, "normalize must be one of 'none', 'window', got 'revin'"),
         ({"gaps": "drop"}, "gaps must be one of 'interpolate', 'reject', got 'drop'"),
         ({"difference": "yes"}, "difference must be true or false, got 'yes'"),

@@ -36,8 +36,8 @@ def test_new_fields_say_what_older_runs_meant():
     # what each newer field meant before it existed: older reports scored the naive baselines;
     # older runs read one series, split by fractions, refused nothing for being short, and
     # gave point forecasts without intervals; older models read past-only features and no
-    # calendar; they kept the seasonal pattern and the values themselves, and trained for the
-    # epochs given, one model each; their combination was the weighted one
+    # calendar, and no hybrid; they kept the seasonal pattern and the values themselves, and
+    # trained for the epochs given, one model each; their combination was the weighted one
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "target_transform"): "none",
@@ -54,5 +54,6 @@ def test_new_fields_say_what_older_runs_meant():
         ("data", "static_features"): (),
         ("data", "calendar"): "none",
         ("train", "ensemble"): 1,
+        ("model", "hybrid"): False,
         ("train", "combination"): "weighted",
     }

@@ -17,7 +17,9 @@ def test_model_config_defaults_are_lstm_models():
         for name, p in inspect.signature(LSTMModel).parameters.items()
         if name in {f.name for f in dataclasses.fields(ModelConfig)}
     }
+    # every field but `hybrid` (which model to build) is an LSTMModel argument, same default
     config_defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    assert config_defaults.pop("hybrid") is False
     assert config_defaults == model_defaults
     assert build_model(ModelConfig(), output_size=1) == LSTMModel()
 

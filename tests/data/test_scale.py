@@ -34,6 +34,7 @@ def test_scaler_fitted_on_training_rows_only():
         ("standard", [4.0, 10.0], [np.sqrt(12.5), 1.0]),
         ("minmax", [1.0, 10.0], [9.0, 1.0]),
         ("robust", [2.5, 10.0], [3.0, 1.0]),  # quartiles 1.75 and 4.75
+        ("mean", [0.0, 0.0], [4.0, 10.0]),  # divides by the mean absolute value
         ("none", [0.0, 0.0], [1.0, 1.0]),
     ],
 )
@@ -44,7 +45,7 @@ def test_scaler_statistics_hand_computed(kind, center, scale):
     assert scaler.scale.tolist() == pytest.approx(scale, rel=1e-15)
 
 
-@pytest.mark.parametrize("kind", ["standard", "minmax", "robust", "none"])
+@pytest.mark.parametrize("kind", ["standard", "minmax", "robust", "mean", "none"])
 def test_scaler_inverse_restores_values_and_round_trips(kind):
     rng = np.random.default_rng(2)
     values = rng.normal(3.0, 5.0, size=(30, 3))
