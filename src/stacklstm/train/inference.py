@@ -33,21 +33,19 @@ from ..data import (
     Series,
     WindowSet,
     bundled_dataset_path,
-    covariate_sizes,
     prepare_series,
     read_table,
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
-from ..forecaster import build_model
-from ..intervals import Forecast, OutputHead, to_forecast
+from ..intervals import Forecast, to_forecast
 from .checkpoint import RunCheckpoints, abstract_target
 from .files import CONFIG_FILE, MEMBERS_DIR
 from .memory import check_series_fit, memory_errors_as_data_errors
+from .plan import run_model
 from .rundir import RunInfo, check_config_unchanged, read_run_info
 from .step import (
     Batch,
     abstract_state,
-    example_inputs,
     make_optimizer,
     make_predict_step,
     padded_batches,
@@ -281,16 +279,10 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
     """The single run in ``run_dir`` (whose ``config.json`` is ``info``), its parameters
     restored from the best checkpoint, else the latest."""
     cfg = info.config
-    h, n_columns = cfg.data.horizon, len(info.scaler.columns)
-    n_future, n_static = covariate_sizes(cfg.data, info.scaler.columns)
-    output_size = OutputHead.of(cfg.train).output_size(h, len(cfg.data.target))
-    model = build_model(
-        cfg.model, output_size, h, n_future, n_static, season=int(cfg.data.season),
-        n_targets=len(cfg.data.target),
-    )  # fmt: skip
+    model, example = run_model(cfg, info.scaler.columns)
     optimizer = make_optimizer(cfg.train, total_steps=1)  # the state's structure only
-    inputs = example_inputs(n_columns, h, n_future, n_static) if n_future or n_static else None
-    abstract = abstract_state(model, optimizer, n_columns if inputs is None else inputs)
+    n_columns = len(info.scaler.columns)
+    abstract = abstract_state(model, optimizer, n_columns if example is None else example)
     mesh = make_mesh()
     target = abstract_target(abstract, replicated(mesh))
     with RunCheckpoints(run_dir, read_only=True) as ckpts:

@@ -43,7 +43,14 @@ from .step import TrainState, abstract_state, check_state_fits, example_inputs, 
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunPlan", "check_settings", "make_plan", "refuse_resume", "resolve_run_config"]
+__all__ = [
+    "RunPlan",
+    "check_settings",
+    "make_plan",
+    "refuse_resume",
+    "resolve_run_config",
+    "run_model",
+]
 
 
 @dataclass(frozen=True)
@@ -158,17 +165,8 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
             "`val_fraction` or use more data"
         )
     train = splits.train
-    # with known-future or static covariates a Forecaster, else LSTMModel as it always was
-    n_future, n_static = covariate_sizes(cfg.data, scaler.columns)
-    output_size = OutputHead.of(tcfg).output_size(train.horizon, train.n_targets)
-    model = build_model(
-        cfg.model, output_size, train.horizon, n_future, n_static,
-        season=int(cfg.data.season), n_targets=train.n_targets,
-    )  # fmt: skip
+    model, example = run_model(cfg, scaler.columns)
     optimizer = make_optimizer(tcfg, total_steps)
-    example = None
-    if n_future or n_static:
-        example = example_inputs(train.n_columns, train.horizon, n_future, n_static)
     abstract = abstract_state(model, optimizer, train.n_columns if example is None else example)
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
@@ -182,6 +180,24 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
         RunInfo(cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
         model, optimizer, mesh, abstract, series.freq, example, splits.test,
     )  # fmt: skip
+
+
+def run_model(cfg: RunConfig, columns: tuple[str, ...]) -> tuple[Any, Any]:
+    """``(model, example)``: the module a run on ``cfg`` trains, reading the scaler's
+    ``columns`` (targets first), and zero model inputs of it where it takes covariates (None:
+    its input is ``x`` alone, ``len(columns)`` features). With known-future or static
+    covariates a ``Forecaster``, with ``model.hybrid`` an ``ESHybrid``, else ``LSTMModel``
+    as it always was. ``fit`` builds it here, and ``load_run`` to restore it."""
+    data, n_targets = cfg.data, len(cfg.data.target)
+    n_future, n_static = covariate_sizes(data, columns)
+    output_size = OutputHead.of(cfg.train).output_size(data.horizon, n_targets)
+    model = build_model(
+        cfg.model, output_size, data.horizon, n_future, n_static, season=int(data.season),
+        n_targets=n_targets,
+    )  # fmt: skip
+    if not (n_future or n_static):
+        return model, None
+    return model, example_inputs(len(columns), data.horizon, n_future, n_static)
 
 
 def check_settings(cfg: RunConfig, name: str, *, require_baselines: bool = True) -> None:
