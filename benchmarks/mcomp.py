@@ -240,8 +240,13 @@ def _config(settings: Mapping[str, str], h: int, with_id: bool, seed: int):
 
 
 def _recipe_key(settings: Mapping[str, str]) -> str:
-    text = json.dumps(sorted(settings.items()))
-    return "defaults" if not settings else hashlib.sha256(text.encode()).hexdigest()[:12]
+    """The cache file's name of a recipe: its settings and the library's defaults, so a
+    release whose defaults changed does not reuse an older release's forecasts."""
+    from stacklstm.config import RunConfig
+
+    text = json.dumps([sorted(settings.items()), RunConfig().to_dict()], sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return f"defaults-{digest}" if not settings else digest
 
 
 def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dict, dict, list]:

@@ -183,7 +183,7 @@ def test_predict_names_the_table_row_of_a_bad_future_row(tmp_path):
 def test_a_one_row_series_is_named_once_with_the_rows_the_run_needs(tmp_path, caplog):
     # daily rows: a season of 7
     cfg = DataConfig(target=("y",), id_column="id", window=8, horizon=1, val_size=14,
-                     test_size=14, season=7)  # fmt: skip
+                     test_size=14, season=7, start_padding="none")  # fmt: skip
     path = _panel_csv(
         tmp_path / "p.csv", [("a", "2021-01-01", 40, 0.0), ("b", "2021-01-01", 1, 9.0)]
     )
@@ -218,7 +218,7 @@ _PANEL_FLAGS = [
     "--id-column", "id", "--target", "y", "--window", "4", "--horizon", "2", "--season", "7",
     "--test-size", "6", "--val-size", "6", "--no-deseasonalize", "--hidden-size", "4",
     "--num-layers", "1", "--linear-layer-sizes", "4", "--epochs", "1", "--batch-size", "64",
-    "--baselines", "naive", "--log-every", "10", "--quiet",
+    "--baselines", "naive", "--log-every", "10", "--quiet", "--start-padding", "none",
 ]  # fmt: skip
 
 

@@ -81,9 +81,10 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     assert code == 0, err
     pred = pd.read_csv(base / "b.csv")
     assert pred.columns.tolist() == ["id", "origin", "sales_h1", "sales_h2"]
-    assert set(pred["id"]) == {"b"} and len(pred) == 80 - 4 + 1
+    # a panel's windows are padded (start_padding 'auto'): an origin at every row of b
+    assert set(pred["id"]) == {"b"} and len(pred) == 80
     b = frame[frame["store"] == "b"].set_index("day")["sales"]
-    assert pred["origin"].iloc[0] == str(b.index[3].date())
+    assert pred["origin"].iloc[0] == str(b.index[0].date())
     # the forecasts from b's test origins score what the report says
     test = pred.iloc[-(5 + 2) : -2]  # origins 73..77 of rows 0..79
     truth = b.to_numpy()
@@ -98,7 +99,7 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     everything = pd.read_csv(base / "all.csv")
     # c (8 rows: left out of training, so no scaler) gets the seasonal naive forecast from
     # its last row, season 7: steps 1 and 2 repeat its rows 1 and 2
-    assert everything["id"].value_counts().to_dict() == {"b": 77, "a": 57, "c": 1}
+    assert everything["id"].value_counts().to_dict() == {"b": 80, "a": 60, "c": 1}
     assert everything.columns.tolist() == ["id", "origin", "forecaster", "sales_h1", "sales_h2"]
     c = frame[frame["store"] == "c"]["sales"].to_numpy()
     (_, row), *_ = everything[everything["id"] == "c"].iterrows()
@@ -119,7 +120,7 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     code, _, err = _main("predict", run, "--no-fallback", "--output", base / "some.csv")
     assert code == 0, err
     some = pd.read_csv(base / "some.csv")
-    assert some["id"].value_counts().to_dict() == {"b": 77, "a": 57}
+    assert some["id"].value_counts().to_dict() == {"b": 80, "a": 60}
     assert some.equals(model.reset_index(drop=True))
 
 
@@ -151,8 +152,9 @@ def _one_line_error(code, out, err):
             "",
             ["--strict"],
             "1 series cannot be used for training: 'c' (the series has 8 rows but "
-            "the run needs at least 18: window (4) + horizon (2) = 6 for one training window, then "
-            "the validation and test rows (val_size=6, test_size=6)); drop them",
+            "the run needs at least 15: one input row (start_padding) + horizon (2) = 3 for one "
+            "training window, then the validation and test rows (val_size=6, test_size=6)); drop "
+            "them",
         ),
     ],
 )

@@ -75,7 +75,8 @@ def test_a_panel_with_time_stamps_must_end_together(tmp_path):
     frame = pd.read_csv(_panel_table(tmp_path / "p.csv"))
     frame["t"] = np.concatenate([np.arange(60), np.arange(50)])  # b ends 10 steps early
     frame.to_csv(tmp_path / "p.csv", index=False)
-    cfg = _cfg("naive").replace({"data": {"id_column": "id", "time_column": "t"}})
+    data = {"id_column": "id", "time_column": "t", "start_padding": "none"}  # full windows
+    cfg = _cfg("naive").replace({"data": data})
     with pytest.raises(DataError, match=r"series 'b' ends at 49 and 'a' at 59"):
         bt.backtest(cfg, tmp_path / "bt", folds=2, step=3, data_path=tmp_path / "p.csv")
     assert not (tmp_path / "bt").exists()

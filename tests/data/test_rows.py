@@ -23,8 +23,16 @@ from stacklstm.data import (
 
 # exact values of ramps: without a seasonal pattern (tests/data/test_season.py has its own);
 # daily rows (panel_frame), so the season of a day
-PANEL = {"target": ("v",), "time_column": "t", "id_column": "id", "scaler": "none",
-         "normalize": "none", "deseasonalize": False, "season": 7}  # fmt: skip
+PANEL = {
+    "target": ("v",),
+    "time_column": "t",
+    "id_column": "id",
+    "scaler": "none",
+    "normalize": "none",
+    "deseasonalize": False,
+    "season": 7,
+    "start_padding": "none",
+}  # fmt: skip  (padded windows: tests/data/test_padding.py)
 
 
 def panel_frame(lengths, starts=None, bases=None, freq="D", seed=0):

@@ -35,6 +35,7 @@ def test_scaler_fitted_on_training_rows_only():
         ("minmax", [1.0, 10.0], [9.0, 1.0]),
         ("robust", [2.5, 10.0], [3.0, 1.0]),  # quartiles 1.75 and 4.75
         ("mean", [0.0, 0.0], [4.0, 10.0]),  # divides by the mean absolute value
+        ("naive", [4.0, 10.0], [3.0, 1.0]),  # steps 1, 1, 7: the naive forecast's mean error
         ("none", [0.0, 0.0], [1.0, 1.0]),
     ],
 )
@@ -45,7 +46,12 @@ def test_scaler_statistics_hand_computed(kind, center, scale):
     assert scaler.scale.tolist() == pytest.approx(scale, rel=1e-15)
 
 
-@pytest.mark.parametrize("kind", ["standard", "minmax", "robust", "mean", "none"])
+def test_the_naive_scaler_of_one_row_divides_by_one():
+    scaler = Scaler.fit(np.array([[5.0]]), "naive", ("a",), 1)  # no step to measure
+    assert (scaler.center.tolist(), scaler.scale.tolist()) == ([5.0], [1.0])
+
+
+@pytest.mark.parametrize("kind", ["standard", "minmax", "robust", "mean", "naive", "none"])
 def test_scaler_inverse_restores_values_and_round_trips(kind):
     rng = np.random.default_rng(2)
     values = rng.normal(3.0, 5.0, size=(30, 3))

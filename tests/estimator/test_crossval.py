@@ -65,5 +65,5 @@ def test_cross_validation_refuses_too_few_rows_before_the_first_cutoff():
     model = LSTMForecaster(**{**TINY, "epochs": 1})
     with pytest.raises(ValueError, match=r"has 40 rows but 14 window.*need more than 42"):
         model.cross_validation(_panel(ids=("a",), n=40), n_windows=14, step_size=3)
-    with pytest.raises(ValueError, match="10 rows but the run needs at least 23"):
+    with pytest.raises(ValueError, match="10 rows but the run needs at least 16"):
         model.cross_validation(_panel(ids=("a",), n=40), n_windows=10, step_size=3)

@@ -123,7 +123,7 @@ def test_resolve_run_config_and_the_planned_sizes():
     assert resolve_run_config(RunConfig(), None, (37, 4)).train.batch_size == 8
     # 3 devices: 8 is rounded up to 9
     assert resolve_run_config(RunConfig(), None, (37, 3)).train.batch_size == 9
-    explicit = RunConfig(DataConfig(season=7, window=9))
+    explicit = RunConfig(DataConfig(season=7, window=9, start_padding="none", scaler="standard"))
     assert resolve_run_config(explicit, "MS", None) is explicit  # nothing "auto" there
     assert planned_window(DataConfig(season=7)) == (14, True)
     assert planned_window(DataConfig(time_column=None)) == (10, True)  # no time step: season 1

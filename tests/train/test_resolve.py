@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stacklstm.config import RunConfig
+from stacklstm.config import DataConfig, RunConfig
 from stacklstm.data import make_splits
-from stacklstm.train.resolve import prepare_resolved
+from stacklstm.train.resolve import prepare_resolved, resolve_data
 
 
 def _cfg(**data):
@@ -32,3 +32,18 @@ def test_auto_window_is_two_seasons_where_it_fits_and_a_given_window_is_kept():
     assert cfg.data.window == 10  # a window given by the user is never changed: it is refused
     with pytest.raises(ValueError, match=r"training split has 12 of 24 rows .* window \(10\)"):
         make_splits(series, cfg.data)
+
+
+@pytest.mark.parametrize(
+    ("freq", "id_column", "scaler", "padding"),
+    [
+        ("YS", "id", "naive", "repeat"),  # a panel without a season: steps set the scale
+        ("MS", "id", "standard", "repeat"),  # a seasonal panel
+        ("YS", None, "standard", "none"),  # one series
+        (None, "id", "naive", "repeat"),  # no time step: season 1
+    ],
+)
+def test_auto_scaler_and_padding_follow_the_panel_and_its_season(freq, id_column, scaler, padding):
+    cfg = resolve_data(DataConfig(id_column=id_column), freq)
+    assert (cfg.scaler, cfg.start_padding) == (scaler, padding)
+    assert resolve_data(DataConfig(id_column=id_column, scaler="robust"), freq).scaler == "robust"

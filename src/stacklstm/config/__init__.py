@@ -55,7 +55,9 @@ from .schema import CombinationKind as CombinationKind
 from .schema import GapPolicy as GapPolicy
 from .schema import LossKind as LossKind
 from .schema import NormalizeKind as NormalizeKind
+from .schema import PaddingKind as PaddingKind
 from .schema import ScalerKind as ScalerKind
+from .schema import ScalerSetting as ScalerSetting
 from .schema import TargetTransform as TargetTransform
 from .schema import default_baselines as default_baselines
 from .schema import describe as describe

@@ -25,7 +25,9 @@ from .schema import (
     CalendarKind,
     GapPolicy,
     NormalizeKind,
+    PaddingKind,
     ScalerKind,
+    ScalerSetting,
     TargetTransform,
     _Section,
     setting,
@@ -68,7 +70,13 @@ class DataConfig(_Section):
     test_fraction: float = setting(
         0.15, help="share of the rows (the latest) for test, in [0, 1); at least `horizon` rows"
     )
-    scaler: ScalerKind = setting("standard", help="per-column scaling fitted on the training rows")
+    scaler: ScalerSetting = setting(
+        "auto",
+        help="per-column scaling fitted on the training rows: standard (mean, standard "
+        "deviation), minmax, robust (median, interquartile range), mean (0, mean absolute "
+        "value), naive (mean, mean absolute step from one row to the next), none; 'auto': "
+        "naive for a panel (id_column) without a season (season 1), else standard",
+    )
     normalize: NormalizeKind = setting(
         "window", help="'window': subtract each window's last target value from that target"
     )
@@ -134,6 +142,16 @@ class DataConfig(_Section):
         legacy="none",
     )
 
+    start_padding: PaddingKind = setting(
+        "auto",
+        help="'repeat': windows may start before a series' first row, the missing inputs "
+        "repeating its first value (in model space), so a series shorter than `window` is "
+        "trained on and forecast by the model (it needs `horizon` + 1 training rows); 'none': "
+        "such a series is skipped and gets the fallback forecast; 'auto': repeat for a panel "
+        "(id_column), none for one series",
+        legacy="none",
+    )
+
     @property
     def roles(self) -> dict[str, tuple[str, ...]]:
         """``{role: columns}`` of every column the model reads, in the order of the roles."""
@@ -156,14 +174,53 @@ class DataConfig(_Section):
         return int(self.window) + int(self.difference)
 
     @property
+    def scaler_kind(self) -> ScalerKind:
+        """The scaler fitted (``scaler``; ``"auto"``: ``"naive"`` for a panel whose season is
+        1, ``"standard"`` otherwise, the season resolved).
+
+        Example:
+            >>> DataConfig(season=1).scaler_kind, DataConfig(season=1, id_column="id").scaler_kind
+            ('standard', 'naive')
+        """
+        if self.scaler != AUTO:
+            return self.scaler
+        return "naive" if self.id_column is not None and self.season == 1 else "standard"
+
+    @property
+    def padded(self) -> bool:
+        """Whether windows may start before their series' first row (``start_padding``;
+        ``"auto"``: for a panel).
+
+        Example:
+            >>> DataConfig().padded, DataConfig(id_column="unique_id").padded
+            (False, True)
+        """
+        if self.start_padding == AUTO:
+            return self.id_column is not None
+        return self.start_padding == "repeat"
+
+    @property
+    def min_input_rows(self) -> int:
+        """The fewest rows of a series before a window's origin (inclusive) that one window
+        needs: ``input_steps``, or with :attr:`padded` one row (two with ``difference``).
+
+        Example:
+            >>> padded = DataConfig(window=8, start_padding="repeat")
+            >>> DataConfig(window=8).min_input_rows, padded.min_input_rows
+            (8, 1)
+        """
+        return 1 + int(self.difference) if self.padded else self.input_steps
+
+    @property
     def window_rows(self) -> int:
-        """Rows one training window spans, inputs and targets: ``input_steps + horizon``.
+        """The fewest rows one training window spans, inputs and targets:
+        ``min_input_rows + horizon`` (``window + horizon`` without padding).
 
         Example:
             >>> DataConfig(window=8, horizon=3).window_rows
             11
         """
-        return self.input_steps + self.horizon
+        return self.min_input_rows + self.horizon
 
     @property
     def has_covariates(self) -> bool:
@@ -275,8 +332,9 @@ class DataConfig(_Section):
 
     def _check_choices(self) -> None:
         """Scaler, normalisation, gaps, differencing, season, deseasonalising, transform."""
-        check_choice("scaler", self.scaler, get_args(ScalerKind))
+        check_choice("scaler", self.scaler, get_args(ScalerSetting))
         check_choice("normalize", self.normalize, get_args(NormalizeKind))
+        check_choice("start_padding", self.start_padding, get_args(PaddingKind))
         check_choice("gaps", self.gaps, get_args(GapPolicy))
         check_bool("difference", self.difference)
         if self.season != AUTO:  # larger ones overflow the indexing

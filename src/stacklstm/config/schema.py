@@ -18,7 +18,10 @@ import numpy as np
 
 from ..checks import SettingTypeError, is_int, reject_unknown_keys
 
-ScalerKind = Literal["standard", "minmax", "robust", "mean", "none"]
+ScalerKind = Literal["standard", "minmax", "robust", "mean", "naive", "none"]
+#: The ``scaler`` setting: a kind, or ``"auto"`` (``"naive"`` for a panel without a season,
+#: ``"standard"`` otherwise; see :attr:`stacklstm.config.DataConfig.scaler_kind`).
+ScalerSetting = Literal["auto", "standard", "minmax", "robust", "mean", "naive", "none"]
 NormalizeKind = Literal["none", "window"]
 GapPolicy = Literal["interpolate", "reject"]
 LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
@@ -33,6 +36,10 @@ TargetTransform = Literal["none", "log1p", "auto"]
 Auto = Literal["auto"]
 AUTO = "auto"
 CalendarKind = Literal["auto", "none"]
+#: ``"repeat"``: windows may start before a series' first row, their missing inputs repeating
+#: its first value; ``"none"``: every window lies within its series; ``"auto"``: ``"repeat"``
+#: for a panel (``id_column``), ``"none"`` for one series.
+PaddingKind = Literal["auto", "repeat", "none"]
 
 #: Prefix of the calendar columns (``calendar="auto"``); no column of the table may use it then.
 CALENDAR_PREFIX = "calendar_"

@@ -24,7 +24,7 @@ from .columns import (
     step_text,
 )
 from .season import require_resolved
-from .splits import fewest_rows
+from .splits import fewest_rows, window_text
 
 log = logging.getLogger(__name__)
 
@@ -331,11 +331,12 @@ def check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
     require_resolved(cfg, "check_length", ("window",))
     extra = " + 1 (difference)" if cfg.difference else ""
     if forecast_only:
-        needed = cfg.input_steps
+        needed = cfg.min_input_rows
         if n_rows < needed:
+            inputs = "one row (start_padding)" if cfg.padded else f"window ({cfg.window})"
             raise DataError(
                 f"the series has {count_text(n_rows, 'row')} but one input window needs "
-                f"window ({cfg.window}){extra} = {needed}"
+                f"{inputs}{extra} = {needed}"
             )
         return
     needed = cfg.window_rows
@@ -347,8 +348,8 @@ def check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
             else ""
         )
         raise DataError(
-            f"the series has {count_text(n_rows, 'row')} but window ({cfg.window}) + "
-            f"horizon ({cfg.horizon}){extra} = {needed} are needed for one training window{rest}"
+            f"the series has {count_text(n_rows, 'row')} but {window_text(cfg)} = {needed} "
+            f"are needed for one training window{rest}"
         )
 
 

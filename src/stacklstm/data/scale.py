@@ -19,8 +19,10 @@ class Scaler:
 
     ``standard``: mean and standard deviation; ``minmax``: minimum and range (maps the
     training rows to [0, 1]); ``robust``: median and interquartile range; ``mean``: 0 and the
-    mean absolute value (divides only: positive values stay positive); ``none``: 0 and 1.
-    A column with zero spread gets scale 1.
+    mean absolute value (divides only: positive values stay positive); ``naive``: mean and
+    the mean absolute change from one row to the next (the error of the naive forecast, the
+    denominator of MASE: a trending series' steps, not its trend, set the scale); ``none``:
+    0 and 1. A column with zero spread gets scale 1.
 
     Attributes:
         kind: Which statistic pair.
@@ -64,6 +66,10 @@ class Scaler:
             spread = q75 - q25
         elif kind == "mean":
             center, spread = np.zeros(values.shape[1]), np.abs(values).mean(axis=0)
+        elif kind == "naive":
+            center = values.mean(axis=0)
+            steps = np.abs(np.diff(values, axis=0))
+            spread = steps.mean(axis=0) if len(steps) else np.zeros(values.shape[1])
         elif kind == "none":
             center, spread = np.zeros(values.shape[1]), np.ones(values.shape[1])
         else:

@@ -99,8 +99,9 @@ def window_for_season(season: int) -> int:
 
 
 def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
-    """``cfg`` with ``season`` and ``window`` given as ``"auto"`` replaced by their values for
-    data whose time step is ``freq`` (``Series.freq``); ``cfg`` itself when nothing is auto.
+    """``cfg`` with ``season``, ``window``, ``start_padding`` and ``scaler`` given as ``"auto"``
+    replaced by their values for data whose time step is ``freq`` (``Series.freq``); ``cfg``
+    itself when nothing is auto.
 
     Example:
         >>> c = resolve_data_config(DataConfig(), "MS")
@@ -109,12 +110,16 @@ def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
         >>> resolve_data_config(DataConfig(season=4, window=5), "MS").window
         5
     """
-    changes: dict[str, int] = {}
+    changes: dict[str, int | str] = {}
     season = cfg.season
     if season == AUTO:
         season = changes["season"] = season_of_freq(freq)
     if cfg.window == AUTO:
         changes["window"] = window_for_season(int(season))
+    if cfg.start_padding == AUTO:
+        changes["start_padding"] = "repeat" if cfg.padded else "none"
+    if cfg.scaler == AUTO:
+        changes["scaler"] = dataclasses.replace(cfg, season=season).scaler_kind
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..config import DataConfig
 
-__all__ = ["fewest_rows", "split_problem", "split_rows"]
+__all__ = ["fewest_rows", "split_problem", "split_rows", "window_text"]
 
 
 def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
@@ -40,6 +40,14 @@ def _rows(size: int | None, fraction: float, n_rows: int, horizon: int) -> int:
     return max(rows, horizon) if fraction > 0 else rows
 
 
+def window_text(cfg: DataConfig) -> str:
+    """The rows one training window needs, in words: ``"window (8) + horizon (3)"``, or with
+    padding ``"one input row (start_padding) + horizon (3)"`` (``+ 1 (difference)`` after)."""
+    extra = " + 1 (difference)" if cfg.difference else ""
+    inputs = "one input row (start_padding)" if cfg.padded else f"window ({cfg.window})"
+    return f"{inputs} + horizon ({cfg.horizon}){extra}"
+
+
 def fewest_rows(cfg: DataConfig) -> int:
     """The fewest rows of a series whose training split holds one window: ``window +
     horizon`` (+1 with ``difference``) training rows, then its validation and test rows.
@@ -60,10 +68,8 @@ def fewest_rows(cfg: DataConfig) -> int:
 def split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> str | None:
     """Why a series of ``n_rows`` rows split as ``rows`` gives no training window, or None."""
     n_train, n_val, n_test = rows
-    w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
-    needed = cfg.window_rows
+    h, needed = cfg.horizon, cfg.window_rows
     if n_train < needed:
-        extra = " + 1 (difference)" if first else ""
         given = ", ".join(
             f"{split}_size={getattr(cfg, split + '_size')}"
             if getattr(cfg, split + "_size") is not None
@@ -74,12 +80,12 @@ def split_problem(n_rows: int, rows: tuple[int, int, int], cfg: DataConfig) -> s
         if n_train < 1:  # no training row at all: the series itself is too short
             return (
                 f"the series has {n_rows} row{'s' if n_rows != 1 else ''} but the run needs at "
-                f"least {fewest}: window ({w}) + horizon ({h}){extra} = {needed} for one "
+                f"least {fewest}: {window_text(cfg)} = {needed} for one "
                 f"training window, then the validation and test rows ({given})"
             )
         return (
-            f"the training split has {n_train} of {n_rows} rows ({given}) but window ({w}) + "
-            f"horizon ({h}){extra} = {needed} rows are needed; the series needs at least "
+            f"the training split has {n_train} of {n_rows} rows ({given}) but "
+            f"{window_text(cfg)} = {needed} rows are needed; the series needs at least "
             f"{fewest} rows"
         )
     for name, count, split in (("validation", n_val, "val"), ("test", n_test, "test")):

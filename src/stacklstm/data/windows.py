@@ -80,7 +80,8 @@ def fit_static_scaler(series: Series, cfg: DataConfig) -> Scaler | None:
     if series.static is None:
         return None
     columns = series.static_columns
-    return Scaler.fit(series.static, cfg.scaler, columns, len(columns))
+    kind = "standard" if cfg.scaler_kind == "naive" else cfg.scaler_kind  # no order to step
+    return Scaler.fit(series.static, kind, columns, len(columns))
 
 
 def _check_static_scaler(static_scaler: Scaler | None, series: Series) -> None:
@@ -100,8 +101,10 @@ def _check_scaler(scaler: Scaler | PanelScaler, series: Series, cfg: DataConfig)
             f"the scaler was fitted on columns {list(scaler.columns)} but the series has "
             f"{list(series.columns)}"
         )
-    if scaler.kind != cfg.scaler:
-        raise DataError(f"the config asks for scaler {cfg.scaler!r} but got a {scaler.kind!r} one")
+    if scaler.kind != cfg.scaler_kind:
+        raise DataError(
+            f"the config asks for scaler {cfg.scaler_kind!r} but got a {scaler.kind!r} one"
+        )
     if isinstance(scaler, PanelScaler) != (series.ids is not None):
         what = "per series" if isinstance(scaler, PanelScaler) else "for one series"
         raise DataError(f"the scaler was fitted {what} but the table is not laid out alike")
@@ -275,7 +278,7 @@ def make_splits(
     _check_series(series, cfg)
     if scaler is not None:
         _check_scaler(scaler, series, cfg)
-    w, h, first = cfg.window, cfg.horizon, int(cfg.difference)
+    h, first = cfg.horizon, int(cfg.difference)
     lengths = np.diff(series.bounds)
     rows = [split_rows(int(n), cfg) for n in lengths]
     if series.ids is None:
@@ -310,11 +313,11 @@ def make_splits(
         values, seasonal = _deseasonalized(series, cfg, [r[0] for r in rows])
         steps = _model_space(series, cfg, values)
         if series.ids is None:
-            scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler, series.columns,
+            scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler_kind, series.columns,
                                 series.n_targets)  # fmt: skip
         else:
             scaler = PanelScaler.fit(
-                steps, bounds, [r[0] for r in rows], cfg.scaler, series.columns,
+                steps, bounds, [r[0] for r in rows], cfg.scaler_kind, series.columns,
                 series.n_targets, series.ids, first,
             )  # fmt: skip
         scaler = dataclasses.replace(scaler, seasonal=seasonal)
@@ -324,7 +327,7 @@ def make_splits(
         static_scaler = fit_static_scaler(series, cfg)
     _check_static_scaler(static_scaler, series)
     held = _hold(series, cfg, scaler, static_scaler)
-    lowest = w - 1 + first  # earliest origin with a full input window
+    lowest = cfg.min_input_rows - 1  # earliest origin: a full input window, or padded
     origins: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
     for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows,
                                                  strict=True):  # fmt: skip
@@ -431,7 +434,7 @@ def make_inference_windows(
     seasons.require_resolved(cfg, "make_inference_windows")
     _check_series(series, cfg)
     _check_scaler(scaler, series, cfg)
-    lowest = cfg.input_steps - 1
+    lowest = cfg.min_input_rows - 1
     if series.ids is None:
         if len(series) <= lowest:
             raise DataError(

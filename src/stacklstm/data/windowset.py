@@ -193,7 +193,9 @@ class WindowSet:
         anchor = self.anchor[rows]  # (b, n_targets)
         nt, model = self.n_targets, self.held.model
         inputs = origin[:, None] + np.arange(1 - self.window, 1)  # (b, window)
-        x = model[inputs]  # (b, window, n_columns) float64
+        # a padded window (start_padding) repeats its series' first row (after differencing)
+        first = self.held.offsets[self.series[rows]] + int(self.difference)
+        x = model[np.maximum(inputs, first[:, None])]  # (b, window, n_columns) float64
         x[:, :, :nt] -= anchor[:, None, :]
         target_rows = origin[:, None] + np.arange(1, self.horizon + 1)  # (b, horizon)
         past = target_rows >= self._stop[rows][:, None]

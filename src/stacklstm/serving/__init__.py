@@ -12,7 +12,10 @@ The input contract (``ExportedForecaster.input_shape``):
   then features), in original units, oldest row first, as ``stacklstm predict`` reads the
   table (after its gap filling: a NaN in gives NaN out). ``input_steps`` is the run's
   ``window``, plus one when the run models first differences (the row before the window is
-  needed to difference its first step).
+  needed to difference its first step). A run with padded windows (``start_padding``
+  ``"repeat"`` in its ``config.json``, a panel's default) takes a series shorter than that
+  with NaN in the rows before its first row: the program repeats the first complete row in
+  their place, as training did (a NaN after it still gives NaN out).
 - ``phase`` ``(batch,)`` integers, only for a run trained deseasonalised (``deseasonalize``,
   metadata ``seasonal`` not null): the seasonal phase of each window's **last row** (the
   forecast origin), ``0 .. season - 1``: the number of time steps from the metadata's

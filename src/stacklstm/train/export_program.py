@@ -238,6 +238,8 @@ def forecast_function(
             x = jnp.concatenate([x[:, :, :nt] - seasons[:, :input_steps], x[:, :, nt:]], axis=2)
         steps = x[:, 1:] - x[:, :-1] if cfg.difference else x  # (batch, window, n_columns)
         scaled = (steps - k.center) / k.scale
+        if cfg.padded:  # a short series' window: its missing rows come as NaN
+            scaled = repeat_first_row(scaled)
         if cfg.normalize == "window":
             anchor = scaled[:, -1, :nt]  # (batch, n_targets): the target at the origin
         else:
@@ -262,6 +264,18 @@ def forecast_function(
         return out[..., 0], q
 
     return f
+
+
+def repeat_first_row(scaled: Array) -> Array:
+    """``(batch, steps, n_columns)`` with each window's leading rows that hold a NaN replaced
+    by its first row without one: the padding of :meth:`stacklstm.data.WindowSet.gather`
+    (``start_padding``) for windows whose rows before their series' first row are NaN. A
+    NaN after the first complete row stays (NaN in gives NaN out), as does a window of
+    NaN rows only."""
+    complete = ~jnp.isnan(scaled).any(axis=2)  # (batch, steps)
+    start = jnp.argmax(complete, axis=1)  # the first complete row (0 when there is none)
+    rows = jnp.maximum(jnp.arange(scaled.shape[1]), start[:, None])
+    return jnp.take_along_axis(scaled, rows[:, :, None], axis=1)
 
 
 def _covariates(

@@ -149,7 +149,7 @@ def predict(
             )
     left: dict[str, str] = {}
     if series.ids is not None and fallback:
-        left = fallback_ids(series, run.info.scaler.ids, cfg.input_steps)
+        left = fallback_ids(series, run.info.scaler.ids, cfg.min_input_rows)
     order = list(series.ids) if series.ids is not None else []
     fallback_rows = None
     if left:

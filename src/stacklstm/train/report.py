@@ -178,7 +178,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     data[combine.NAME] = scores.combination
     if series.ids is not None:  # the series the model was not trained on: predict's fallback
-        left = fallback_ids(series, run.info.scaler.ids, cfg.data.input_steps)
+        left = fallback_ids(series, run.info.scaler.ids, cfg.data.min_input_rows)
         if left:
             data["fallback"] = dict.fromkeys(left, FALLBACK)
     if splits.test.ids is not None:  # a panel: the same metrics series by series

@@ -192,7 +192,24 @@ def predict_combination(
         s.get("weights") for s in (entry.get("per_series") or {}).values()
     ]
     needed = {name for table in tables if table for name, w in table.items() if w > 0}
-    forecasts: Forecasts = {"model": np.asarray(model, dtype=np.float64)}
+    model = np.asarray(model, dtype=np.float64)
+    # padded windows (start_padding) start a series: the statistical models are fitted at
+    # its first origin with a full window, as without padding, and the origins before it
+    # by a fit of their own at its first row
+    full = windows.local_origin >= windows.window - 1 + int(windows.difference)
+    out = np.full(model.shape, np.nan)
+    for rows in (np.flatnonzero(~full), np.flatnonzero(full)):
+        if rows.size:
+            out[rows] = _combination_of(windows.take(rows), model[rows], season, entry, needed)
+    return out
+
+
+def _combination_of(
+    windows: WindowSet, model: np.ndarray, season: int, entry: dict[str, Any], needed: set[str]
+) -> np.ndarray:
+    """:func:`predict_combination` of ``windows``, the statistical models fitted at each
+    series' first origin among them."""
+    forecasts: Forecasts = {"model": model}
     if "seasonal_naive" in needed:
         forecasts["seasonal_naive"] = windows.seasonal_naive(season)
     if needed & set(baselines.STATISTICAL):
