@@ -2,6 +2,8 @@
 shorter than ``window`` are trained on and forecast by the model, their missing inputs
 repeating the series' first row in model space; the export takes them as NaN rows."""
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -97,7 +99,7 @@ def test_auto_pads_a_panel_and_not_one_series():
 
 
 def test_a_series_too_short_even_padded_is_named(caplog):
-    frame = _frame({"a": 3, "b": 30})  # a: 1 training row after 2 of validation
+    frame = _frame({"a": 2, "b": 30})  # a: no training row, even with its validation rows
     splits, _ = _splits(frame, start_padding="repeat")
     assert splits.series.ids == ("b",)
     assert "one input row (start_padding) + horizon (2) = 3" in caplog.text
@@ -148,3 +150,15 @@ def test_the_export_of_a_padded_run_takes_the_missing_rows_as_nan(padded_run, tm
     y = df[df["unique_id"] == "b"]["y"].to_numpy()[:8].copy()
     y[5] = np.nan
     assert np.isnan(forecaster.predict(y[None, :, None], ids=["b"])).all()
+
+
+def test_a_series_too_short_for_its_validation_rows_trains_on_them(caplog):
+    frame = _frame({"a": 5, "b": 30})  # a: 2 training rows before its 3 of validation
+    with caplog.at_level(logging.INFO, logger="stacklstm.data"):
+        splits, _ = _splits(frame, start_padding="repeat", val_size=3)
+    assert splits.series.ids == ("a", "b") and splits.rows.tolist() == [[5, 0, 0], [27, 3, 0]]
+    assert splits.train.local_origin[splits.train.series == 0].tolist() == [0, 1, 2]
+    assert (splits.val.series == 1).all()  # no validation window of a
+    assert "train on their validation rows too (padded windows): 'a'" in caplog.text
+    plain, _ = _splits(frame, start_padding="none", val_size=3, window=2)
+    assert plain.series.ids == ("b",)  # without padding a short series is skipped

@@ -146,7 +146,8 @@ class DataConfig(_Section):
         "auto",
         help="'repeat': windows may start before a series' first row, the missing inputs "
         "repeating its first value (in model space), so a series shorter than `window` is "
-        "trained on and forecast by the model (it needs `horizon` + 1 training rows); 'none': "
+        "trained on and forecast by the model (it needs `horizon` + 1 training rows; a panel's "
+        "series too short for those and its validation rows trains on both); 'none': "
         "such a series is skipped and gets the fallback forecast; 'auto': repeat for a panel "
         "(id_column), none for one series",
         legacy="none",

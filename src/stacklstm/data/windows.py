@@ -203,6 +203,19 @@ def _aligned_origins(last: int, lowest: int, step: int) -> np.ndarray:
     return np.arange(last, lowest - 1, -step, dtype=np.int64)[::-1].copy()
 
 
+def _without_validation(
+    n_rows: int, rows: tuple[int, int, int], cfg: DataConfig
+) -> tuple[int, int, int] | None:
+    """With padded windows (``cfg.padded``), the rows of a panel's series too short for a
+    training window and its validation rows: its validation rows train too, ``(n_train +
+    n_val, 0, n_test)``, where that holds a training window; None otherwise."""
+    n_train, n_val, n_test = rows
+    merged = (n_train + n_val, 0, n_test)
+    if not cfg.padded or n_val == 0 or split_problem(n_rows, merged, cfg) is not None:
+        return None
+    return merged
+
+
 def _skip_series(series: Series, problems: dict[int, str], cfg: DataConfig, what: str) -> Series:
     """The panel without the series in ``problems`` (position -> why it cannot be used for
     ``what``), each named in a warning; with ``cfg.strict``, a DataError instead. DataError
@@ -253,7 +266,9 @@ def make_splits(
     series gets its own scaler (a :class:`~stacklstm.data.PanelScaler`), and no window
     crosses two series. A series too short for a training window (or with validation or test
     rows fewer than ``horizon``) is named in a warning and left out, or refused with
-    ``cfg.strict``.
+    ``cfg.strict``; with padded windows (``cfg.padded``) one whose validation rows would hold
+    that window trains on them instead (named in an info line), unless no series of the
+    panel would keep its validation rows.
 
     Args:
         series: From :func:`prepare_series` with the same ``cfg``.
@@ -300,10 +315,24 @@ def make_splits(
                 series, rows, lengths = series.select(keep), [rows[i] for i in keep], lengths[keep]
             else:
                 problems = dict.fromkeys(untrained, "no scaler: the run was not trained on it")
+        short: dict[int, str] = {}
         for i, n in enumerate(lengths):
             if i not in problems and (problem := split_problem(int(n), rows[i], cfg)) is not None:
                 # "the series has 1 row but ..." names the rows itself
-                problems[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
+                short[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
+        merged = {i: m for i in short if (m := _without_validation(int(lengths[i]), rows[i], cfg))}
+        if len(problems) + len(short) == len(lengths):  # no series would keep a validation row
+            merged = {}
+        for i, m in merged.items():
+            rows[i] = m
+        problems.update({i: why for i, why in short.items() if i not in merged})
+        trained_on_val = sorted(merged)
+        if trained_on_val:
+            names = ", ".join(repr(series.ids[i]) for i in trained_on_val[:_MAX_NAMED])
+            more = len(trained_on_val) - _MAX_NAMED
+            log.info("%d series too short for a training window and validation rows train on "
+                     "their validation rows too (padded windows): %s%s", len(trained_on_val),
+                     names, f" and {more} more" if more > 0 else "")  # fmt: skip
         problems = dict(sorted(problems.items()))
         kept = [i for i in range(series.n_series) if i not in problems]
         series = _skip_series(series, problems, cfg, "training")

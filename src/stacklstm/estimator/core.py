@@ -369,8 +369,9 @@ class LSTMForecaster:
             alias``, ordered by series, cut-off and time.
 
         Raises:
-            ValueError: A series too short for the windows, or for a full input window up to
-                its first cut-off; the errors of :meth:`fit`.
+            ValueError: A series too short for the windows, or for one input window up to
+                its first cut-off (one row with padded windows, ``start_padding``); the
+                errors of :meth:`fit`.
         """
 
         return cross_validate(self, df, n_windows, step_size, refit, static_df)
