@@ -126,9 +126,13 @@ def exported_run(request, tmp_path_factory):
 def _inputs(run_dir, forecaster):
     """The program's inputs for every origin ``stacklstm predict`` forecasts, in its order:
     windows, series names, known-future values over the horizon (the table's future rows
-    past a series' end) and static values, cut from the table as predict reads it."""
-    _, series = load_series(read_run_info(run_dir), None, forecast_only=True)
+    past a series' end) and static values, cut from the table as predict reads it; a padded
+    run's windows (a panel's) start at its first origin, NaN rows before the series."""
+    info = read_run_info(run_dir)
+    _, series = load_series(info, None, forecast_only=True)
     steps, h, nf = forecaster.input_steps, forecaster.horizon, len(forecaster.future_columns)
+    first = info.config.data.min_input_rows - 1  # the first origin predict forecasts from
+    pad = steps - 1 - first  # rows missing before the first origin's window
     windows, ids, future, static = [], [], [], []
     for i in range(series.n_series):
         start, stop = series.bounds[i], series.bounds[i + 1]
@@ -136,8 +140,9 @@ def _inputs(run_dir, forecaster):
         ahead = values[:, values.shape[1] - nf :]
         if series.tail is not None:
             ahead = np.concatenate([ahead, series.tail[i]])
-        for o in range(steps - 1, stop - start):
-            windows.append(values[o - steps + 1 : o + 1])
+        padded = np.concatenate([np.full((pad, values.shape[1]), np.nan), values])
+        for o in range(first, stop - start):
+            windows.append(padded[o + pad - steps + 1 : o + pad + 1])
             future.append(ahead[o + 1 : o + 1 + h])
             ids.append(None if series.ids is None else series.ids[i])
             static.append(None if series.static is None else series.static[i])
