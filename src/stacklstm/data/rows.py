@@ -24,7 +24,7 @@ from .columns import (
     step_text,
 )
 from .season import require_resolved
-from .splits import fewest_rows, window_text
+from .splits import fewest_rows, input_text, window_text
 
 log = logging.getLogger(__name__)
 
@@ -333,10 +333,9 @@ def check_length(n_rows: int, cfg: DataConfig, forecast_only: bool) -> None:
     if forecast_only:
         needed = cfg.min_input_rows
         if n_rows < needed:
-            inputs = "one row (start_padding)" if cfg.padded else f"window ({cfg.window})"
             raise DataError(
                 f"the series has {count_text(n_rows, 'row')} but one input window needs "
-                f"{inputs}{extra} = {needed}"
+                f"{input_text(cfg)}{extra} = {needed}"
             )
         return
     needed = cfg.window_rows

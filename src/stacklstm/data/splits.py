@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..config import DataConfig
 
-__all__ = ["fewest_rows", "split_problem", "split_rows", "window_text"]
+__all__ = ["fewest_rows", "input_text", "split_problem", "split_rows", "window_text"]
 
 
 def split_rows(n_rows: int, cfg: DataConfig) -> tuple[int, int, int]:
@@ -40,12 +40,17 @@ def _rows(size: int | None, fraction: float, n_rows: int, horizon: int) -> int:
     return max(rows, horizon) if fraction > 0 else rows
 
 
+def input_text(cfg: DataConfig) -> str:
+    """The input rows one window needs, in words: ``"window (8)"``, or with padding ``"one
+    input row (start_padding)"``."""
+    return "one input row (start_padding)" if cfg.padded else f"window ({cfg.window})"
+
+
 def window_text(cfg: DataConfig) -> str:
     """The rows one training window needs, in words: ``"window (8) + horizon (3)"``, or with
     padding ``"one input row (start_padding) + horizon (3)"`` (``+ 1 (difference)`` after)."""
     extra = " + 1 (difference)" if cfg.difference else ""
-    inputs = "one input row (start_padding)" if cfg.padded else f"window ({cfg.window})"
-    return f"{inputs} + horizon ({cfg.horizon}){extra}"
+    return f"{input_text(cfg)} + horizon ({cfg.horizon}){extra}"
 
 
 def fewest_rows(cfg: DataConfig) -> int:

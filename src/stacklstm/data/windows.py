@@ -326,12 +326,11 @@ def make_splits(
         for i, m in merged.items():
             rows[i] = m
         problems.update({i: why for i, why in short.items() if i not in merged})
-        trained_on_val = sorted(merged)
-        if trained_on_val:
-            names = ", ".join(repr(series.ids[i]) for i in trained_on_val[:_MAX_NAMED])
-            more = len(trained_on_val) - _MAX_NAMED
+        if merged:  # in the order of the series, as short
+            names = ", ".join(repr(series.ids[i]) for i in list(merged)[:_MAX_NAMED])
+            more = len(merged) - _MAX_NAMED
             log.info("%d series too short for a training window and validation rows train on "
-                     "their validation rows too (padded windows): %s%s", len(trained_on_val),
+                     "their validation rows too (padded windows): %s%s", len(merged),
                      names, f" and {more} more" if more > 0 else "")  # fmt: skip
         problems = dict(sorted(problems.items()))
         kept = [i for i in range(series.n_series) if i not in problems]

@@ -195,32 +195,27 @@ def predict_combination(
     model = np.asarray(model, dtype=np.float64)
     # padded windows (start_padding) start a series: the statistical models are fitted at
     # its first origin with a full window, as without padding, and the origins before it
-    # by a fit of their own at its first row
+    # by a fit of their own at its first row (one call fits both parts)
     full = windows.local_origin >= windows.window - 1 + int(windows.difference)
-    out = np.full(model.shape, np.nan)
-    for rows in (np.flatnonzero(~full), np.flatnonzero(full)):
-        if rows.size:
-            out[rows] = _combination_of(windows.take(rows), model[rows], season, entry, needed)
-    return out
-
-
-def _combination_of(
-    windows: WindowSet, model: np.ndarray, season: int, entry: dict[str, Any], needed: set[str]
-) -> np.ndarray:
-    """:func:`predict_combination` of ``windows``, the statistical models fitted at each
-    series' first origin among them."""
-    forecasts: Forecasts = {"model": model}
-    if "seasonal_naive" in needed:
-        forecasts["seasonal_naive"] = windows.seasonal_naive(season)
+    rows = {key: np.flatnonzero(mask) for key, mask in (("padded", ~full), ("full", full))}
+    parts = {key: windows.take(r) for key, r in rows.items() if r.size}
+    statistical: dict[str, Forecasts] = {}
     if needed & set(baselines.STATISTICAL):
         if not baselines.statsforecast_available():
-            statistical = ", ".join(sorted(needed & set(baselines.STATISTICAL)))
+            names = ", ".join(sorted(needed & set(baselines.STATISTICAL)))
             raise ValueError(
-                f"the run's combination weighs the statistical baselines ({statistical}); "
-                f"they need statsforecast, which is not installed: {baselines.INSTALL} (or "
+                f"the run's combination weighs the statistical baselines ({names}); they "
+                f"need statsforecast, which is not installed: {baselines.INSTALL} (or "
                 "predict without `combine`)"
             )
-        forecasts.update(statistical_of({"test": windows}, season)["test"])
-    out = combined(windows, forecasts, entry)
-    assert out is not None  # saved_weights refuses an entry without weights
+        statistical = statistical_of(parts, season)
+    naive = windows.seasonal_naive(season) if "seasonal_naive" in needed else None
+    out = np.full(model.shape, np.nan)
+    for key, part in parts.items():
+        forecasts: Forecasts = {"model": model[rows[key]], **statistical.get(key, {})}
+        if naive is not None:
+            forecasts["seasonal_naive"] = naive[rows[key]]
+        mixed = combined(part, forecasts, entry)
+        assert mixed is not None  # saved_weights refuses an entry without weights
+        out[rows[key]] = mixed
     return out
