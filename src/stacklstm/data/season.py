@@ -11,7 +11,8 @@ Three things a run derives from its data before any window is built:
   (a classical decomposition of its training rows) is subtracted from its targets before
   scaling and added back to the forecasts (:meth:`WindowSet.to_original
   <stacklstm.data.WindowSet.to_original>`), exactly. With ``target_transform="log1p"`` the
-  pattern is fitted and removed on the ``log1p`` scale (a multiplicative season).
+  pattern is fitted and removed on the ``log1p`` scale (a multiplicative season). With
+  ``season_test`` only the series whose season is significant (:func:`is_seasonal`) get one.
 
 The phase of a row counts time steps from the first row of its series in the table the
 pattern was fitted on, so a later table of the same series (longer, or starting elsewhere on
@@ -182,6 +183,39 @@ def classical_pattern(values: np.ndarray, season: int) -> np.ndarray:
     return pattern - pattern.mean()
 
 
+#: :func:`is_seasonal`'s one-sided 90 % critical value of the standard normal.
+SEASON_TEST_CRITICAL = 1.645
+
+
+def is_seasonal(values: np.ndarray, season: int) -> bool:
+    """Whether ``values`` ``(time,)`` has a significant season: the test of the Theta method
+    and of the M4 competition's statistical benchmarks.
+
+    The autocorrelation at lag ``season`` must exceed, in absolute value, 1.645 times its
+    standard error under a moving average of order ``season - 1`` (Bartlett's formula,
+    ``sqrt((1 + 2 * sum(r_k ** 2 for k < season)) / n)``), a one-sided 90 % test. A series
+    of fewer than 3 seasons, or a constant one, is not seasonal, as in those benchmarks. The
+    test reads the values as they are, so a steep trend over few seasons can hide a season.
+
+    Example:
+        >>> t = np.arange(48.0)
+        >>> season = 5 * np.sin(2 * np.pi * t / 12)
+        >>> is_seasonal(0.1 * t + season, 12), is_seasonal(t + season, 12), is_seasonal(t, 12)
+        (True, False, False)
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if season < 2 or n < 3 * season:
+        return False
+    centred = values - values.mean()
+    total = float(centred @ centred)
+    if total <= 0.0:
+        return False
+    r = np.array([centred[k:] @ centred[:-k] for k in range(1, season + 1)]) / total
+    limit = SEASON_TEST_CRITICAL * np.sqrt((1.0 + 2.0 * float(r[:-1] @ r[:-1])) / n)
+    return bool(abs(r[-1]) > limit)
+
+
 @dataclass(frozen=True, eq=False)
 class SeasonalPattern:
     """Each series' additive seasonal pattern of its targets, fitted on its training rows.
@@ -302,7 +336,7 @@ def _reference(series: Any, start: int) -> str | int | None:
 
 
 def fit_seasonal(
-    series: Any, values: np.ndarray, n_train: Sequence[int], season: int
+    series: Any, values: np.ndarray, n_train: Sequence[int], season: int, test: bool = False
 ) -> SeasonalPattern | None:
     """Fit each series' pattern on its first ``n_train[i]`` rows of ``values``.
 
@@ -311,31 +345,39 @@ def fit_seasonal(
         values: ``(time, n_targets)`` float64 targets (after ``target_transform``).
         n_train: Training rows of each series.
         season: Period (>= 2).
+        test: Fit a target's pattern only where its training rows pass :func:`is_seasonal`
+            (``season_test``); the others keep a pattern of zeros.
 
     Returns:
         The patterns, or None when no series has 2 seasons of training rows (or
-        ``season < 2``): nothing to remove.
+        ``season < 2``, or, with ``test``, none is seasonal): nothing to remove.
     """
     if season < 2:
         return None
     nt = values.shape[1]
     bounds = series.bounds
     pattern = np.zeros((len(n_train), season, nt))
-    fitted = 0
+    fitted = short = 0
     for i, n in enumerate(n_train):
         if n < 2 * season:
+            short += 1
             continue
         start = int(bounds[i])
+        found = False
         for j in range(nt):
-            pattern[i, :, j] = classical_pattern(values[start : start + int(n), j], season)
-        fitted += 1
+            rows = values[start : start + int(n), j]
+            if not test or is_seasonal(rows, season):
+                pattern[i, :, j] = classical_pattern(rows, season)
+                found = True
+        fitted += found
     if not fitted:
-        log.info("no series has 2 seasons (%d rows) of training rows: not deseasonalised",
-                 2 * season)  # fmt: skip
+        log.info("no series has 2 seasons (%d rows) of training rows%s: not deseasonalised",
+                 2 * season, " and a significant season" if test else "")  # fmt: skip
         return None
     if fitted < len(n_train):
-        log.info("deseasonalised %d of %d series (the others have fewer than %d training rows)",
-                 fitted, len(n_train), 2 * season)  # fmt: skip
+        log.info("deseasonalised %d of %d series (%d have fewer than %d training rows, %d no "
+                 "significant season)", fitted, len(n_train), short, 2 * season,
+                 len(n_train) - fitted - short)  # fmt: skip
     references = tuple(_reference(series, int(bounds[i])) for i in range(len(n_train)))
     return SeasonalPattern(int(season), pattern, references, series.freq)
 
@@ -404,6 +446,7 @@ __all__ = [
     "fit_seasonal",
     "forward_targets",
     "inverse_targets",
+    "is_seasonal",
     "model_values",
     "require_resolved",
     "resolve_data_config",

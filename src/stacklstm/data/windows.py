@@ -389,7 +389,8 @@ def _deseasonalized(
     values, _, _ = seasons.model_values(series, cfg, None)
     if not cfg.deseasonalize:
         return values, None
-    seasonal = seasons.fit_seasonal(series, values[:, : series.n_targets], n_train, cfg.season)
+    targets = values[:, : series.n_targets]
+    seasonal = seasons.fit_seasonal(series, targets, n_train, cfg.season, cfg.season_test)
     return seasons.model_values(series, cfg, seasonal)[0], seasonal
 
 
