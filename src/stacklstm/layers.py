@@ -8,6 +8,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .checks import (
     SettingError,
@@ -194,10 +195,10 @@ def check_state(
         h, c = s
         h_dims = ("proj_size", proj_size) if proj_size else ("hidden", hidden)
         for name, a, (dim, size) in (("h", h, h_dims), ("c", c, ("hidden", hidden))):
-            if jnp.shape(a) != (batch, size):
+            if np.shape(a) != (batch, size):
                 raise ValueError(
                     f"{what}[{k}].{name} must be (batch, {dim}) = ({batch}, {size}); "
-                    f"got {jnp.shape(a)}"
+                    f"got {np.shape(a)}"
                 )
         out.append(LSTMState(jnp.asarray(h), jnp.asarray(c)))
     return tuple(out)

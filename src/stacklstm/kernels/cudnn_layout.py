@@ -26,6 +26,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Array = jax.Array
 
@@ -73,9 +74,9 @@ def pack_weights(
         )  # fmt: skip
         expected = {"kernel_ih": (in_features, h4), "kernel_hh": (hidden_size, h4), "bias": (h4,)}
         for key, shape in expected.items():
-            if jnp.shape(layer[key]) != shape:
+            if np.shape(layer[key]) != shape:
                 raise ValueError(
-                    f"pack_weights: {name}/{key} must be {shape}; got {jnp.shape(layer[key])}"
+                    f"pack_weights: {name}/{key} must be {shape}; got {np.shape(layer[key])}"
                 )
         weights += [jnp.ravel(jnp.transpose(layer["kernel_ih"])),
                     jnp.ravel(jnp.transpose(layer["kernel_hh"]))]  # fmt: skip

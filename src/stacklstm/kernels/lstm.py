@@ -317,9 +317,9 @@ def lstm_layer(
         ("h", state.h, h_size, h_name),
         ("c", state.c, hidden, "hidden"),
     ):
-        if jnp.shape(a) != (batch, size):
+        if np.shape(a) != (batch, size):
             raise ValueError(
-                f"state.{name} must be (batch, {size_name}) = ({batch}, {size}); got {jnp.shape(a)}"
+                f"state.{name} must be (batch, {size_name}) = ({batch}, {size}); got {np.shape(a)}"
             )
     if seq_lengths is not None:
         seq_lengths = check_seq_lengths(seq_lengths, batch, time)

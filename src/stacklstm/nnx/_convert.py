@@ -7,6 +7,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from .. import layers as _linen_layers
@@ -72,7 +73,7 @@ def load_linen_params(model: nnx.Module, params: Mapping[str, Any]) -> None:
         >>> load_linen_params(lstm, from_torch(torch.nn.LSTM(3, 8, proj_size=2)))
     """
     state = nnx.state(model, nnx.Param)
-    have = {k: jnp.shape(v) for k, v in _flat(nnx.to_pure_dict(state)).items()}
+    have = {k: np.shape(v) for k, v in _flat(nnx.to_pure_dict(state)).items()}
     given = _flat(_unwrap(params))
     if set(given) != set(have):
         missing, extra = sorted(set(have) - set(given)), sorted(set(given) - set(have))
@@ -81,9 +82,9 @@ def load_linen_params(model: nnx.Module, params: Mapping[str, Any]) -> None:
             f"{missing}, unexpected {extra}"
         )
     for key, shape in have.items():
-        if jnp.shape(given[key]) != shape:
+        if np.shape(given[key]) != shape:
             raise ValueError(
-                f"load_linen_params: {key} must have shape {shape}; got {jnp.shape(given[key])}"
+                f"load_linen_params: {key} must have shape {shape}; got {np.shape(given[key])}"
             )
     nnx.replace_by_pure_dict(state, jax.tree.map(jnp.asarray, dict(_unwrap(params))))
     nnx.update(model, state)
@@ -135,7 +136,7 @@ def from_linen(
             "from_linen: the params hold no layer_0/kernel_ih (in_features, 4*hidden) of a "
             f"{type(module).__name__}; got keys {sorted(tree)}"
         )
-    in_features = jnp.shape(layer_0["kernel_ih"])[0]
+    in_features = np.shape(layer_0["kernel_ih"])[0]
     model = cls(in_features, **{f: getattr(module, f) for f in fields}, rngs=rngs)
     load_linen_params(model, tree)
     return model
