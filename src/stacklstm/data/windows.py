@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 _MAX_NAMED = 5
 
 
+def _listed(texts: Sequence[str], sep: str = ", ") -> str:
+    """The first :data:`_MAX_NAMED` of ``texts`` joined by ``sep``, and how many more."""
+    more = len(texts) - _MAX_NAMED
+    return sep.join(texts[:_MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
 @dataclass(frozen=True, eq=False)
 class Splits:
     """Train, validation and test windows, and the row counts of each split.
@@ -223,10 +229,7 @@ def _skip_series(series: Series, problems: dict[int, str], cfg: DataConfig, what
     if not problems:
         return series
     assert series.ids is not None
-    named = [f"{series.ids[i]!r} ({reason})" for i, reason in list(problems.items())[:_MAX_NAMED]]
-    listed = "; ".join(named) + (
-        f" and {len(problems) - _MAX_NAMED} more" if len(problems) > _MAX_NAMED else ""
-    )
+    listed = _listed([f"{series.ids[i]!r} ({why})" for i, why in problems.items()], "; ")
     if cfg.strict:
         raise DataError(
             f"{len(problems)} series cannot be used for {what}: {listed}; drop them or turn "
@@ -307,10 +310,8 @@ def make_splits(
             known = set(scaler.ids)
             untrained = [i for i, name in enumerate(series.ids) if name not in known]
             if untrained and not cfg.strict and len(untrained) < series.n_series:
-                names = ", ".join(repr(series.ids[i]) for i in untrained[:_MAX_NAMED])
-                more = len(untrained) - _MAX_NAMED
-                log.info("left out %d series the run was not trained on: %s%s", len(untrained),
-                         names, f" and {more} more" if more > 0 else "")  # fmt: skip
+                log.info("left out %d series the run was not trained on: %s", len(untrained),
+                         _listed([repr(series.ids[i]) for i in untrained]))  # fmt: skip
                 keep = [i for i, name in enumerate(series.ids) if name in known]
                 series, rows, lengths = series.select(keep), [rows[i] for i in keep], lengths[keep]
             else:
@@ -320,18 +321,18 @@ def make_splits(
             if i not in problems and (problem := split_problem(int(n), rows[i], cfg)) is not None:
                 # "the series has 1 row but ..." names the rows itself
                 short[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
-        merged = {i: m for i in short if (m := _without_validation(int(lengths[i]), rows[i], cfg))}
-        if len(problems) + len(short) == len(lengths):  # no series would keep a validation row
-            merged = {}
+        merged = {}
+        if len(problems) + len(short) < len(lengths):  # some series keeps its validation rows
+            merged = {
+                i: m for i in short if (m := _without_validation(int(lengths[i]), rows[i], cfg))
+            }
         for i, m in merged.items():
             rows[i] = m
         problems.update({i: why for i, why in short.items() if i not in merged})
         if merged:  # in the order of the series, as short
-            names = ", ".join(repr(series.ids[i]) for i in list(merged)[:_MAX_NAMED])
-            more = len(merged) - _MAX_NAMED
             log.info("%d series too short for a training window and validation rows train on "
-                     "their validation rows too (padded windows): %s%s", len(merged),
-                     names, f" and {more} more" if more > 0 else "")  # fmt: skip
+                     "their validation rows too (padded windows): %s", len(merged),
+                     _listed([repr(series.ids[i]) for i in merged]))  # fmt: skip
         problems = dict(sorted(problems.items()))
         kept = [i for i in range(series.n_series) if i not in problems]
         series = _skip_series(series, problems, cfg, "training")
@@ -410,9 +411,8 @@ def select_series(series: Series, ids: Sequence[str]) -> Series:
     position = {name: i for i, name in enumerate(series.ids)}
     unknown = [name for name in ids if name not in position]
     if unknown:
-        shown = ", ".join(map(repr, series.ids[:_MAX_NAMED]))
-        more = f" and {len(series.ids) - _MAX_NAMED} more" if len(series.ids) > _MAX_NAMED else ""
-        raise DataError(f"no series {unknown[0]!r} in the table; it has {shown}{more}")
+        shown = _listed([repr(name) for name in series.ids])
+        raise DataError(f"no series {unknown[0]!r} in the table; it has {shown}")
     return series.select(sorted({position[name] for name in ids}))
 
 
