@@ -26,7 +26,7 @@ def test_long_format_is_the_forecast_after_the_last_row_in_statsforecasts_names(
     code, stdout, err = _main("predict", co2_run, "--format", "long", "--output", out)
     assert code == 0, err
     assert "wrote 1 forecasts" in stdout  # horizon 1, one series
-    long = pd.read_csv(out, parse_dates=["ds"])
+    long = pd.read_csv(out, parse_dates=["ds"], float_precision="round_trip")
     assert list(long.columns) == [
         "unique_id", "ds", "stacklstm", "stacklstm-lo-80", "stacklstm-hi-80",
         "stacklstm-lo-95", "stacklstm-hi-95",
@@ -58,7 +58,7 @@ def test_long_format_of_an_estimators_run_equals_its_predict(tmp_path):
     out = tmp_path / "long.csv"
     code, _, err = _main("predict", model.run_dir, "--format", "long", "--output", out)
     assert code == 0, err
-    cli = pd.read_csv(out, parse_dates=["ds"])
+    cli = pd.read_csv(out, parse_dates=["ds"], float_precision="round_trip")
     mine = model.predict(level=[50])
     assert mine["unique_id"].tolist() == [3, 3, 7, 7]
     assert mine["ds"].tolist() == [pd.Timestamp("2021-12-19"), pd.Timestamp("2021-12-26")] * 2
