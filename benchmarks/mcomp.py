@@ -255,20 +255,26 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
 
 def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dict, dict, list]:
     """The forecast from the last row of each series and the one from ``horizon`` rows before
-    (the validation forecast, scored on the last ``horizon`` values of ``x``), and the series
-    that got ``predict``'s fallback forecast (too short for the panel's window):
+    (the validation forecast, scored on the last ``horizon`` values of ``x``; of a retrained
+    run, its selection's, which did not train on them), and the series that got ``predict``'s
+    fallback forecast (too short for the panel's window):
     ``({id: (h,) list}, {id: (h,) list}, [id])``."""
     from stacklstm.train import predict
 
-    frame = predict(run_dir, table)
     columns = [f"y_h{k}" for k in range(1, horizon + 1)]
-    groups = [("", frame)] if not ids else frame.groupby(frame.columns[0], sort=False)
+
+    def groups(frame):
+        return [("", frame)] if not ids else frame.groupby(frame.columns[0], sort=False)
+
+    selection = run_dir / "selection"
     last, val, fallback = {}, {}, []
-    for i, rows in groups:
+    for i, rows in groups(predict(run_dir, table)):
         last[str(i)] = rows[columns].iloc[-1].tolist()
         if "forecaster" in rows and rows["forecaster"].iloc[-1] != "model":
             fallback.append(str(i))
-        elif len(rows) > horizon:
+    held = predict(selection if selection.is_dir() else run_dir, table)
+    for i, rows in groups(held):
+        if str(i) not in fallback and len(rows) > horizon:
             val[str(i)] = rows[columns].iloc[-horizon - 1].tolist()
     return last, val, fallback
 
