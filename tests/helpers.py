@@ -65,7 +65,7 @@ def tiny_run(
         "--dropout", "0.2", "--epochs", "2", "--batch-size", str(batch_size),
         "--log-every", str(log_every), "--checkpoint-every", str(checkpoint_every),
         "--baselines", "naive", "--season", "52", "--no-deseasonalize", "--patience", "15",
-        "--start-padding", "none", "--scaler", "standard",
+        "--start-padding", "none", "--scaler", "standard", "--retrain", "off",
     ]  # fmt: skip
     # every setting explicit (none "auto"): the saved config equals this one as it is
     run = RunConfig(
@@ -82,6 +82,7 @@ def tiny_run(
             checkpoint_every=checkpoint_every,
             baselines="naive",
             patience=15,
+            retrain="off",
         ),
     )
     return flags, run

@@ -239,8 +239,9 @@ def test_cli_panel_ids_as_written_and_a_one_row_series_named_once(tmp_path):
     assert report["n_series"] == 3 and list(report["per_series"]) == ["01", "1", "NA"]
     info = read_run_info(run)
     assert info.scaler.ids == ("01", "1", "NA")
-    # each series scaled on its own 79 (28) training rows: level + 0..78, no splicing
-    assert info.scaler.center[:, 0].tolist() == pytest.approx([5 + 39, 500 + 39, 50 + 13.5])
+    # each series scaled on its own 79 (28) training and 6 validation rows (the panel is
+    # retrained on them): level + 0..84 (0..33), no splicing
+    assert info.scaler.center[:, 0].tolist() == pytest.approx([5 + 42, 500 + 42, 50 + 16.5])
     code, _, err = _main("predict", run, "--ids", "01,NA", "--output", tmp_path / "o.csv")
     assert code == 0, err
     pred = pd.read_csv(tmp_path / "o.csv", dtype={"id": str}, keep_default_na=False)

@@ -159,7 +159,7 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
 
     model = LSTMForecaster(
         horizon=2, window=6, season=4, lstm_hidden_size=4, epochs=1, batch_size=8,
-        baselines="all", test_size=6, val_size=8, run_dir=tmp_path / "run",
+        baselines="all", test_size=6, val_size=8, run_dir=tmp_path / "run", retrain="off",
     ).fit(_panel())  # fmt: skip
     run = model.run_dir
     report = json.loads((run / "report.json").read_text())

@@ -72,7 +72,9 @@ def test_panel_report_scores_every_series_and_together(panel_run):
     )
     info = read_run_info(run)
     assert info.scaler.ids == ("a", "b")
-    assert info.scaler.center[0, 0] == pytest.approx(np.mean(a[:48]), rel=1e-14)  # 48 train
+    # a panel is retrained on its training and validation rows (48 + 6), and scaled on them
+    assert info.config.train.retrain == "on"
+    assert info.scaler.center[0, 0] == pytest.approx(np.mean(a[:54]), rel=1e-14)
 
 
 def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):

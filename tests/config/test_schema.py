@@ -38,7 +38,8 @@ def test_new_fields_say_what_older_runs_meant():
     # gave point forecasts without intervals; older models read past-only features and no
     # calendar, and no hybrid, and no window started before its series; they kept the seasonal
     # pattern, untested, and the values themselves, and trained for the epochs given, one
-    # model each; their combination was the weighted one
+    # model each; their combination was the weighted one, and none was retrained on its
+    # validation rows
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "season_test"): False,
@@ -59,4 +60,5 @@ def test_new_fields_say_what_older_runs_meant():
         ("train", "ensemble"): 1,
         ("model", "hybrid"): False,
         ("train", "combination"): "weighted",
+        ("train", "retrain"): "off",
     }

@@ -53,8 +53,18 @@ def _train(args: argparse.Namespace) -> int:
     return _train_in(args, Path(args.out))
 
 
+def _selecting(out: Path) -> bool:
+    """Whether ``out`` holds only the selection run of a retrained run (``retrain``): its
+    settings, but ``retrain`` and ``baselines``, are the selection's."""
+    from ..train.files import CONFIG_FILE, SELECTION_DIR
+
+    return not (out / CONFIG_FILE).is_file() and (out / SELECTION_DIR / CONFIG_FILE).is_file()
+
+
 def _train_in(args: argparse.Namespace, out: Path) -> int:
     from .. import distributed
+    from ..config.schema import default_baselines
+    from ..train.files import SELECTION_DIR
     from ..train.loop import fit
     from ..train.rundir import read_run_info
 
@@ -62,6 +72,9 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
     if args.config is not None:
         loaded = read_config(args.config)
         base, data = loaded.config, data if data is not None else loaded.data_path
+    elif args.resume and _selecting(out):  # a retrained run stopped in its selection run
+        selection = read_run_info(out / SELECTION_DIR).config
+        base = selection.replace({"train": {"retrain": "on", "baselines": default_baselines()}})
     elif args.resume:
         base = read_run_info(out).config  # flags given must then agree with the saved run
     else:
@@ -78,6 +91,8 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
         f"ensemble of {cfg.train.ensemble} members, {len(members)} trained or found finished, "
         f"{result.step} steps in all"
     )  # fmt: skip
+    if getattr(result, "selection", None) is not None:  # a RetrainResult
+        steps += f" with its selection run in {out / SELECTION_DIR}"
     print(f"run folder: {out}  ({steps}, stopped by {result.stop_reason})")
     return 0
 

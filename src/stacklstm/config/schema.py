@@ -29,6 +29,7 @@ LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
 POINT_LOSSES = ("mse", "mae", "huber")
 BaselineKind = Literal["naive", "all"]
 CombinationKind = Literal["weighted", "median"]
+RetrainKind = Literal["auto", "on", "off"]
 TargetTransform = Literal["none", "log1p", "auto"]
 #: ``"auto"``: a setting derived from the data when the run starts (the season from the time
 #: step, the window from the season, the training budget from the number of windows); the run

@@ -28,6 +28,7 @@ from .schema import (
     BaselineKind,
     CombinationKind,
     LossKind,
+    RetrainKind,
     _Section,
     default_baselines,
     setting,
@@ -148,6 +149,14 @@ class TrainConfig(_Section):
         "with the median of their forecasts, per step and target",
         legacy=1,
     )
+    retrain: RetrainKind = setting(
+        "auto",
+        help="after early stopping, train a fresh model on the training and validation "
+        "windows together for the epochs that scored best on validation (the run chosen on "
+        "validation is kept in selection/ and scores the validation split of the report); "
+        "'auto': on for a panel (id_column) with validation windows and ensemble=1",
+        legacy="off",
+    )
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
     checkpoint_every: int = setting(
         1000, help="steps between checkpoints besides each epoch end (0: epoch ends only)"
@@ -213,6 +222,14 @@ class TrainConfig(_Section):
                 f"the ensemble's last member would have seed {self.seed} + {self.ensemble - 1}, "
                 f"more than the largest seed {2**63 - 1}; lower `seed`",
                 "seed",
+            )
+        check_choice("retrain", self.retrain, get_args(RetrainKind))
+        if self.retrain == "on" and self.ensemble > 1:
+            raise SettingError(
+                f"retrain='on' trains one model again on the validation windows, but "
+                f"`ensemble` is {self.ensemble}; use retrain='off' (or 'auto') with an "
+                "ensemble",
+                "retrain",
             )
         check_positive_int("log_every", self.log_every)
         check_int("checkpoint_every", self.checkpoint_every, 0)

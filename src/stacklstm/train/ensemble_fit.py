@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,12 +28,13 @@ from pathlib import Path
 from ..config import RunConfig
 from ..distributed import is_primary, sync
 from .ensemble import member_config, member_dir
-from .files import CONFIG_FILE, MEMBERS_DIR, REPORT_FILE
+from .files import CONFIG_FILE, MEMBERS_DIR
 from .lock import RunLock
 from .plan import make_plan
 from .report import evaluate_run
 from .results import FitResult
-from .rundir import creating_run_dir, write_run_info
+from .retrain import finished_result
+from .rundir import creating_run_dir, newest_step, write_run_info
 
 log = logging.getLogger(__name__)
 
@@ -150,46 +150,16 @@ def _member(
     """Train, resume or skip member ``k`` (None: ``limit`` allows it no update)."""
     folder = member_dir(out_dir, k)
     started = (folder / CONFIG_FILE).is_file()
-    finished = _finished(folder) if started else None
+    finished = finished_result(folder) if started else None
     if finished is not None:
         log.info("ensemble member %d (%s) finished earlier", k, folder)
         return finished
-    current = _newest_step(folder) if started else 0
+    current = newest_step(folder) if started else 0
     if limit is not None and limit <= current:
         return None
     log.info("ensemble member %d of %d: seed %d", k + 1, cfg.train.ensemble, cfg.train.seed + k)
     return fit(member_config(cfg, k), folder, resume=started, quiet=quiet,
                data_path=data_path, stop_after_steps=limit)  # fmt: skip
-
-
-def _newest_step(folder: Path) -> int:
-    steps = [int(p.name) for p in (folder / "checkpoints").glob("*") if p.name.isdigit()]
-    return max(steps, default=0)
-
-
-def _finished(folder: Path) -> FitResult | None:
-    """A member's result if its newest checkpoint says training finished and its report is
-    written (read from two small JSON files); None otherwise (then ``fit`` resumes it)."""
-    step = _newest_step(folder)
-    path = folder / "checkpoints" / str(step) / "progress" / "metadata"
-    try:
-        progress = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not (isinstance(progress, dict) and progress.get("finished")):
-        return None
-    if not (folder / REPORT_FILE).is_file():
-        return None
-    return FitResult(
-        out_dir=folder,
-        step=step,
-        epochs=int(progress["epoch"]),
-        best_val_loss=progress["best_val_loss"],
-        best_step=progress["best_step"],
-        stop_reason=str(progress["stop_reason"]),
-        skipped=int(progress["total_skipped"]),
-        report=None,
-    )
 
 
 __all__ = ["EnsembleResult", "fit_ensemble"]

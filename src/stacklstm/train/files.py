@@ -15,7 +15,7 @@ from __future__ import annotations
 # lock.py names its file: it imports nothing of the package, so a process can load it alone
 from .lock import LOCK_FILE as LOCK_FILE
 
-# A run folder (and a seed ensemble's folder, which adds MEMBERS_DIR).
+# A run folder (a seed ensemble's folder adds MEMBERS_DIR, a retrained run SELECTION_DIR).
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 LATEST_DIR = "checkpoints"
@@ -27,6 +27,9 @@ CALIBRATION_FILE = "calibration.json"
 #: The statistical baselines' forecasts of the report, kept for ``evaluate``.
 BASELINES_FILE = "baselines.npz"
 MEMBERS_DIR = "members"
+#: A retrained run's first run, the one whose validation losses chose the epochs
+#: (``retrain``; see :mod:`stacklstm.train.retrain`).
+SELECTION_DIR = "selection"
 #: ``stacklstm predict``'s default output (the user's file: not owned by the run).
 PREDICTIONS_FILE = "predictions.csv"
 

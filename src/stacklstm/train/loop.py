@@ -36,12 +36,21 @@ from ..distributed import (
 )
 from .checkpoint import RunCheckpoints, abstract_target
 from .ensemble_fit import fit_ensemble
+from .files import CONFIG_FILE, SELECTION_DIR
 from .lock import RunLock
 from .plan import RunPlan, make_plan
 from .progress import Progress
 from .report import Report, evaluate_run
 from .report_baselines import prefetch_splits
 from .results import FitResult
+from .retrain import (
+    RetrainResult,
+    finished_result,
+    lines_said_once,
+    selected_epochs,
+    selection_config,
+    started,
+)
 from .rundir import (
     METRICS_FILE,
     atomic_write_text,
@@ -66,13 +75,14 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- 2. open the run
 
 
-def _open_new(plan: RunPlan) -> _Opened:
+def _open_new(plan: RunPlan, keep: tuple[str, ...] = ()) -> _Opened:
     """Create the run folder: config first, then a step-0 checkpoint (so resume always works).
 
-    If any of it fails (a full disk?), no folder is left behind.
+    If any of it fails (a full disk?), no folder is left behind (but the entries named in
+    ``keep``: a retrained run's ``selection/``).
     """
     init_key, dropout_key = jax.random.split(jax.random.key(plan.cfg.train.seed))
-    with creating_run_dir(plan.out_dir, writer=is_primary()) as lock:
+    with creating_run_dir(plan.out_dir, writer=is_primary(), keep=keep) as lock:
         if is_primary():  # the only writer of everything but checkpoints
             write_run_info(plan.out_dir, plan.info)
             (plan.out_dir / METRICS_FILE).touch()
@@ -214,14 +224,42 @@ def fit(
                             data_path=data_path, stop_after_steps=stop_after_steps)  # fmt: skip
     if is_primary() and out_dir.is_dir():
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
-    plan = make_plan(run_cfg, out_dir, resume, data_path)
+    # a retrained run whose selection has begun but whose own folder has not
+    selecting = resume and not (out_dir / CONFIG_FILE).is_file() and started(out_dir)
+    keep = (SELECTION_DIR,) if selecting else ()
+    if selecting and data_path is None:  # the run's own table, as its selection saved it
+        data_path = read_run_info(out_dir / SELECTION_DIR).data_path
+    with lines_said_once():
+        plan = make_plan(run_cfg, out_dir, resume and not selecting, data_path, keep=keep)
+        if selecting and plan.cfg.train.retrain != "on":
+            raise ValueError(
+                f"cannot resume {out_dir}: it holds the selection run of retrain='on', but the "
+                f"settings give retrain={plan.cfg.train.retrain!r}; resume with the same "
+                "settings"
+            )
+        if plan.cfg.train.retrain == "on":
+            return _fit_retrained(plan, run_cfg, resume and not selecting, quiet, data_path,
+                                  stop_after_steps, callbacks)  # fmt: skip
+    return _fit_planned(plan, resume, quiet, data_path, stop_after_steps, callbacks)
+
+
+def _fit_planned(
+    plan: RunPlan,
+    resume: bool,
+    quiet: bool,
+    data_path: str | Path | None,
+    stop_after_steps: int | None,
+    callbacks: Sequence[EpochCallback],
+    keep: tuple[str, ...] = (),
+) -> FitResult:
+    """Phases 2-5 of one run, once planned: open it (new, or resumed), train, report."""
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
     if stop_after_steps is None and plan.cfg.train.baselines == "all" and plan.test is not None:
         # the report's statistical baselines depend on the data alone: they fit (in worker
         # processes) while this process builds the model and trains it, and the report
         # waits for what is left
         prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
-    opened = _open_resumed(plan) if resume else _open_new(plan)
+    opened = _open_resumed(plan) if resume else _open_new(plan, keep)
     try:
         kernel = kernels.info()
         log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
@@ -229,6 +267,43 @@ def fit(
     finally:
         if opened.lock is not None:
             opened.lock.release()
+
+
+def _fit_retrained(
+    plan: RunPlan,
+    run_cfg: RunConfig,
+    resume: bool,
+    quiet: bool,
+    data_path: str | Path | None,
+    stop_after_steps: int | None,
+    callbacks: Sequence[EpochCallback],
+) -> RetrainResult:
+    """``retrain="on"`` (:mod:`.retrain`): the selection run in ``selection/`` (trained,
+    resumed or found finished; the callbacks see its epochs), then the run itself, trained
+    on the training and validation windows for the selection's best epoch count."""
+    out_dir = plan.out_dir
+    folder = out_dir / SELECTION_DIR
+    chosen = finished_result(folder)
+    if chosen is None:
+        if resume:  # the run began after its selection had finished: it cannot be missing
+            raise ValueError(f"cannot resume {out_dir}: its selection run {folder} is unfinished")
+        chosen = fit(selection_config(plan.cfg), folder, resume=started(out_dir), quiet=quiet,
+                     data_path=plan.data_path, stop_after_steps=stop_after_steps,
+                     callbacks=callbacks)  # fmt: skip
+        if chosen.stop_reason == "stop_after_steps":
+            return RetrainResult.of(chosen, None)
+    epochs = selected_epochs(folder)
+    log.info(
+        "retrain: %d epochs chosen on validation (%s); training again on the training and "
+        "validation windows together", epochs, folder,
+    )  # fmt: skip
+    final = make_plan(run_cfg, out_dir, resume, data_path, retrain_epochs=epochs,
+                      keep=(SELECTION_DIR,))  # fmt: skip
+    limit = None if stop_after_steps is None else stop_after_steps - chosen.step
+    if limit is not None and limit < 1:
+        return RetrainResult.of(chosen, None)
+    result = _fit_planned(final, resume, quiet, data_path, limit, (), keep=(SELECTION_DIR,))
+    return RetrainResult.of(chosen, result)
 
 
 def _train_and_report(

@@ -7,7 +7,10 @@ the model built and its state's shapes known, before anything is written or allo
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,15 +94,34 @@ class RunPlan:
     freq: str | None = None  # the data's time step (kept with each checkpoint)
     example: Any = None  # zero model inputs of a Forecaster (None: an LSTMModel's x)
     test: WindowSet | None = None  # the test windows (the report's)
+    # a retrained run (:mod:`.retrain`): the epochs it trains on the training and validation
+    # windows together, with no validation (``cfg`` says so; ``info.config`` is as saved)
+    retrain_epochs: int | None = None
 
 
-def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path | None) -> RunPlan:
+def make_plan(
+    cfg: RunConfig,
+    out_dir: Path,
+    resume: bool,
+    data_path: str | Path | None,
+    *,
+    retrain_epochs: int | None = None,
+    keep: tuple[str, ...] = (),
+) -> RunPlan:
     """Check the settings, the run folder and the data; build the model; allocate nothing.
 
     A training run resolves its ``"auto"`` settings here, through :mod:`.resolve` (the
-    season and window from the time step, the budget from the training windows), and checks
-    them with the data, so a mistake is one error before anything is written. With
-    ``resume`` the resolved settings and the data must match the saved run's.
+    season and window from the time step, the budget from the training windows, ``retrain``
+    from the splits), and checks them with the data, so a mistake is one error before
+    anything is written. With ``resume`` the resolved settings and the data must match the
+    saved run's.
+
+    With ``retrain_epochs`` (the second run of ``retrain="on"``, :mod:`.retrain`) the plan
+    trains that many epochs on the windows of the training and validation rows together
+    (scaled, and deseasonalised, on those rows), with no early stopping; ``plan.cfg`` says
+    so, ``plan.info`` keeps the settings as given (and that scaler).
+    ``keep``: entries a new run folder may already hold (the retrained run's
+    ``selection/``).
     """
     check_settings(cfg, "run_cfg")
     saved = read_run_info(out_dir) if resume else None
@@ -116,7 +138,7 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
         ):
             differences.append(f"data: {str(data_path)!r} != {str(saved.data_path)!r}")
     else:
-        check_new_run_dir(out_dir, data_path)  # a new folder may hold just its own table
+        check_new_run_dir(out_dir, data_path, keep=keep)  # or just its own table
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     frame = read_table(source)
     n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
@@ -132,17 +154,28 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     mesh = make_mesh()
     windows = (len(splits.train), int(mesh.devices.size))
     given, cfg = cfg, resolve_run_config(cfg, series.freq, windows)
-    tcfg = cfg.train
+    cfg = cfg.replace({"train": {"retrain": _retrain(cfg, splits, source)}})
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
         refuse_resume(out_dir, cfg.diff(saved.config) + differences, "run")
-    per_epoch = steps_per_epoch(len(splits.train), tcfg.batch_size)
+    info_cfg, train, static_scaler = cfg, splits.train, splits.static_scaler
+    if cfg.train.retrain == "on":  # a retrained run is scaled on every row before the test
+        # the data section alone (a run-level check, of conformal, wants validation rows)
+        merged = dataclasses.replace(cfg.data, val_fraction=0.0, val_size=None)
+        # the series it leaves out, the split left out too, and named
+        with memory_errors_as_data_errors(len(series), n_columns), _quiet("stacklstm.data"):
+            every, scaler = make_splits(series, merged)
+        static_scaler = every.static_scaler
+        if retrain_epochs is not None:  # and trained on them
+            train = every.train
+            cfg = cfg.replace({"train": {"epochs": retrain_epochs, "patience": 0}})
+    tcfg = cfg.train
+    per_epoch = steps_per_epoch(len(train), tcfg.batch_size)
     if per_epoch == 0:
         raise DataError(
-            f"`batch_size` ({tcfg.batch_size}) is larger than the {len(splits.train)} training "
+            f"`batch_size` ({tcfg.batch_size}) is larger than the {len(train)} training "
             "windows; lower it or use more data"
         )
     check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
-    static_scaler = splits.static_scaler
     if saved is not None and (
         saved.scaler.to_dict() != scaler.to_dict()
         or (saved.static_scaler is None) != (static_scaler is None)
@@ -164,7 +197,6 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
             f"conformal calibrates on the validation windows but {source} gives none; raise "
             "`val_fraction` or use more data"
         )
-    train = splits.train
     model, example = run_model(cfg, scaler.columns)
     optimizer = make_optimizer(tcfg, total_steps)
     abstract = abstract_state(model, optimizer, train.n_columns if example is None else example)
@@ -172,14 +204,45 @@ def make_plan(cfg: RunConfig, out_dir: Path, resume: bool, data_path: str | Path
     check_state_fits(abstract, local[0])  # before allocating (or swapping, or hanging)
     # stored relative to the run folder when the table lies inside it (a movable folder)
     data_ref, relative = run_data_path(out_dir, data_path)
-    derived = [line.replace(" != 'auto'", "") for line in cfg.diff(given)]
+    derived = [line.replace(" != 'auto'", "") for line in info_cfg.diff(given)]
     if derived:  # once everything is checked
         log.info("settings derived from the data: %s", "; ".join(derived))
     return RunPlan(
         cfg, out_dir, data_ref, train, splits.val,
-        RunInfo(cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
-        model, optimizer, mesh, abstract, series.freq, example, splits.test,
+        RunInfo(info_cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
+        model, optimizer, mesh, abstract, series.freq, example, splits.test, retrain_epochs,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """The logger ``name`` (and those below it) says only errors within the block."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
+    """``retrain`` resolved: ``"auto"`` is ``"on"`` for a panel with validation windows and
+    one model, else ``"off"``; ``"on"`` needs validation windows to choose the epochs on.
+
+    Raises:
+        DataError: ``retrain="on"`` and the splits give no validation windows.
+    """
+    tcfg = cfg.train
+    if tcfg.retrain == "auto":
+        panel = splits.val.ids is not None
+        return "on" if panel and len(splits.val) and tcfg.ensemble == 1 else "off"
+    if tcfg.retrain == "on" and not len(splits.val):
+        raise DataError(
+            f"retrain='on' chooses the epochs on the validation windows, but {source} gives "
+            "none; raise `val_fraction` (or `val_size`), or train with retrain='off'"
+        )
+    return tcfg.retrain
 
 
 def run_model(cfg: RunConfig, columns: tuple[str, ...]) -> tuple[Any, Any]:

@@ -41,7 +41,14 @@ from .calibration import fit_calibration, write_calibration
 from .ensemble import EnsembleRun, load_run, rank_members
 from .fallback import NAME as FALLBACK
 from .fallback import fallback_ids
-from .files import BASELINES_FILE, FORECAST_PLOT, LOSS_PLOT, METRICS_FILE, REPORT_FILE
+from .files import (
+    BASELINES_FILE,
+    FORECAST_PLOT,
+    LOSS_PLOT,
+    METRICS_FILE,
+    REPORT_FILE,
+    SELECTION_DIR,
+)
 from .inference import load_series
 from .plots import plot_forecast, plot_loss
 from .report_baselines import (
@@ -55,7 +62,7 @@ from .report_table import COLUMNS as COLUMNS
 from .report_table import FORECASTERS as FORECASTERS
 from .report_table import UNDEFINED as UNDEFINED
 from .report_table import format_table as format_table
-from .rundir import atomic_write
+from .rundir import atomic_write, finished_progress
 from .step import make_predict_step
 
 log = logging.getLogger(__name__)
@@ -147,6 +154,11 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     The test scores hold ``"combination"`` too, point forecasts weighed by validation MAE
     (:mod:`stacklstm.train.report_combination`; its weights in ``data["combination"]``).
 
+    A retrained run (``retrain="on"``, :mod:`stacklstm.train.retrain`) scores its
+    validation split (and fits the combination's weights and the conformal offsets there)
+    with its selection run's model, which did not train on it; ``report.data["retrain"]``
+    names the epochs chosen.
+
     For a seed ensemble (:mod:`stacklstm.train.ensemble`) the model is the median of the
     members' forecasts, and ``report.data["ensemble"]`` lists every member's point metrics
     (scored as in its own report) with the best and worst member by test MASE.
@@ -173,7 +185,11 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     splits, _ = make_splits(
         series, cfg.data, scaler=run.info.scaler, static_scaler=run.info.static_scaler
     )
-    scores = _score_splits(run, splits)
+    held = None  # a retrained run: the validation windows as its selection's model reads them
+    if cfg.train.retrain == "on":
+        chosen = load_run(Path(run_dir) / SELECTION_DIR)
+        held = (chosen, _held_out(series, cfg, chosen.info, splits))
+    scores = _score_splits(run, splits, held)
     data = {**scores.data, **_report_settings(run, scores, source)}
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     data[combine.NAME] = scores.combination
@@ -212,9 +228,33 @@ class _Scores:
     combination: dict[str, Any] = field(default_factory=dict)
 
 
-def _score_splits(run: Any, splits: Any) -> _Scores:
+def _held_out(series: Any, cfg: Any, info: Any, splits: Any) -> WindowSet:
+    """The validation windows of ``splits`` cut with the scaler of the selection run whose
+    ``config.json`` is ``info`` (fitted on the training rows only, as it trained)."""
+    val = make_splits(series, cfg.data, scaler=info.scaler, static_scaler=info.static_scaler)[0].val
+
+    def where(windows: WindowSet) -> tuple[list, list]:
+        names = (
+            [None] * len(windows)
+            if windows.ids is None
+            else np.asarray(windows.ids)[windows.series]
+        )
+        return list(names), windows.local_origin.tolist()
+
+    same = where(val) == where(splits.val)
+    if not same:  # the two runs' splits are the same rows: a changed table would show here
+        raise ValueError(
+            "the validation windows of the retrained run and of its selection differ; the "
+            "table changed since they were trained: train again"
+        )
+    return val
+
+
+def _score_splits(run: Any, splits: Any, held: tuple[Any, WindowSet] | None = None) -> _Scores:
     """Forecast the validation then the test windows (the model, calibrated on the validation
-    windows, and the baselines) and score them; a seed ensemble's members are scored too."""
+    windows, and the baselines) and score them; a seed ensemble's members are scored too.
+    ``held``: a retrained run's selection and its validation windows, which score the
+    validation split (its model did not train on it; the same module, other weights)."""
     cfg = run.info.config
     kind, season, nt = cfg.train.baselines, cfg.data.season, len(cfg.data.target)
     predict_step = make_predict_step(run.model)
@@ -230,7 +270,11 @@ def _score_splits(run: Any, splits: Any) -> _Scores:
         statistical = statistical_splits(splits, season, with_val=True, store=store)
     for split in ("val", "test"):
         part = getattr(splits, split)
-        model_forecast, member_forecasts = run.forecasts(part, predict_step)
+        if split == "val" and held is not None:
+            part = held[1]
+            model_forecast, member_forecasts = held[0].forecasts(part, predict_step)
+        else:
+            model_forecast, member_forecasts = run.forecasts(part, predict_step)
         if split == "val":  # the conformal offsets come from the validation windows
             out.calibration = fit_calibration(cfg.train, part.y_true, model_forecast)
         elif out.calibration is not None:
@@ -293,7 +337,21 @@ def _report_settings(run: Any, scores: _Scores, source: Path) -> dict[str, Any]:
         )
     if run.members:
         data["ensemble"] = _ensemble_data(run, scores.members)
+    if cfg.train.retrain == "on":
+        data["retrain"] = _retrain_data(Path(run.run_dir))
     return data
+
+
+def _retrain_data(run_dir: Path) -> dict[str, Any]:
+    """``report.json``'s ``retrain``: the selection's folder, the epochs it chose and the
+    validation loss they scored there (:mod:`stacklstm.train.retrain`)."""
+    progress = finished_progress(run_dir / SELECTION_DIR) or {}
+    return {
+        "selection": SELECTION_DIR,
+        "epochs": progress.get("best_epoch"),
+        "selection_epochs": progress.get("epoch"),
+        "selection_val_loss": progress.get("best_val_loss"),
+    }
 
 
 def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: Any) -> None:

@@ -64,6 +64,12 @@ def format_table(data: dict[str, Any]) -> str:
         f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
         f"horizon {data['horizon']}); season={data['season']}"
     )
+    retrain = data.get("retrain")
+    if retrain:
+        lines.append(
+            f"model: retrained for {retrain['epochs']} epochs (chosen on validation) on the "
+            f"training and validation windows; val scores the model of {retrain['selection']}/"
+        )
     if "n_series" in data:
         lines.append(
             f"{data['n_series']} series scored together; MASE is the mean of each series' "

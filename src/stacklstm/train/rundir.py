@@ -41,7 +41,7 @@ from typing import IO, Any
 
 from ..config import LAYOUT_VERSION, READABLE_LAYOUTS, RunConfig
 from ..data import PanelScaler, Scaler, scaler_from_dict
-from .files import CONFIG_FILE, LOCK_FILE, MEMBERS_DIR
+from .files import CONFIG_FILE, LATEST_DIR, LOCK_FILE, MEMBERS_DIR, REPORT_FILE, SELECTION_DIR
 from .files import METRICS_FILE as METRICS_FILE
 from .lock import RunLock
 from .owners import owned_words as owned_words
@@ -154,6 +154,8 @@ def run_data_path(
         return None, None
     table, folder = _normal(data_path), _normal(out_dir)
     home = folder.parent.parent if folder.parent.name == MEMBERS_DIR else folder
+    if folder.name == SELECTION_DIR:  # a retrained run's selection: its home is the run's
+        home = folder.parent
     if _inside(table, folder) or _inside(table, home):
         return table, os.path.relpath(table, folder)
     return table, None
@@ -268,6 +270,31 @@ def newest_saved_config(run_dir: str | Path) -> tuple[int, dict | None] | None:
     return None
 
 
+def newest_step(folder: str | Path) -> int:
+    """The step of the newest checkpoint in the run folder ``folder`` (0: none)."""
+    latest = Path(folder) / LATEST_DIR
+    steps = [int(p.name) for p in latest.glob("*") if p.name.isdigit()]
+    return max(steps, default=0)
+
+
+def finished_progress(folder: str | Path) -> dict[str, Any] | None:
+    """The bookkeeping saved with the newest checkpoint of the run in ``folder``
+    (:class:`~stacklstm.train.progress.Progress` as a dict: ``epoch``, ``best_epoch``,
+    ``best_val_loss``, ``best_step``, ``stop_reason``, ``total_skipped``) when its training
+    finished and its report is written (read from two small JSON files); None otherwise."""
+    folder = Path(folder)
+    path = folder / LATEST_DIR / str(newest_step(folder)) / "progress" / "metadata"
+    try:
+        progress = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(progress, dict) and progress.get("finished")):
+        return None
+    if not (folder / REPORT_FILE).is_file():
+        return None
+    return progress
+
+
 def read_metrics(path: Path, through_step: int) -> list[str]:
     """Lines of ``metrics.jsonl`` written at or before ``through_step`` (the restored step)."""
     if not path.exists():
@@ -300,10 +327,11 @@ def is_resumable(run_dir: str | Path) -> bool:
 _TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq", ".gz", ".bz2", ".zip", ".xz", ".zst")
 
 
-def _own_table(out_dir: Path) -> str | None:
-    """The name of the one file a new run folder ``out_dir`` holds besides a lock, when it is
-    a table (a CSV or Parquet file, not a link) and nothing else is there; else None."""
-    names = [p for p in out_dir.iterdir() if p.name != LOCK_FILE]
+def _own_table(out_dir: Path, keep: tuple[str, ...] = ()) -> str | None:
+    """The name of the one file a new run folder ``out_dir`` holds besides a lock (and the
+    entries ``keep``), when it is a table (a CSV or Parquet file, not a link) and nothing
+    else is there; else None."""
+    names = [p for p in out_dir.iterdir() if p.name not in (LOCK_FILE, *keep)]
     one = names[0] if len(names) == 1 else None
     if (
         one
@@ -315,13 +343,16 @@ def _own_table(out_dir: Path) -> str | None:
     return None
 
 
-def check_new_run_dir(out_dir: str | Path, data_path: str | Path | None = None) -> None:
+def check_new_run_dir(
+    out_dir: str | Path, data_path: str | Path | None = None, *, keep: tuple[str, ...] = ()
+) -> None:
     """Raise ValueError unless a new run can be created at ``out_dir`` (checks, creates nothing).
 
     ``out_dir`` must be absent or an empty folder (a lock file left alone counts as empty),
     not in use by another ``train``, and its nearest existing ancestor writable. A folder
     whose one file is the run's own table (``data_path``, directly inside ``out_dir``) counts
-    as empty too: the run keeps its table inside (:func:`run_data_path`).
+    as empty too: the run keeps its table inside (:func:`run_data_path`), and so do the
+    entries named in ``keep`` (a retrained run's ``selection/``, trained before it).
     """
     out_dir = Path(out_dir)
     if out_dir.exists():
@@ -336,7 +367,7 @@ def check_new_run_dir(out_dir: str | Path, data_path: str | Path | None = None) 
         table = None
         if data_path is not None and _normal(data_path).parent == _normal(out_dir):
             table = _normal(data_path).name
-        if any(p.name not in (LOCK_FILE, table) for p in out_dir.iterdir()):
+        if any(p.name not in (LOCK_FILE, table, *keep) for p in out_dir.iterdir()):
             also = "" if table is None else f" but for its table {table}"
             raise ValueError(
                 f"output folder {out_dir} is not empty{also}; choose another `out_dir`"
@@ -349,7 +380,9 @@ def check_new_run_dir(out_dir: str | Path, data_path: str | Path | None = None) 
 
 
 @contextlib.contextmanager
-def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[RunLock | None]:
+def creating_run_dir(
+    out_dir: str | Path, *, writer: bool = True, keep: tuple[str, ...] = ()
+) -> Iterator[RunLock | None]:
     """Create and lock a new run folder; if the block fails, remove all it created.
 
     So a run folder is either resumable (``config.json`` and a first checkpoint) or absent.
@@ -360,7 +393,8 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
     counts as empty), nothing is changed and a ``ValueError`` says why. If the block fails,
     what this call made is removed while the lock is held: the folder's contents (not that
     table), the folder if it was made here, and the parents made here if they are empty (so
-    another run's files are never touched).
+    another run's files are never touched). The entries named in ``keep`` (a retrained
+    run's ``selection/``) count as empty and are never removed either.
     An ``OSError`` (a full disk, no permission) comes out with a message naming the folder.
     Other processes (``writer=False``) receive None and remove nothing.
     """
@@ -384,9 +418,9 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
                     f"output path {out_dir} is a file; expected a folder for the run"
                 ) from None
         lock = RunLock.acquire(out_dir)  # RunInUseError: another train has it
-        kept = None if made else _own_table(out_dir)
+        kept = None if made else _own_table(out_dir, keep)
         if (out_dir / CONFIG_FILE).exists() or any(
-            p.name not in (LOCK_FILE, kept) for p in out_dir.iterdir()
+            p.name not in (LOCK_FILE, kept, *keep) for p in out_dir.iterdir()
         ):  # another run began and ended here since the checks
             lock.release()
             lock = None
@@ -395,7 +429,7 @@ def creating_run_dir(out_dir: str | Path, *, writer: bool = True) -> Iterator[Ru
     except BaseException as err:
         if lock is not None:  # only a lock holder removes anything
             for path in out_dir.iterdir():
-                if path.name in (LOCK_FILE, kept):
+                if path.name in (LOCK_FILE, kept, *keep):
                     continue
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)

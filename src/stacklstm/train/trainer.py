@@ -267,7 +267,7 @@ class _Trainer:
         """Evaluate, update the best-so-far, early stopping and callbacks; reset the epoch."""
         plan, tcfg, progress, epoch = self.plan, self.tcfg, self.progress, self.epoch
         val_loss = None
-        if len(plan.val):
+        if len(plan.val) and plan.retrain_epochs is None:  # a retrained run: no validation
             val_loss = evaluate_loss(
                 self.eval_step, self.state.params, plan.val, tcfg.batch_size, plan.mesh
             )

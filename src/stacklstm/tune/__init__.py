@@ -195,9 +195,11 @@ def tune(
 
     def run_trial(trial: Any) -> float:
         # A trial's report scores the naive baselines only: the statistical ones cost up to a
-        # minute per trial and do not enter the objective (best.toml keeps `baselines`).
+        # minute per trial and do not enter the objective; and a trial is not retrained on
+        # its validation rows, which score it (best.toml keeps `baselines` and `retrain`).
         overrides = dims.suggest(trial)
-        overrides["train"] = {**overrides.get("train", {}), "baselines": "naive"}
+        overrides["train"] = {**overrides.get("train", {}), "baselines": "naive",
+                              "retrain": "off"}  # fmt: skip
         cfg = base.replace(overrides)
         pruned = []
 
