@@ -30,6 +30,7 @@ from .report import Report as Report
 from .report import evaluate_run as evaluate_run
 from .report import format_table as format_table
 from .results import FitResult as FitResult
+from .retrain import RetrainResult as RetrainResult
 from .rundir import RunInfo as RunInfo
 from .rundir import read_run_info as read_run_info
 from .step import Batch as Batch

@@ -178,7 +178,11 @@ def fit(
     finished, ``report.json``, ``forecast.png`` and ``loss.png``. With ``ensemble=N > 1`` it
     is a seed ensemble's folder: N such runs under ``members/``, trained one after another
     (:mod:`stacklstm.train.ensemble_fit`), and the report of their median forecast; the
-    result is then an :class:`~stacklstm.train.ensemble_fit.EnsembleResult`.
+    result is then an :class:`~stacklstm.train.ensemble_fit.EnsembleResult`. With
+    ``retrain="on"`` (a panel's default) the run chosen on validation is trained first into
+    ``selection/`` and the model of ``out_dir`` is then trained on the training and validation
+    rows for its best epoch count (:mod:`stacklstm.train.retrain`); the result is then a
+    :class:`~stacklstm.train.retrain.RetrainResult`.
 
     Args:
         run_cfg: Data, model and training settings.
