@@ -267,12 +267,13 @@ def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dic
         return [("", frame)] if not ids else frame.groupby(frame.columns[0], sort=False)
 
     selection = run_dir / "selection"
+    frame = predict(run_dir, table)
     last, val, fallback = {}, {}, []
-    for i, rows in groups(predict(run_dir, table)):
+    for i, rows in groups(frame):
         last[str(i)] = rows[columns].iloc[-1].tolist()
         if "forecaster" in rows and rows["forecaster"].iloc[-1] != "model":
             fallback.append(str(i))
-    held = predict(selection if selection.is_dir() else run_dir, table)
+    held = predict(selection, table) if selection.is_dir() else frame
     for i, rows in groups(held):
         if str(i) not in fallback and len(rows) > horizon:
             val[str(i)] = rows[columns].iloc[-horizon - 1].tolist()

@@ -53,26 +53,19 @@ def _train(args: argparse.Namespace) -> int:
     return _train_in(args, Path(args.out))
 
 
-def _selecting(out: Path) -> bool:
-    """Whether ``out`` holds only the selection run of a retrained run (``retrain``): its
-    settings, but ``retrain`` and ``baselines``, are the selection's."""
-    from ..train.files import CONFIG_FILE, SELECTION_DIR
-
-    return not (out / CONFIG_FILE).is_file() and (out / SELECTION_DIR / CONFIG_FILE).is_file()
-
-
 def _train_in(args: argparse.Namespace, out: Path) -> int:
     from .. import distributed
     from ..config.schema import default_baselines
     from ..train.files import SELECTION_DIR
     from ..train.loop import fit
+    from ..train.retrain import selecting
     from ..train.rundir import read_run_info
 
     data = args.data
     if args.config is not None:
         loaded = read_config(args.config)
         base, data = loaded.config, data if data is not None else loaded.data_path
-    elif args.resume and _selecting(out):  # a retrained run stopped in its selection run
+    elif args.resume and selecting(out):  # a retrained run stopped in its selection run
         selection = read_run_info(out / SELECTION_DIR).config
         base = selection.replace({"train": {"retrain": "on", "baselines": default_baselines()}})
     elif args.resume:

@@ -32,8 +32,7 @@ from .files import CONFIG_FILE, MEMBERS_DIR
 from .lock import RunLock
 from .plan import make_plan
 from .report import evaluate_run
-from .results import FitResult
-from .retrain import finished_result
+from .results import FitResult, finished_result
 from .rundir import creating_run_dir, newest_step, write_run_info
 
 log = logging.getLogger(__name__)

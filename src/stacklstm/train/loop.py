@@ -36,18 +36,18 @@ from ..distributed import (
 )
 from .checkpoint import RunCheckpoints, abstract_target
 from .ensemble_fit import fit_ensemble
-from .files import CONFIG_FILE, SELECTION_DIR
+from .files import SELECTION_DIR
 from .lock import RunLock
 from .plan import RunPlan, make_plan
 from .progress import Progress
 from .report import Report, evaluate_run
 from .report_baselines import prefetch_splits
-from .results import FitResult
+from .results import FitResult, finished_result
 from .retrain import (
     RetrainResult,
-    finished_result,
     lines_said_once,
     selected_epochs,
+    selecting,
     selection_config,
     started,
 )
@@ -229,20 +229,20 @@ def fit(
     if is_primary() and out_dir.is_dir():
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
     # a retrained run whose selection has begun but whose own folder has not
-    selecting = resume and not (out_dir / CONFIG_FILE).is_file() and started(out_dir)
-    keep = (SELECTION_DIR,) if selecting else ()
-    if selecting and data_path is None:  # the run's own table, as its selection saved it
+    in_selection = resume and selecting(out_dir)
+    keep = (SELECTION_DIR,) if in_selection else ()
+    if in_selection and data_path is None:  # the run's own table, as its selection saved it
         data_path = read_run_info(out_dir / SELECTION_DIR).data_path
     with lines_said_once():
-        plan = make_plan(run_cfg, out_dir, resume and not selecting, data_path, keep=keep)
-        if selecting and plan.cfg.train.retrain != "on":
+        plan = make_plan(run_cfg, out_dir, resume and not in_selection, data_path, keep=keep)
+        if in_selection and plan.cfg.train.retrain != "on":
             raise ValueError(
                 f"cannot resume {out_dir}: it holds the selection run of retrain='on', but the "
                 f"settings give retrain={plan.cfg.train.retrain!r}; resume with the same "
                 "settings"
             )
         if plan.cfg.train.retrain == "on":
-            return _fit_retrained(plan, run_cfg, resume and not selecting, quiet, data_path,
+            return _fit_retrained(plan, run_cfg, resume and not in_selection, quiet, data_path,
                                   stop_after_steps, callbacks)  # fmt: skip
     return _fit_planned(plan, resume, quiet, data_path, stop_after_steps, callbacks)
 

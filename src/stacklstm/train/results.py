@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .report import Report
+from .rundir import finished_progress, newest_step
 
 
 @dataclass(frozen=True)
@@ -32,3 +33,21 @@ class FitResult:
     stop_reason: str
     skipped: int
     report: Report | None
+
+
+def finished_result(folder: str | Path) -> FitResult | None:
+    """The result of the run in ``folder`` if its newest checkpoint says training finished
+    and its report is written (``report=None``: it is in the folder); None otherwise."""
+    progress = finished_progress(folder)
+    if progress is None:
+        return None
+    return FitResult(
+        out_dir=Path(folder),
+        step=newest_step(folder),
+        epochs=int(progress["epoch"]),
+        best_val_loss=progress["best_val_loss"],
+        best_step=progress["best_step"],
+        stop_reason=str(progress["stop_reason"]),
+        skipped=int(progress["total_skipped"]),
+        report=None,
+    )

@@ -40,13 +40,13 @@ from pathlib import Path
 from ..config import RunConfig
 from .files import CONFIG_FILE, SELECTION_DIR
 from .results import FitResult
-from .rundir import finished_progress, newest_step
+from .rundir import finished_progress
 
 __all__ = [
     "RetrainResult",
-    "finished_result",
     "lines_said_once",
     "selected_epochs",
+    "selecting",
     "selection_config",
     "started",
 ]
@@ -140,22 +140,11 @@ def started(out_dir: str | Path) -> bool:
     return (Path(out_dir) / SELECTION_DIR / CONFIG_FILE).is_file()
 
 
-def finished_result(folder: str | Path) -> FitResult | None:
-    """The result of the run in ``folder`` if its newest checkpoint says training finished
-    and its report is written (``report=None``: it is in the folder); None otherwise."""
-    progress = finished_progress(folder)
-    if progress is None:
-        return None
-    return FitResult(
-        out_dir=Path(folder),
-        step=newest_step(folder),
-        epochs=int(progress["epoch"]),
-        best_val_loss=progress["best_val_loss"],
-        best_step=progress["best_step"],
-        stop_reason=str(progress["stop_reason"]),
-        skipped=int(progress["total_skipped"]),
-        report=None,
-    )
+def selecting(out_dir: str | Path) -> bool:
+    """Whether ``out_dir`` holds a retrained run's selection run but not yet the run itself
+    (it stopped in its selection: its settings, but ``retrain`` and ``baselines``, are the
+    selection's)."""
+    return not (Path(out_dir) / CONFIG_FILE).is_file() and started(out_dir)
 
 
 def selected_epochs(folder: str | Path) -> int:
