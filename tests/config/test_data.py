@@ -27,7 +27,8 @@ from stacklstm.config import DataConfig, RunConfig
         ({"time_column": "co2"}, "time_column 'co2' is also listed"),
         (
             {"scaler": "zscore"},
-            "scaler must be one of 'auto', 'standard', 'minmax', 'robust', 'mean', 'naive', 'none'",
+            "scaler must be one of 'auto', 'standard', 'minmax', 'robust', 'mean', 'naive', "
+            "'seasonal_naive', 'none'",
         ),
         ({"normalize": "revin"}, "normalize must be one of 'none', 'window', got 'revin'"),
         ({"gaps": "drop"}, "gaps must be one of 'interpolate', 'reject', got 'drop'"),

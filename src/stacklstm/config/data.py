@@ -74,7 +74,8 @@ class DataConfig(_Section):
         "auto",
         help="per-column scaling fitted on the training rows: standard (mean, standard "
         "deviation), minmax, robust (median, interquartile range), mean (0, mean absolute "
-        "value), naive (mean, mean absolute step from one row to the next), none; 'auto': "
+        "value), naive (mean, mean absolute step from one row to the next), seasonal_naive "
+        "(mean, mean absolute change over one season: MASE's scale), none; 'auto': "
         "naive for a panel (id_column) without a season (season 1), else standard",
     )
     normalize: NormalizeKind = setting(

@@ -18,10 +18,12 @@ import numpy as np
 
 from ..checks import SettingTypeError, is_int, reject_unknown_keys
 
-ScalerKind = Literal["standard", "minmax", "robust", "mean", "naive", "none"]
+ScalerKind = Literal["standard", "minmax", "robust", "mean", "naive", "seasonal_naive", "none"]
 #: The ``scaler`` setting: a kind, or ``"auto"`` (``"naive"`` for a panel without a season,
 #: ``"standard"`` otherwise; see :attr:`stacklstm.config.DataConfig.scaler_kind`).
-ScalerSetting = Literal["auto", "standard", "minmax", "robust", "mean", "naive", "none"]
+ScalerSetting = Literal[
+    "auto", "standard", "minmax", "robust", "mean", "naive", "seasonal_naive", "none"
+]
 NormalizeKind = Literal["none", "window"]
 GapPolicy = Literal["interpolate", "reject"]
 LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]

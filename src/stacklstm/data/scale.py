@@ -21,8 +21,11 @@ class Scaler:
     training rows to [0, 1]); ``robust``: median and interquartile range; ``mean``: 0 and the
     mean absolute value (divides only: positive values stay positive); ``naive``: mean and
     the mean absolute change from one row to the next (the error of the naive forecast, the
-    denominator of MASE: a trending series' steps, not its trend, set the scale); ``none``:
-    0 and 1. A column with zero spread gets scale 1.
+    denominator of MASE: a trending series' steps, not its trend, set the scale);
+    ``seasonal_naive``: mean and the mean absolute change from one season to the next (the
+    in-sample error of the seasonal naive forecast, MASE's denominator with a season; the
+    one-row steps where the rows hold no more than one season); ``none``: 0 and 1. A column
+    with zero spread gets scale 1.
 
     Attributes:
         kind: Which statistic pair.
@@ -48,9 +51,15 @@ class Scaler:
 
     @classmethod
     def fit(
-        cls, values: np.ndarray, kind: ScalerKind, columns: Sequence[str], n_targets: int
+        cls,
+        values: np.ndarray,
+        kind: ScalerKind,
+        columns: Sequence[str],
+        n_targets: int,
+        season: int = 1,
     ) -> Scaler:
-        """Fit on ``values`` of shape ``(rows, n_columns)`` (the training rows only)."""
+        """Fit on ``values`` of shape ``(rows, n_columns)`` (the training rows only);
+        ``season`` is the lag of ``seasonal_naive`` (the other kinds ignore it)."""
         values = np.asarray(values, dtype=np.float64)
         if values.ndim != 2 or values.shape[1] != len(columns):
             raise ValueError(f"expected values of shape (rows, {len(columns)}), got {values.shape}")
@@ -66,9 +75,10 @@ class Scaler:
             spread = q75 - q25
         elif kind == "mean":
             center, spread = np.zeros(values.shape[1]), np.abs(values).mean(axis=0)
-        elif kind == "naive":
+        elif kind in ("naive", "seasonal_naive"):
+            lag = season if kind == "seasonal_naive" and len(values) > season else 1
             center = values.mean(axis=0)
-            steps = np.abs(np.diff(values, axis=0))
+            steps = np.abs(values[lag:] - values[:-lag])
             spread = steps.mean(axis=0) if len(steps) else np.zeros(values.shape[1])
         elif kind == "none":
             center, spread = np.zeros(values.shape[1]), np.ones(values.shape[1])
@@ -190,12 +200,13 @@ class PanelScaler:
         n_targets: int,
         ids: Sequence[str],
         first: int = 0,
+        season: int = 1,
     ) -> PanelScaler:
         """Fit series ``i``'s scaler on its rows ``bounds[i] + first .. bounds[i] +
         n_train[i]`` of ``values`` ``(rows, n_columns)`` (``first=1`` skips the undefined
-        first difference)."""
+        first difference; ``season`` as :meth:`Scaler.fit`)."""
         fitted = [
-            Scaler.fit(values[start + first : start + int(n)], kind, columns, n_targets)
+            Scaler.fit(values[start + first : start + int(n)], kind, columns, n_targets, season)
             for start, n in zip(np.asarray(bounds)[:-1], n_train, strict=True)
         ]
         return cls(

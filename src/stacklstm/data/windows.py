@@ -86,7 +86,8 @@ def fit_static_scaler(series: Series, cfg: DataConfig) -> Scaler | None:
     if series.static is None:
         return None
     columns = series.static_columns
-    kind = "standard" if cfg.scaler_kind == "naive" else cfg.scaler_kind  # no order to step
+    naive = cfg.scaler_kind in ("naive", "seasonal_naive")
+    kind = "standard" if naive else cfg.scaler_kind  # no order to step
     return Scaler.fit(series.static, kind, columns, len(columns))
 
 
@@ -343,11 +344,11 @@ def make_splits(
         steps = _model_space(series, cfg, values)
         if series.ids is None:
             scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler_kind, series.columns,
-                                series.n_targets)  # fmt: skip
+                                series.n_targets, int(cfg.season))  # fmt: skip
         else:
             scaler = PanelScaler.fit(
                 steps, bounds, [r[0] for r in rows], cfg.scaler_kind, series.columns,
-                series.n_targets, series.ids, first,
+                series.n_targets, series.ids, first, int(cfg.season),
             )  # fmt: skip
         scaler = dataclasses.replace(scaler, seasonal=seasonal)
     elif isinstance(scaler, PanelScaler):
