@@ -10,6 +10,7 @@ import numpy as np
 
 from ..checks import DataError, is_int
 from ..config import ScalerKind
+from ..metrics import seasonal_scale
 from .season import SeasonalPattern
 
 
@@ -75,11 +76,10 @@ class Scaler:
             spread = q75 - q25
         elif kind == "mean":
             center, spread = np.zeros(values.shape[1]), np.abs(values).mean(axis=0)
-        elif kind in ("naive", "seasonal_naive"):
-            lag = season if kind == "seasonal_naive" and len(values) > season else 1
+        elif kind in ("naive", "seasonal_naive"):  # the scale of MASE, at lag 1 or season
             center = values.mean(axis=0)
-            steps = np.abs(values[lag:] - values[:-lag])
-            spread = steps.mean(axis=0) if len(steps) else np.zeros(values.shape[1])
+            lag = season if kind == "seasonal_naive" else 1
+            spread = seasonal_scale(values, lag) if len(values) > 1 else np.zeros(values.shape[1])
         elif kind == "none":
             center, spread = np.zeros(values.shape[1]), np.ones(values.shape[1])
         else:
