@@ -4,11 +4,13 @@ every moment of a train are tests/e2e/test_signals.py.)"""
 
 import os
 import signal
+import sys
+import weakref
 
 import pytest
 
 from helpers import _main
-from stacklstm.signals import Interrupted, deferred, handling_signals
+from stacklstm.signals import Interrupted, check, deferred, handling_signals
 
 
 def test_a_signal_inside_deferred_waits_for_the_end_of_the_block():
@@ -37,3 +39,24 @@ def test_interrupted_predict_and_evaluate_never_suggest_resume(trained_run, monk
 
 def _interrupt(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_signal_inside_a_finalizer_is_raised_at_the_next_check_not_dropped(monkeypatch):
+    # A weakref.finalize callback runs wherever the collector does (inside a JAX compile,
+    # say), and Python drops its exceptions with an "Exception ignored in" traceback: the
+    # signal must wait for the next check instead, with nothing printed.
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", dropped.append)
+
+    class Resource:
+        pass
+
+    with handling_signals(lambda signum: "interrupted"):
+        resource = Resource()
+        weakref.finalize(resource, os.kill, os.getpid(), signal.SIGTERM)
+        del resource  # the finalizer runs here; the signal arrives inside it
+        assert dropped == []
+        with pytest.raises(Interrupted) as info:
+            check()
+        assert info.value.signum == signal.SIGTERM
+        check()  # raised once

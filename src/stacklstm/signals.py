@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -55,8 +56,11 @@ class _State:
 
 
 #: Functions whose exceptions Python drops ("Exception ignored in ..."): a signal that
-#: arrives in one is raised at the next :func:`check` instead.
+#: arrives in one is raised at the next :func:`check` instead. By name (XLA's collection
+#: callback, destructors), and by code (``weakref.finalize`` calling its callback, which
+#: happens wherever the garbage collector runs, during a JAX compile, say).
 _SWALLOWING = frozenset({"_xla_gc_callback", "__del__"})
+_SWALLOWING_CODES = frozenset({weakref.finalize.__call__.__code__})
 
 
 def _handler(signum: int, frame: object) -> None:
@@ -69,7 +73,7 @@ def _handler(signum: int, frame: object) -> None:
     _State.raised = True
     caller = frame
     while caller is not None:
-        if caller.f_code.co_name in _SWALLOWING:
+        if caller.f_code.co_name in _SWALLOWING or caller.f_code in _SWALLOWING_CODES:
             return  # raised by the next `check`
         caller = caller.f_back
     raise Interrupted(signum)
