@@ -12,7 +12,7 @@ import pytest
 from helpers import monthly
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
 from stacklstm.data import make_splits, prepare_series
-from stacklstm.data.transform import choose_target_transform, guerrero_lambda
+from stacklstm.data.transform import choose_target_transform, guerrero_lambda, logged_series
 
 T = np.arange(120)
 GROWING = 10 * 1.03**T * (1 + 0.2 * np.sin(2 * np.pi * T / 12))  # swings grow with the level
@@ -88,10 +88,87 @@ def test_an_auto_run_records_its_choice_and_equals_the_explicit_run(tmp_path):
     model = ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=())
     train = TrainConfig(epochs=2, batch_size=16, baselines="naive")
     runs = {}
-    for kind in ("auto", "log1p"):
+    for kind in ("auto", "per_series", "log1p"):  # per_series of one series: its choice
         cfg = RunConfig(_cfg(target_transform=kind), model, train)
         fit(cfg, tmp_path / kind, data_path=path, quiet=True)
         runs[kind] = predict(tmp_path / kind, path)
+    for kind in ("auto", "per_series"):
+        saved = json.loads((tmp_path / kind / "config.json").read_text())
+        assert saved["config"]["data"]["target_transform"] == "log1p"
+        pd.testing.assert_frame_equal(runs[kind], runs["log1p"])
+
+
+# --------------------------------------------------------------------- each series on its own
+
+
+def _panel(*values):
+    return pd.concat([monthly(v).assign(id=name) for name, v in zip("abc", values, strict=False)])
+
+
+def test_a_panel_chooses_the_log_for_each_series_on_its_training_rows():
+    c = _cfg(target_transform="per_series", id_column="id")
+    series = prepare_series(_panel(GROWING, STEADY, GROWING - 15), c)
+    assert logged_series(series, c, [100, 100, 100]).tolist() == [True, False, False]
+    # only the training rows are read: a negative value after them does not count
+    late = GROWING.copy()
+    late[110] = -1.0
+    series = prepare_series(_panel(late, STEADY), c)
+    assert logged_series(series, c, [100, 100]).tolist() == [True, False]
+    assert logged_series(series, c, [111, 100]).tolist() == [False, False]
+
+
+def _windows(kind, *values):
+    c = _cfg(target_transform=kind, id_column="id")
+    splits, scaler = make_splits(prepare_series(_panel(*values), c), c)
+    return splits, scaler
+
+
+def test_per_series_windows_are_the_logged_runs_for_one_series_and_the_plain_ones_for_the_other():
+    mixed, scaler = _windows("per_series", GROWING, STEADY)
+    assert scaler.logged.tolist() == [True, False]
+    logged, _ = _windows("log1p", GROWING, STEADY)
+    plain, _ = _windows("none", GROWING, STEADY)
+    for split in ("train", "val", "test"):
+        got, want_a, want_b = (getattr(s, split) for s in (mixed, logged, plain))
+        a, b = got.series == 0, got.series == 1
+        np.testing.assert_array_equal(got.x[a], want_a.x[want_a.series == 0])
+        np.testing.assert_array_equal(got.x[b], want_b.x[want_b.series == 1])
+        assert np.abs(got.x[a] - want_b.x[want_b.series == 0]).max() > 0.1  # not the plain one
+        # back to the original units: each series' own inverse
+        np.testing.assert_allclose(got.to_original(got.y), got.y_true, rtol=1e-5)
+
+
+def test_the_log_flags_round_trip_through_the_saved_scaler_and_select_by_name():
+    from stacklstm.data.scale import PanelScaler, scaler_from_dict
+
+    _, scaler = _windows("per_series", GROWING, STEADY)
+    again = scaler_from_dict(json.loads(json.dumps(scaler.to_dict())))
+    assert isinstance(again, PanelScaler) and again.logged.tolist() == [True, False]
+    assert scaler.select(["b", "a"]).logged.tolist() == [False, True]
+    with pytest.raises(ValueError, match="'log1p' must be one true or false per series"):
+        scaler_from_dict({**scaler.to_dict(), "log1p": [True]})
+
+
+def test_per_series_needs_a_panel():
+    c = _cfg(target_transform="per_series")
+    with pytest.raises(ValueError, match="per_series' chooses the log for each series of a panel"):
+        make_splits(prepare_series(monthly(GROWING), c), c)
+
+
+def test_a_panels_auto_run_is_per_series_and_equals_the_logged_run_when_every_series_grows(
+    tmp_path,
+):
+    from stacklstm.train import fit, predict
+
+    path = tmp_path / "p.csv"
+    _panel(GROWING, GROWING * 3 + 1).to_csv(path, index=False)
+    model = ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=())
+    train = TrainConfig(epochs=2, batch_size=16, baselines="naive", retrain="off")
+    runs = {}
+    for kind in ("auto", "log1p"):
+        cfg = RunConfig(_cfg(target_transform=kind, id_column="id"), model, train)
+        fit(cfg, tmp_path / kind, data_path=path, quiet=True)
+        runs[kind] = predict(tmp_path / kind, path)
     saved = json.loads((tmp_path / "auto" / "config.json").read_text())
-    assert saved["config"]["data"]["target_transform"] == "log1p"
+    assert saved["config"]["data"]["target_transform"] == "per_series"
     pd.testing.assert_frame_equal(runs["auto"], runs["log1p"])

@@ -24,9 +24,11 @@ LEVELS = {"a": 100.0, "b": 5.0, "c": -30.0}  # a panel's series: each its own sc
 SEASON = np.array([4.0, -2.0, 1.0, 3.0, -5.0, 0.5, 2.5, -1.5, -3.0, 1.5, 0.0, -0.5])
 
 
-def _panel(n=60, freq="D", static=False, start_gap=0):
+def _panel(n=60, freq="D", static=False, start_gap=0, growing=False):
     """Three series of ``n`` rows at very different levels; with ``start_gap`` series ``k``
-    starts ``k * start_gap`` steps later (so its phase 0 differs from the first series')."""
+    starts ``k * start_gap`` steps later (so its phase 0 differs from the first series');
+    with ``growing``, series ``a``'s season grows with its level (the others' do not, and
+    they reach negative values)."""
     rng = np.random.default_rng(7)
     blocks = []
     for k, (name, level) in enumerate(LEVELS.items()):
@@ -34,6 +36,8 @@ def _panel(n=60, freq="D", static=False, start_gap=0):
         dates = pd.date_range("2001-01-01", periods=n + k * start_gap, freq=freq)[k * start_gap :]
         phase = (t + k * start_gap) % 12
         y = level + (1 + k) * (0.05 * t + SEASON[phase]) + rng.normal(0, 0.2 * (1 + k), n)
+        if growing and name == "a":
+            y = level * 1.03**t * (1 + 0.04 * SEASON[phase]) * np.exp(rng.normal(0, 0.01, n))
         block = pd.DataFrame({"id": name, "date": dates, "y": y})
         if static:
             block["size"] = 10.0 * (k + 1) ** 2
@@ -80,6 +84,12 @@ KINDS = {
     "panel_deseasonalised": (
         _panel(84, "MS", start_gap=5),
         DataConfig(**{**PANEL, "deseasonalize": True}, season=12, difference=True),
+        _train(),
+    ),
+    # each series on its own scale: a on log1p (its season grows with its level), b, c not
+    "panel_per_series": (
+        _panel(84, "MS", start_gap=5, growing=True),
+        DataConfig(**{**PANEL, "deseasonalize": True}, season=12, target_transform="auto"),
         _train(),
     ),
     "future_covariates": (_future_table(), FUTURE, _train()),
@@ -205,6 +215,16 @@ def test_every_kind_of_run_exports_forecasts_equal_to_predict(exported_run):
             quantiles,
         )
     assert forecaster.conformal == (kind in CALIBRATED)
+
+
+@pytest.mark.slow
+def test_a_panels_auto_transform_logs_the_series_whose_season_grows(exported_run):
+    kind, run, _ = exported_run
+    if kind != "panel_per_series":
+        pytest.skip("one kind")
+    info = read_run_info(run)
+    assert info.config.data.target_transform == "per_series"
+    assert info.scaler.logged.tolist() == [True, False, False]
 
 
 @pytest.mark.slow

@@ -111,7 +111,8 @@ class DataConfig(_Section):
         help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
         "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves; "
         "'auto': log1p where every training value is positive and the swings grow with the "
-        "level (Guerrero's Box-Cox lambda of the training rows below 0.5), else none",
+        "level (Guerrero's Box-Cox lambda of the training rows below 0.5), else none; for a "
+        "panel each series on its own ('per_series', what 'auto' becomes there)",
         legacy="none",
     )
     id_column: str | None = setting(

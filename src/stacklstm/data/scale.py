@@ -170,6 +170,8 @@ class PanelScaler:
         scale: ``(n_series, n_columns)`` float64, all > 0.
         seasonal: The targets' seasonal patterns (one per series, in ``ids`` order) removed
             before scaling, or None.
+        logged: ``(n_series,)`` bool, the series modelled on the ``log1p`` scale
+            (``target_transform="per_series"``), or None.
 
     Example:
         >>> values = np.array([[0.0], [2.0], [10.0], [30.0]])  # series a: rows 0-1, b: 2-3
@@ -188,6 +190,7 @@ class PanelScaler:
     center: np.ndarray
     scale: np.ndarray
     seasonal: SeasonalPattern | None = None
+    logged: np.ndarray | None = None
 
     @classmethod
     def fit(
@@ -247,9 +250,10 @@ class PanelScaler:
             raise DataError(f"no scaler for series {unknown[0]!r}: the run was not trained on it")
         rows = np.array([position[name] for name in ids], dtype=np.int64)
         seasonal = None if self.seasonal is None else self.seasonal.select(rows)
+        logged = None if self.logged is None else self.logged[rows]
         return PanelScaler(
             self.kind, self.columns, self.n_targets, tuple(ids), self.center[rows],
-            self.scale[rows], seasonal,
+            self.scale[rows], seasonal, logged,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,6 +269,8 @@ class PanelScaler:
         }
         if self.seasonal is not None:
             out["seasonal"] = self.seasonal.to_dict()
+        if self.logged is not None:
+            out["log1p"] = [bool(v) for v in self.logged]
         return out
 
     @classmethod
@@ -289,7 +295,15 @@ class PanelScaler:
         if seasonal is not None and seasonal.pattern.shape[0] != len(ids):
             raise DataError(f"the seasonal pattern has {seasonal.pattern.shape[0]} series, the "
                             f"scaler {len(ids)}")  # fmt: skip
-        rest = {key: value for key, value in data.items() if key not in ("ids", "seasonal")}
+        logged = data.get("log1p")
+        if logged is not None and (
+            not isinstance(logged, list)
+            or len(logged) != len(ids)
+            or not all(isinstance(v, bool) for v in logged)
+        ):
+            raise DataError(f"scaler 'log1p' must be one true or false per series ({len(ids)}), "
+                            f"got {logged!r}")  # fmt: skip
+        rest = {k: v for k, v in data.items() if k not in ("ids", "seasonal", "log1p")}
         fitted = [
             Scaler.from_dict({**rest, "center": c, "scale": s})
             for c, s in zip(center, scale, strict=True)
@@ -303,6 +317,7 @@ class PanelScaler:
             np.stack([f.center for f in fitted]),
             np.stack([f.scale for f in fitted]),
             seasonal,
+            None if logged is None else np.asarray(logged, dtype=bool),
         )
 
 

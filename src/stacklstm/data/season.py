@@ -385,34 +385,78 @@ def fit_seasonal(
 # --------------------------------------------------------------------------- the hooks
 
 
-def forward_targets(values: np.ndarray, log1p: bool) -> np.ndarray:
-    """``target_transform``: ``log1p`` of ``values`` (refusing negative ones), or a copy.
+def _row_mask(log1p: bool | np.ndarray, n: int) -> np.ndarray:
+    """``(n,)`` bool: which rows (the first axis) ``log1p`` covers, every row or none for a
+    bool, else the ``(n,)`` mask itself (``target_transform="per_series"``)."""
+    if isinstance(log1p, (bool, np.bool_)):
+        return np.full(n, bool(log1p))
+    mask = np.asarray(log1p, dtype=bool)
+    if mask.shape != (n,):
+        raise ValueError(f"expected a log1p mask of shape ({n},), got {mask.shape}")
+    return mask
+
+
+def forward_targets(values: np.ndarray, log1p: bool | np.ndarray) -> np.ndarray:
+    """``target_transform``: ``log1p`` of ``values`` (refusing negative ones), or a copy;
+    with a bool mask over the first axis of ``values``, ``log1p`` of the rows it marks only.
 
     Raises:
         DataError: ``log1p`` and a negative value.
     """
     values = np.array(values, dtype=np.float64)
-    if not log1p:
+    mask = _row_mask(log1p, len(values))
+    if not mask.any():
         return values
-    if (values < 0).any():
+    chosen = values[mask]
+    if (chosen < 0).any():
         raise DataError(
             f"target_transform='log1p' needs non-negative targets, got a minimum of "
-            f"{values.min():.6g}; use target_transform='none'"
+            f"{chosen.min():.6g}; use target_transform='none'"
         )
-    return np.log1p(values)
+    values[mask] = np.log1p(chosen)
+    return values
 
 
-def inverse_targets(values: np.ndarray, log1p: bool) -> np.ndarray:
-    """Undo :func:`forward_targets`: ``expm1`` clipped at 0 for ``log1p``."""
-    values = np.asarray(values, dtype=np.float64)
-    return np.maximum(np.expm1(values), 0.0) if log1p else values
+def inverse_targets(values: np.ndarray, log1p: bool | np.ndarray) -> np.ndarray:
+    """Undo :func:`forward_targets`: ``expm1`` clipped at 0 where ``log1p`` (a bool, or a
+    mask over the first axis)."""
+    values = np.array(values, dtype=np.float64)
+    mask = _row_mask(log1p, len(values))
+    values[mask] = np.maximum(np.expm1(values[mask]), 0.0)
+    return values
+
+
+def target_mask(
+    cfg: DataConfig, logged: np.ndarray | None, bounds: np.ndarray
+) -> bool | np.ndarray:
+    """Which rows ``target_transform`` puts on the ``log1p`` scale: all or none (``log1p``,
+    ``none``), or those of the ``logged`` series (``per_series``, which needs ``logged``)."""
+    if cfg.target_transform == "per_series":
+        if logged is None:
+            raise ValueError("target_transform='per_series' needs each series' log1p flag")
+        return series_mask(logged, bounds)
+    return cfg.target_transform == "log1p"
+
+
+def series_mask(logged: np.ndarray | None, bounds: np.ndarray) -> bool | np.ndarray:
+    """The rows' ``log1p`` mask ``(rows,)`` of series flags ``logged`` ``(n_series,)``
+    (series ``i`` being rows ``bounds[i]:bounds[i + 1]``); False for None."""
+    if logged is None:
+        return False
+    return np.repeat(np.asarray(logged, dtype=bool), np.diff(np.asarray(bounds)))
 
 
 def model_values(
-    series: Any, cfg: DataConfig, seasonal: SeasonalPattern | None
+    series: Any,
+    cfg: DataConfig,
+    seasonal: SeasonalPattern | None,
+    logged: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The series' values with the targets as the model sees them, before differencing and
     scaling: ``target_transform`` applied, the seasonal pattern removed.
+
+    ``logged`` ``(n_series,)`` bool: with ``target_transform="per_series"``, the series
+    modelled on the ``log1p`` scale (:func:`stacklstm.data.transform.logged_series`).
 
     Returns:
         ``(values, pattern, phase0)``: ``(time, n_columns)`` float64 values; the pattern
@@ -421,7 +465,7 @@ def model_values(
     """
     nt = series.n_targets
     values = np.array(series.values, dtype=np.float64)
-    values[:, :nt] = forward_targets(values[:, :nt], cfg.target_transform == "log1p")
+    values[:, :nt] = forward_targets(values[:, :nt], target_mask(cfg, logged, series.bounds))
     if seasonal is None:
         return values, None, None
     if seasonal.pattern.shape[2] != nt or seasonal.pattern.shape[0] != series.n_series:
@@ -451,5 +495,7 @@ __all__ = [
     "require_resolved",
     "resolve_data_config",
     "season_of_freq",
+    "series_mask",
+    "target_mask",
     "window_for_season",
 ]

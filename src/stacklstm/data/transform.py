@@ -6,7 +6,9 @@ choice follows Guerrero's method for the Box-Cox parameter (as R's ``forecast::B
 and statsforecast do): cut the series into periods (its season, at least 2 rows), and find
 the ``lambda`` that makes ``sd / mean ** (1 - lambda)`` of the periods most nearly constant;
 ``lambda`` near 0 is the log, near 1 no transform. A run takes ``log1p`` when every training
-value is positive and the median ``lambda`` of its series (and targets) is below 0.5.
+value is positive and the median ``lambda`` of its series (and targets) is below 0.5;
+``"per_series"`` (what ``"auto"`` becomes for a panel) makes that choice for each series of
+a panel on its own (:func:`logged_series`).
 
 Example:
     >>> t = np.arange(120)
@@ -20,6 +22,8 @@ Example:
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -58,21 +62,65 @@ def guerrero_lambda(x: np.ndarray, season: int) -> float:
     return float(found.x)
 
 
+def _lambdas(rows: np.ndarray, season: int) -> tuple[list[float], bool]:
+    """Each target's :func:`guerrero_lambda` of one series' training rows ``(n, n_targets)``,
+    and whether every one of them is positive."""
+    lambdas = [guerrero_lambda(rows[:, j], season) for j in range(rows.shape[1])]
+    return lambdas, bool(np.all(rows > 0))
+
+
+def _training_rows(series: Series, cfg: DataConfig, i: int) -> np.ndarray:
+    """Series ``i``'s training rows of its targets (:func:`~stacklstm.data.splits.split_rows`)."""
+    start, end = int(series.bounds[i]), int(series.bounds[i + 1])
+    n_train = split_rows(end - start, cfg)[0]
+    return series.values[start : start + max(n_train, 0), : series.n_targets]
+
+
 def choose_target_transform(series: Series, cfg: DataConfig) -> tuple[str, float]:
     """``("log1p" or "none", median lambda)`` for ``series`` under ``cfg`` (its season
     resolved): :func:`guerrero_lambda` of each series' and target's training rows
     (:func:`~stacklstm.data.splits.split_rows`); ``"none"`` where a training value is not
     positive or no series is long enough for a lambda (the median is then NaN)."""
-    bounds = series.bounds
     lambdas, positive = [], True
     for i in range(series.n_series):
-        n_train = split_rows(int(bounds[i + 1] - bounds[i]), cfg)[0]
-        rows = series.values[bounds[i] : bounds[i] + max(n_train, 0), : series.n_targets]
+        rows = _training_rows(series, cfg, i)
         if rows.size == 0:
             continue
-        positive = positive and bool(np.all(rows > 0))
-        lambdas += [guerrero_lambda(rows[:, j], int(cfg.season)) for j in range(rows.shape[1])]
+        found, all_positive = _lambdas(rows, int(cfg.season))
+        lambdas += found
+        positive = positive and all_positive
     found = np.asarray([v for v in lambdas if np.isfinite(v)])
     median = float(np.median(found)) if found.size else float("nan")
     chosen = "log1p" if positive and found.size and median < LOG_BELOW else "none"
     return chosen, median
+
+
+def logged_series(series: Series, cfg: DataConfig, n_train: Sequence[int]) -> np.ndarray:
+    """``target_transform="per_series"``: ``(n_series,)`` bool, the series of a panel
+    modelled on the ``log1p`` scale. Series ``i`` is when its first ``n_train[i]`` rows'
+    targets are all positive and the median of their :func:`guerrero_lambda` is below
+    :data:`LOG_BELOW` (the rule of ``"auto"``, each series on its own).
+
+    Example:
+        >>> import pandas as pd
+        >>> from stacklstm.config import DataConfig
+        >>> from stacklstm.data import prepare_series
+        >>> t = np.arange(48)
+        >>> growing = 10 * 1.05 ** t * (1 + 0.3 * np.sin(2 * np.pi * t / 4))
+        >>> steady = 50 + 0.5 * t + 3 * np.sin(2 * np.pi * t / 4)
+        >>> frame = pd.DataFrame({"id": ["g"] * 48 + ["s"] * 48, "t": np.tile(t, 2),
+        ...                       "y": np.concatenate([growing, steady])})
+        >>> cfg = DataConfig(target=("y",), id_column="id", time_column="t", season=4)
+        >>> logged_series(prepare_series(frame, cfg), cfg, [40, 40]).tolist()
+        [True, False]
+    """
+    out = np.zeros(series.n_series, dtype=bool)
+    for i, n in enumerate(n_train):
+        start = int(series.bounds[i])
+        rows = series.values[start : start + max(int(n), 0), : series.n_targets]
+        if rows.size == 0:
+            continue
+        lambdas, positive = _lambdas(rows, int(cfg.season))
+        found = [v for v in lambdas if np.isfinite(v)]
+        out[i] = positive and bool(found) and float(np.median(found)) < LOG_BELOW
+    return out

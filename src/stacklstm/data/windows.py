@@ -24,6 +24,7 @@ from .clean import Series
 from .covariates import expected_columns
 from .scale import PanelScaler, Scaler
 from .splits import split_problem, split_rows
+from .transform import logged_series
 from .windowset import HeldSeries, WindowSet
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ def _hold(
 ) -> HeldSeries:
     """Scale the model-space series once: what every window reads."""
     nt = series.n_targets
-    values, pattern, phase0 = seasons.model_values(series, cfg, scaler.seasonal)
+    logged = scaler.logged if isinstance(scaler, PanelScaler) else None
+    values, pattern, phase0 = seasons.model_values(series, cfg, scaler.seasonal, logged)
     steps = _model_space(series, cfg, values)
     if isinstance(scaler, PanelScaler):
         model = scaler.transform(steps, series.bounds)
@@ -158,8 +160,9 @@ def _hold(
         scale=scale.copy(),
         pattern=pattern,
         phase0=phase0,
-        log1p=cfg.target_transform == "log1p",
-    )
+        log1p=logged.copy() if cfg.target_transform == "per_series" and logged is not None
+        else cfg.target_transform == "log1p",
+    )  # fmt: skip
 
 
 def _model_tail(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> np.ndarray | None:
@@ -340,7 +343,13 @@ def make_splits(
         rows = [rows[i] for i in kept]
     bounds = series.bounds
     if scaler is None:
-        values, seasonal = _deseasonalized(series, cfg, [r[0] for r in rows])
+        logged = None
+        if cfg.target_transform == "per_series":
+            if series.ids is None:
+                raise DataError("target_transform='per_series' chooses the log for each series "
+                                "of a panel (id_column); for one series use 'auto'")  # fmt: skip
+            logged = logged_series(series, cfg, [r[0] for r in rows])
+        values, seasonal = _deseasonalized(series, cfg, [r[0] for r in rows], logged)
         steps = _model_space(series, cfg, values)
         if series.ids is None:
             scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler_kind, series.columns,
@@ -351,6 +360,8 @@ def make_splits(
                 series.n_targets, series.ids, first, int(cfg.season),
             )  # fmt: skip
         scaler = dataclasses.replace(scaler, seasonal=seasonal)
+        if logged is not None:
+            scaler = dataclasses.replace(scaler, logged=logged)
     elif isinstance(scaler, PanelScaler):
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
     if static_scaler is None:
@@ -384,16 +395,17 @@ def make_splits(
 
 
 def _deseasonalized(
-    series: Series, cfg: DataConfig, n_train: Sequence[int]
+    series: Series, cfg: DataConfig, n_train: Sequence[int], logged: np.ndarray | None = None
 ) -> tuple[np.ndarray, seasons.SeasonalPattern | None]:
-    """The values the scaler is fitted on (targets transformed, the pattern fitted on each
-    series' ``n_train`` training rows removed), and the pattern (None without one)."""
-    values, _, _ = seasons.model_values(series, cfg, None)
+    """The values the scaler is fitted on (targets transformed, the series ``logged`` with
+    ``per_series``; the pattern fitted on each series' ``n_train`` training rows removed),
+    and the pattern (None without one)."""
+    values, _, _ = seasons.model_values(series, cfg, None, logged)
     if not cfg.deseasonalize:
         return values, None
     targets = values[:, : series.n_targets]
     seasonal = seasons.fit_seasonal(series, targets, n_train, cfg.season, cfg.season_test)
-    return seasons.model_values(series, cfg, seasonal)[0], seasonal
+    return seasons.model_values(series, cfg, seasonal, logged)[0], seasonal
 
 
 def _lengths(bounds: np.ndarray) -> list[int]:

@@ -123,6 +123,7 @@ class _Constants:
     static_center: np.ndarray | None  # (n_static,)
     static_scale: np.ndarray | None
     delta: np.ndarray | None  # (horizon, n_targets, Q): the conformal offsets
+    logged: np.ndarray | None = None  # (n_series,) bool: on the log1p scale (per_series)
 
 
 def _constants(
@@ -150,7 +151,22 @@ def _constants(
         None if static is None else np.asarray(static.center, np.float64),
         None if static is None else np.asarray(static.scale, np.float64),
         None if calibration is None else _calibration_delta(calibration, spec.levels),
+        _logged(cfg, scaler, center.shape[0]),
     )  # fmt: skip
+
+
+def _logged(cfg: DataConfig, scaler: Scaler | PanelScaler, n_series: int) -> np.ndarray | None:
+    """``(n_series,)`` bool: which series the model sees on the ``log1p`` scale (every one
+    with ``log1p``, each its own with ``per_series``); None where none is."""
+    if cfg.target_transform == "log1p":
+        return np.ones(n_series, dtype=bool)
+    if cfg.target_transform != "per_series":
+        return None
+    logged = getattr(scaler, "logged", None)
+    if logged is None or np.shape(logged) != (n_series,):
+        raise ValueError("target_transform='per_series' needs the scaler's log1p flag of each "
+                         f"of its {n_series} series")  # fmt: skip
+    return np.asarray(logged, dtype=bool)
 
 
 def _to_original(
@@ -169,8 +185,9 @@ def _to_original(
         out = model_x[:, -1, :nt][:, None, :, None] + jnp.cumsum(out, axis=1)
     if seasons is not None:
         out = out + seasons[:, input_steps:, :, None]
-    if cfg.target_transform == "log1p":
-        out = jnp.maximum(jnp.expm1(out), 0.0)
+    if k.logged is not None:  # (batch,): each window's series on the log1p scale or not
+        logged = k.logged[:, None, None, None]
+        out = jnp.where(logged, jnp.maximum(jnp.expm1(out), 0.0), out)
     return out
 
 
@@ -226,10 +243,13 @@ def forecast_function(
             const,
             center=jnp.asarray(const.center)[sid][:, None],
             scale=jnp.asarray(const.scale)[sid][:, None],
+            logged=None if const.logged is None else jnp.asarray(const.logged)[sid],
         )
         raw_known = x[:, -1:, known]  # the known-future columns at the origin
-        if cfg.target_transform == "log1p":  # the model works on log1p of the targets
-            x = jnp.concatenate([jnp.log1p(x[:, :, :nt]), x[:, :, nt:]], axis=2)
+        if k.logged is not None:  # the model works on log1p of the (logged series') targets
+            targets = x[:, :, :nt]
+            logged = jnp.where(k.logged[:, None, None], jnp.log1p(targets), targets)
+            x = jnp.concatenate([logged, x[:, :, nt:]], axis=2)
         seasons = None
         if const.pattern is not None:  # (batch, input_steps + horizon, n_targets)
             phase = given["phase"].astype(jnp.int64) - jnp.asarray(const.shifts)[sid]

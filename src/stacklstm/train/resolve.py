@@ -112,11 +112,16 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
     if cfg.model.hybrid:
         check_positive_targets(series)
     resolved = resolve_run_config(cfg, series.freq, None)
-    if resolved.data.target_transform == AUTO:
+    transform = resolved.data.target_transform
+    if transform == AUTO and series.ids is not None:  # each series of a panel on its own
+        log.info("target_transform 'auto': per_series (log1p for each series whose Guerrero "
+                 "Box-Cox lambda of its training rows is below 0.5)")  # fmt: skip
+        resolved = resolved.replace({"data": {"target_transform": "per_series"}})
+    elif transform == AUTO or (transform == "per_series" and series.ids is None):
         chosen, lam = choose_target_transform(series, resolved.data)
         log.info(
-            "target_transform 'auto': %s (Guerrero's Box-Cox lambda of the training rows: "
-            "%.2f, the median over the series)", chosen, lam,
+            "target_transform %r: %s (Guerrero's Box-Cox lambda of the training rows: "
+            "%.2f, the median over the targets)", transform, chosen, lam,
         )  # fmt: skip
         resolved = resolved.replace({"data": {"target_transform": chosen}})
     if cfg.data.window == AUTO and series.ids is None:
