@@ -41,6 +41,32 @@ def _interrupt(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGINT)
 
 
+def test_a_signal_inside_a_weak_dictionarys_removal_waits_for_the_next_check(monkeypatch):
+    # A WeakKeyDictionary drops a dead key in a weakref callback, whose exceptions Python
+    # drops too ("Exception ignored in: <function WeakKeyDictionary.__init__.<locals>.remove>")
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", dropped.append)
+
+    class Killing(dict):
+        def __delitem__(self, key):  # called by the dictionary's removal callback
+            super().__delitem__(key)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    class Key:
+        pass
+
+    with handling_signals(lambda signum: "interrupted"):
+        table = weakref.WeakKeyDictionary()
+        table.data = Killing()
+        key = Key()
+        table[key] = 1
+        del key  # its removal runs here; the signal arrives inside it
+        assert dropped == [] and len(table) == 0
+        with pytest.raises(Interrupted) as info:
+            check()
+        assert info.value.signum == signal.SIGTERM
+
+
 def test_a_signal_inside_a_finalizer_is_raised_at_the_next_check_not_dropped(monkeypatch):
     # A weakref.finalize callback runs wherever the collector does (inside a JAX compile,
     # say), and Python drops its exceptions with an "Exception ignored in" traceback: the

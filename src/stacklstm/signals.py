@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -57,10 +58,19 @@ class _State:
 
 #: Functions whose exceptions Python drops ("Exception ignored in ..."): a signal that
 #: arrives in one is raised at the next :func:`check` instead. By name (XLA's collection
-#: callback, destructors), and by code (``weakref.finalize`` calling its callback, which
-#: happens wherever the garbage collector runs, during a JAX compile, say).
+#: callback, destructors), and by code: ``weakref.finalize`` calling its callback, and the
+#: callbacks by which a ``WeakKeyDictionary``, ``WeakValueDictionary`` or ``WeakSet`` drops
+#: a dead entry; they run wherever the garbage collector does, during a JAX compile, say.
 _SWALLOWING = frozenset({"_xla_gc_callback", "__del__"})
-_SWALLOWING_CODES = frozenset({weakref.finalize.__call__.__code__})
+_SWALLOWING_CODES = frozenset(
+    {weakref.finalize.__call__.__code__}
+    | {
+        code
+        for cls in (weakref.WeakKeyDictionary, weakref.WeakValueDictionary, weakref.WeakSet)
+        for code in cls.__init__.__code__.co_consts
+        if isinstance(code, types.CodeType)
+    }
+)
 
 
 def _handler(signum: int, frame: object) -> None:
