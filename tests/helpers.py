@@ -66,6 +66,7 @@ def tiny_run(
         "--log-every", str(log_every), "--checkpoint-every", str(checkpoint_every),
         "--baselines", "naive", "--season", "52", "--no-deseasonalize", "--patience", "15",
         "--start-padding", "none", "--scaler", "standard", "--retrain", "off",
+        "--loss-weight", "none",
     ]  # fmt: skip
     # every setting explicit (none "auto"): the saved config equals this one as it is
     run = RunConfig(
@@ -83,6 +84,7 @@ def tiny_run(
             baselines="naive",
             patience=15,
             retrain="off",
+            loss_weight="none",
         ),
     )
     return flags, run

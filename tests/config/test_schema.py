@@ -39,7 +39,7 @@ def test_new_fields_say_what_older_runs_meant():
     # calendar, and no hybrid, and no window started before its series; they kept the seasonal
     # pattern, untested, and the values themselves, and trained for the epochs given, one
     # model each; their combination was the weighted one, and none was retrained on its
-    # validation rows
+    # validation rows, and every window weighed alike in the loss
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "season_test"): False,
@@ -61,4 +61,5 @@ def test_new_fields_say_what_older_runs_meant():
         ("model", "hybrid"): False,
         ("train", "combination"): "weighted",
         ("train", "retrain"): "off",
+        ("train", "loss_weight"): "none",
     }

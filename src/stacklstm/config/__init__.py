@@ -54,6 +54,7 @@ from .schema import CalendarKind as CalendarKind
 from .schema import CombinationKind as CombinationKind
 from .schema import GapPolicy as GapPolicy
 from .schema import LossKind as LossKind
+from .schema import LossWeightKind as LossWeightKind
 from .schema import NormalizeKind as NormalizeKind
 from .schema import PaddingKind as PaddingKind
 from .schema import ScalerKind as ScalerKind

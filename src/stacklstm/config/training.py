@@ -28,6 +28,7 @@ from .schema import (
     BaselineKind,
     CombinationKind,
     LossKind,
+    LossWeightKind,
     RetrainKind,
     _Section,
     default_baselines,
@@ -115,6 +116,15 @@ class TrainConfig(_Section):
         help="training loss: mse, mae, huber (delta 1, in scaled units) give point forecasts; "
         "quantile (pinball loss), normal and student_t (negative log-likelihood) also give "
         "prediction intervals",
+    )
+    loss_weight: LossWeightKind = setting(
+        "auto",
+        help="how a panel's series weigh in the training loss: 'mase' weighs each series' "
+        "windows by the inverse of its seasonal naive error on its training rows (in model "
+        "units; squared for mse), so the loss counts every series as MASE does; 'none': each "
+        "window alike; 'auto': mase for a panel (id_column) with loss=mse, unless its scaler is "
+        "already MASE's (naive, seasonal_naive), else none",
+        legacy="none",
     )
     quantiles: tuple[float, ...] = setting(
         (),
@@ -223,6 +233,7 @@ class TrainConfig(_Section):
                 f"more than the largest seed {2**63 - 1}; lower `seed`",
                 "seed",
             )
+        check_choice("loss_weight", self.loss_weight, get_args(LossWeightKind))
         check_choice("retrain", self.retrain, get_args(RetrainKind))
         if self.retrain == "on" and self.ensemble > 1:
             raise SettingError(

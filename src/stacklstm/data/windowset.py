@@ -275,6 +275,54 @@ class WindowSet:
         out = self.held.original[np.maximum(source, start)]  # (n, horizon, n_targets)
         return np.where((source < start)[:, :, None], self.last_value, out)
 
+    def mase_weights(self, season: int, power: float) -> np.ndarray:
+        """``(n,)`` float32 loss weight of each window: ``s ** -power`` of its series, where
+        ``s`` is the mean absolute change over ``season`` rows (one row when the series has
+        ``season`` rows or fewer) of the series' model-space targets up to the last target
+        of its windows here (its training rows, for the training windows), averaged over the
+        targets; normalised to mean 1 over the windows.
+
+        ``s`` is the scale of MASE in the units the model's loss is measured in (the seasonal
+        pattern does not change a change over a whole season), so with ``power`` 2 and the
+        squared error, each series' loss counts as the squared MASE of its errors would. A
+        series whose ``s`` is 0 or not finite weighs 1 before the normalisation.
+
+        Example:
+            >>> held = HeldSeries(
+            ...     model=np.array([[0.0], [1.0], [2.0], [0.0], [4.0], [8.0]]),
+            ...     original=np.zeros((6, 1)), times=None, offsets=np.array([0, 3, 6]),
+            ...     ids=("a", "b"), center=np.zeros((2, 1)), scale=np.ones((2, 1)))
+            >>> ws = WindowSet(held, origin=np.array([1, 4]), series=np.array([0, 1]),
+            ...     anchor=np.zeros((2, 1)), level=np.zeros((2, 1)), window=1, horizon=1,
+            ...     difference=False)
+            >>> ws.mase_weights(season=1, power=2).tolist()  # s = 1 and 4: 1 and 1/16
+            [1.8823529481887817, 0.11764705926179886]
+        """
+        if not is_int(season) or season < 1:
+            raise ValueError(f"season must be an integer >= 1, got {season!r}")
+        if len(self) == 0:
+            return np.ones(0, np.float32)
+        held, n_targets = self.held, self.n_targets
+        n_series = len(held.offsets) - 1
+        stop = np.full(n_series, -1, np.int64)  # the last row any window of the series reads
+        np.maximum.at(stop, self.series, np.minimum(self.origin + self.horizon, self._stop - 1))
+        per_series = np.ones(n_series)
+        for i in np.flatnonzero(stop >= 0):
+            rows = held.model[held.offsets[i] : stop[i] + 1, :n_targets]
+            inverse = []
+            for column in rows.T:
+                values = column[np.isfinite(column)]
+                lag = season if len(values) > season else 1
+                if len(values) <= lag:
+                    continue
+                s = np.mean(np.abs(values[lag:] - values[:-lag]))
+                if np.isfinite(s) and s > 0:
+                    inverse.append(s**-power)
+            if inverse:
+                per_series[i] = np.mean(inverse)
+        weight = per_series[self.series]
+        return (weight / weight.mean()).astype(np.float32)
+
     def to_original(self, y_model: np.ndarray) -> np.ndarray:
         """Map model-space forecasts ``(n, horizon, n_targets)`` to original units (float64).
 

@@ -77,6 +77,8 @@ class RunPlan:
         abstract: The train state's shapes (nothing allocated).
         freq: The data's time step (kept with each checkpoint).
         example: Zero model inputs of a Forecaster (None: an LSTMModel's x).
+        train_weight: ``(len(train),)`` float32 loss weight of each training window
+            (``loss_weight="mase"``), or None: every window weighs 1.
     """
 
     cfg: RunConfig
@@ -97,6 +99,7 @@ class RunPlan:
     # a retrained run (:mod:`.retrain`): the epochs it trains on the training and validation
     # windows together, with no validation (``cfg`` says so; ``info.config`` is as saved)
     retrain_epochs: int | None = None
+    train_weight: np.ndarray | None = None
 
 
 def make_plan(
@@ -155,6 +158,7 @@ def make_plan(
     windows = (len(splits.train), int(mesh.devices.size))
     given, cfg = cfg, resolve_run_config(cfg, series.freq, windows)
     cfg = cfg.replace({"train": {"retrain": _retrain(cfg, splits, source)}})
+    cfg = cfg.replace({"train": {"loss_weight": _loss_weight(cfg, splits.train)}})
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
         refuse_resume(out_dir, cfg.diff(saved.config) + differences, "run")
     info_cfg, train, static_scaler = cfg, splits.train, splits.static_scaler
@@ -198,6 +202,8 @@ def make_plan(
             "`val_fraction` or use more data"
         )
     model, example = run_model(cfg, scaler.columns)
+    power = 2.0 if tcfg.loss == "mse" else 1.0  # the loss in MASE's units: squared or not
+    weight = train.mase_weights(int(cfg.data.season), power) if tcfg.loss_weight == "mase" else None
     optimizer = make_optimizer(tcfg, total_steps)
     abstract = abstract_state(model, optimizer, train.n_columns if example is None else example)
     local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
@@ -211,6 +217,7 @@ def make_plan(
         cfg, out_dir, data_ref, train, splits.val,
         RunInfo(info_cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
         model, optimizer, mesh, abstract, series.freq, example, splits.test, retrain_epochs,
+        weight,
     )  # fmt: skip
 
 
@@ -243,6 +250,17 @@ def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
             "none; raise `val_fraction` (or `val_size`), or train with retrain='off'"
         )
     return tcfg.retrain
+
+
+def _loss_weight(cfg: RunConfig, train: WindowSet) -> str:
+    """``loss_weight`` resolved: ``"auto"`` is ``"mase"`` for a panel trained with the squared
+    error whose scaler is not already MASE's own (``naive``, ``seasonal_naive``: every
+    series' weight would be 1), else ``"none"``."""
+    if cfg.train.loss_weight != "auto":
+        return cfg.train.loss_weight
+    panel = train.ids is not None and len(train.ids) > 1
+    own = cfg.data.scaler_kind in ("naive", "seasonal_naive")
+    return "mase" if panel and cfg.train.loss == "mse" and not own else "none"
 
 
 def run_model(cfg: RunConfig, columns: tuple[str, ...]) -> tuple[Any, Any]:

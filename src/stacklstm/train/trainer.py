@@ -138,6 +138,7 @@ class _Trainer:
         self.eval_step = make_eval_step(plan.model, tcfg)
         self.schedule = make_schedule(tcfg, plan.total_steps)
         self.ones = np.ones(tcfg.batch_size, np.float32)
+        self.weight = plan.train_weight  # (len(plan.train),) loss weights, or None: ones
         self.step = int(self.state.step)
         self.first_step = self.step
         self.last_good = self.ckpts.latest_step("latest")
@@ -197,7 +198,8 @@ class _Trainer:
         train = self.plan.train
         rows = process_slice(indices, jax.process_index(), jax.process_count())
         x, y = train.gather(rows)  # this batch's windows, built from the held series
-        batch = Batch(x, y, self.ones[: len(rows)])
+        weight = self.ones[: len(rows)] if self.weight is None else self.weight[rows]
+        batch = Batch(x, y, weight)
         self.state, step_metrics = self.train_step(
             self.state, shard_batch(self.plan.mesh, batch), self.dropout_key
         )
