@@ -17,6 +17,7 @@ import numpy as np
 
 from ..checks import is_int
 from ..inputs import ForecastInputs
+from ..metrics import seasonal_scale
 from . import season as seasons
 
 #: The fields of a :class:`WindowSet` with one entry per window.
@@ -312,10 +313,9 @@ class WindowSet:
             inverse = []
             for column in rows.T:
                 values = column[np.isfinite(column)]
-                lag = season if len(values) > season else 1
-                if len(values) <= lag:
+                if len(values) < 2:  # no change to measure
                     continue
-                s = np.mean(np.abs(values[lag:] - values[:-lag]))
+                s = seasonal_scale(values[:, None], season)[0]  # MASE's, lag 1 if too short
                 if np.isfinite(s) and s > 0:
                     inverse.append(s**-power)
             if inverse:
