@@ -66,12 +66,17 @@ def tiny_run(
         "--log-every", str(log_every), "--checkpoint-every", str(checkpoint_every),
         "--baselines", "naive", "--season", "52", "--no-deseasonalize", "--patience", "15",
         "--start-padding", "none", "--scaler", "standard", "--retrain", "off",
-        "--loss-weight", "none",
+        "--loss-weight", "none", "--target-transform", "none",
     ]  # fmt: skip
     # every setting explicit (none "auto"): the saved config equals this one as it is
     run = RunConfig(
         DataConfig(
-            window=6, season=52, deseasonalize=False, start_padding="none", scaler="standard"
+            window=6,
+            season=52,
+            deseasonalize=False,
+            start_padding="none",
+            scaler="standard",
+            target_transform="none",
         ),
         ModelConfig(
             lstm_hidden_size=8, num_lstm_layers=2, linear_layer_sizes=(8,), dropout_rate=0.2

@@ -26,8 +26,8 @@ PATTERN = np.array([3.0, -1.0, 2.0, -4.0, 0.5, -0.5])  # sums to 0
 def cfg(**kw):
     base = dict(target=("y",), time_column="date", season=6, window=4, horizon=3,
                 scaler="standard", val_fraction=0.2, test_fraction=0.2,
-                season_test=False)  # fmt: skip
-    return DataConfig(**{**base, **kw})
+                season_test=False, target_transform="none")  # fmt: skip
+    return DataConfig(**{**base, **kw})  # the additive pattern of the values themselves
 
 
 @pytest.mark.parametrize(

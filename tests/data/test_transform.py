@@ -3,6 +3,7 @@ the choice on the training rows, and a run that records it and equals the explic
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -172,3 +173,44 @@ def test_a_panels_auto_run_is_per_series_and_equals_the_logged_run_when_every_se
     saved = json.loads((tmp_path / "auto" / "config.json").read_text())
     assert saved["config"]["data"]["target_transform"] == "per_series"
     pd.testing.assert_frame_equal(runs["auto"], runs["log1p"])
+
+
+# ------------------------------------------------------------ the default: seasonal_panel
+
+
+def test_the_default_logs_each_series_of_a_seasonal_panel_and_nothing_else():
+    # a panel with a season: the windows of per_series, bit for bit
+    default, scaler = _windows("seasonal_panel", GROWING, STEADY)
+    assert scaler.logged.tolist() == [True, False]
+    mixed, _ = _windows("per_series", GROWING, STEADY)
+    for split in ("train", "val", "test"):
+        np.testing.assert_array_equal(getattr(default, split).x, getattr(mixed, split).x)
+    # a panel without a season, and one series: the plain windows
+    for kw in ({"id_column": "id", "season": 1, "window": 6}, {"window": 12}):
+        c = dataclasses.replace(_cfg(), **kw)
+        data = _panel(GROWING, STEADY) if "id_column" in kw else monthly(GROWING)
+        got, _ = make_splits(prepare_series(data, c), c)
+        plain = dataclasses.replace(c, target_transform="none")
+        want, _ = make_splits(prepare_series(data, plain), plain)
+        np.testing.assert_array_equal(got.train.x, want.train.x)
+        logged = dataclasses.replace(c, target_transform="log1p")  # what a log would give
+        other, _ = make_splits(prepare_series(data, logged), logged)
+        assert np.abs(got.train.x - other.train.x).max() > 0.1
+
+
+def test_a_default_panel_run_records_per_series_and_equals_the_per_series_run(tmp_path):
+    from stacklstm.train import fit, predict
+
+    path = tmp_path / "p.csv"
+    _panel(GROWING, STEADY).to_csv(path, index=False)
+    model = ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=())
+    train = TrainConfig(epochs=2, batch_size=16, baselines="naive", retrain="off")
+    runs = {}
+    for kind in ("seasonal_panel", "per_series"):
+        data = dataclasses.replace(_cfg(id_column="id"), season="auto", target_transform=kind)
+        fit(RunConfig(data, model, train), tmp_path / kind, data_path=path, quiet=True)
+        runs[kind] = predict(tmp_path / kind, path)
+    saved = json.loads((tmp_path / "seasonal_panel" / "config.json").read_text())
+    assert saved["config"]["data"]["target_transform"] == "per_series"
+    assert saved["config"]["data"]["season"] == 12
+    pd.testing.assert_frame_equal(runs["seasonal_panel"], runs["per_series"])

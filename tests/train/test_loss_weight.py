@@ -33,7 +33,7 @@ SETTINGS = {
     "data": {
         "id_column": "store", "target": ("sales",), "time_column": "day", "window": 6,
         "horizon": 2, "season": 7, "test_size": 10, "val_size": 10, "start_padding": "none",
-        "deseasonalize": False,
+        "deseasonalize": False, "target_transform": "none",  # scaled copies stay alike
     },
     "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": (8,)},
     "train": {"epochs": 3, "batch_size": 16, "baselines": "naive", "retrain": "off"},

@@ -123,8 +123,17 @@ def test_resolve_run_config_and_the_planned_sizes():
     assert resolve_run_config(RunConfig(), None, (37, 4)).train.batch_size == 8
     # 3 devices: 8 is rounded up to 9
     assert resolve_run_config(RunConfig(), None, (37, 3)).train.batch_size == 9
-    explicit = RunConfig(DataConfig(season=7, window=9, start_padding="none", scaler="standard"))
+    explicit = RunConfig(
+        DataConfig(
+            season=7, window=9, start_padding="none", scaler="standard", target_transform="none"
+        )
+    )
     assert resolve_run_config(explicit, "MS", None) is explicit  # nothing "auto" there
+    # the default transform: each series' own log for a panel with a season, else none
+    panel = RunConfig(DataConfig(id_column="id"))
+    assert resolve_run_config(panel, "MS", None).data.target_transform == "per_series"
+    assert resolve_run_config(panel, None, None).data.target_transform == "none"  # season 1
+    assert resolve_run_config(RunConfig(), "MS", None).data.target_transform == "none"
     assert planned_window(DataConfig(season=7)) == (14, True)
     assert planned_window(DataConfig(time_column=None)) == (10, True)  # no time step: season 1
     assert planned_batch(TrainConfig()) == 32

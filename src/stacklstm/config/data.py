@@ -107,12 +107,14 @@ class DataConfig(_Section):
         legacy=False,
     )
     target_transform: TargetTransform = setting(
-        "none",
+        "seasonal_panel",
         help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
         "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves; "
         "'auto': log1p where every training value is positive and the swings grow with the "
         "level (Guerrero's Box-Cox lambda of the training rows below 0.5), else none; for a "
-        "panel each series on its own ('per_series', what 'auto' becomes there)",
+        "panel each series on its own ('per_series', what 'auto' becomes there); "
+        "'seasonal_panel': 'per_series' for a panel (id_column) with a season (season >= 2), "
+        "'none' for one series and for a panel without a season",
         legacy="none",
     )
     id_column: str | None = setting(
@@ -196,6 +198,25 @@ class DataConfig(_Section):
         if self.scaler != AUTO:
             return self.scaler
         return "naive" if self.id_column is not None and self.season == 1 else "standard"
+
+    @property
+    def transform_kind(self) -> str:
+        """The target transform applied (``target_transform``; ``"seasonal_panel"``:
+        ``"per_series"`` for a panel whose season is at least 2, ``"none"`` otherwise, the
+        season resolved).
+
+        Example:
+            >>> DataConfig(season=12).transform_kind
+            'none'
+            >>> DataConfig(season=12, id_column="id").transform_kind
+            'per_series'
+            >>> DataConfig(season=1, id_column="id").transform_kind
+            'none'
+        """
+        if self.target_transform != "seasonal_panel":
+            return self.target_transform
+        seasonal = self.season != AUTO and int(self.season) >= 2
+        return "per_series" if self.id_column is not None and seasonal else "none"
 
     @property
     def padded(self) -> bool:

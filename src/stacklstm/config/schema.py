@@ -33,7 +33,7 @@ BaselineKind = Literal["naive", "all"]
 CombinationKind = Literal["weighted", "median"]
 RetrainKind = Literal["auto", "on", "off"]
 LossWeightKind = Literal["auto", "mase", "none"]
-TargetTransform = Literal["none", "log1p", "auto", "per_series"]
+TargetTransform = Literal["seasonal_panel", "none", "log1p", "auto", "per_series"]
 #: ``"auto"``: a setting derived from the data when the run starts (the season from the time
 #: step, the window from the season, the training budget from the number of windows); the run
 #: folder's ``config.json`` holds the value it resolved to.

@@ -101,8 +101,8 @@ def window_for_season(season: int) -> int:
 
 def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
     """``cfg`` with ``season``, ``window``, ``start_padding`` and ``scaler`` given as ``"auto"``
-    replaced by their values for data whose time step is ``freq`` (``Series.freq``); ``cfg``
-    itself when nothing is auto.
+    (and ``target_transform`` given as ``"seasonal_panel"``) replaced by their values for data
+    whose time step is ``freq`` (``Series.freq``); ``cfg`` itself when nothing is auto.
 
     Example:
         >>> c = resolve_data_config(DataConfig(), "MS")
@@ -121,6 +121,8 @@ def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
         changes["start_padding"] = "repeat" if cfg.padded else "none"
     if cfg.scaler == AUTO:
         changes["scaler"] = dataclasses.replace(cfg, season=season).scaler_kind
+    if cfg.target_transform == "seasonal_panel":
+        changes["target_transform"] = dataclasses.replace(cfg, season=season).transform_kind
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
@@ -431,11 +433,11 @@ def target_mask(
 ) -> bool | np.ndarray:
     """Which rows ``target_transform`` puts on the ``log1p`` scale: all or none (``log1p``,
     ``none``), or those of the ``logged`` series (``per_series``, which needs ``logged``)."""
-    if cfg.target_transform == "per_series":
+    if cfg.transform_kind == "per_series":
         if logged is None:
             raise ValueError("target_transform='per_series' needs each series' log1p flag")
         return series_mask(logged, bounds)
-    return cfg.target_transform == "log1p"
+    return cfg.transform_kind == "log1p"
 
 
 def series_mask(logged: np.ndarray | None, bounds: np.ndarray) -> bool | np.ndarray:

@@ -160,8 +160,8 @@ def _hold(
         scale=scale.copy(),
         pattern=pattern,
         phase0=phase0,
-        log1p=logged.copy() if cfg.target_transform == "per_series" and logged is not None
-        else cfg.target_transform == "log1p",
+        log1p=logged.copy() if cfg.transform_kind == "per_series" and logged is not None
+        else cfg.transform_kind == "log1p",
     )  # fmt: skip
 
 
@@ -344,7 +344,7 @@ def make_splits(
     bounds = series.bounds
     if scaler is None:
         logged = None
-        if cfg.target_transform == "per_series":
+        if cfg.transform_kind == "per_series":
             if series.ids is None:
                 raise DataError("target_transform='per_series' chooses the log for each series "
                                 "of a panel (id_column); for one series use 'auto'")  # fmt: skip

@@ -158,9 +158,9 @@ def _constants(
 def _logged(cfg: DataConfig, scaler: Scaler | PanelScaler, n_series: int) -> np.ndarray | None:
     """``(n_series,)`` bool: which series the model sees on the ``log1p`` scale (every one
     with ``log1p``, each its own with ``per_series``); None where none is."""
-    if cfg.target_transform == "log1p":
+    if cfg.transform_kind == "log1p":
         return np.ones(n_series, dtype=bool)
-    if cfg.target_transform != "per_series":
+    if cfg.transform_kind != "per_series":
         return None
     logged = getattr(scaler, "logged", None)
     if logged is None or np.shape(logged) != (n_series,):

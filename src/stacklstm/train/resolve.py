@@ -4,7 +4,8 @@ A run derives some settings from its data once the table is read:
 
 * ``season`` from the time step, and ``window`` from the season
   (:mod:`stacklstm.data.season`);
-* ``target_transform`` from the training rows (:mod:`stacklstm.data.transform`);
+* ``target_transform`` from the training rows (:mod:`stacklstm.data.transform`), and
+  ``"seasonal_panel"`` (the default) from whether the data is a panel with a season;
 * with ``model.hybrid``, the data settings the hybrid needs (:data:`HYBRID_DATA`: its
   smoothing deseasonalises and normalises each window itself);
 * ``epochs``, ``batch_size`` and ``patience`` from the number of training windows
@@ -113,6 +114,10 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
         check_positive_targets(series)
     resolved = resolve_run_config(cfg, series.freq, None)
     transform = resolved.data.target_transform
+    if cfg.data.target_transform == "seasonal_panel" and transform == "per_series":
+        log.info("target_transform 'seasonal_panel': per_series (a panel with season %d: "
+                 "log1p for each series whose Guerrero Box-Cox lambda of its training rows "
+                 "is below 0.5)", resolved.data.season)  # fmt: skip
     if transform == AUTO and series.ids is not None:  # each series of a panel on its own
         log.info("target_transform 'auto': per_series (log1p for each series whose Guerrero "
                  "Box-Cox lambda of its training rows is below 0.5)")  # fmt: skip
