@@ -114,15 +114,14 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
         check_positive_targets(series)
     resolved = resolve_run_config(cfg, series.freq, None)
     transform = resolved.data.target_transform
-    if cfg.data.target_transform == "seasonal_panel" and transform == "per_series":
-        log.info("target_transform 'seasonal_panel': per_series (a panel with season %d: "
-                 "log1p for each series whose Guerrero Box-Cox lambda of its training rows "
-                 "is below 0.5)", resolved.data.season)  # fmt: skip
     if transform == AUTO and series.ids is not None:  # each series of a panel on its own
-        log.info("target_transform 'auto': per_series (log1p for each series whose Guerrero "
-                 "Box-Cox lambda of its training rows is below 0.5)")  # fmt: skip
-        resolved = resolved.replace({"data": {"target_transform": "per_series"}})
-    elif transform == AUTO or (transform == "per_series" and series.ids is None):
+        transform = "per_series"
+        resolved = resolved.replace({"data": {"target_transform": transform}})
+    if transform == "per_series" and cfg.data.target_transform != transform:  # auto, default
+        log.info("target_transform %r: per_series (log1p for each series whose Guerrero "
+                 "Box-Cox lambda of its training rows is below 0.5)",
+                 cfg.data.target_transform)  # fmt: skip
+    if transform == AUTO or (transform == "per_series" and series.ids is None):
         chosen, lam = choose_target_transform(series, resolved.data)
         log.info(
             "target_transform %r: %s (Guerrero's Box-Cox lambda of the training rows: "
