@@ -92,6 +92,13 @@ def test_auto_is_mase_for_a_panel_with_mse_and_none_otherwise(tmp_path):
         cfg = _cfg(**train).replace({"data": data})
         plan = make_plan(cfg, tmp_path / "other", False, table)
         assert plan.cfg.train.loss_weight == "none" and plan.train_weight is None
+    # naive scales by the change over one row: MASE's own only without a season
+    plan = make_plan(_cfg().replace({"data": {"scaler": "naive"}}), tmp_path / "nv", False, table)
+    assert plan.cfg.train.loss_weight == "mase"
+    np.testing.assert_array_equal(plan.train_weight, plan.train.mase_weights(7, 2.0))
+    cfg = _cfg().replace({"data": {"scaler": "naive", "season": 1}})
+    plan = make_plan(cfg, tmp_path / "nv1", False, table)
+    assert plan.cfg.train.loss_weight == "none" and plan.train_weight is None
     # asked for with an absolute loss: the inverse scale, not squared
     plan = make_plan(_cfg(loss="mae", loss_weight="mase"), tmp_path / "mae", False, table)
     np.testing.assert_array_equal(plan.train_weight, plan.train.mase_weights(7, 1.0))

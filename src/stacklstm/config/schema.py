@@ -19,8 +19,9 @@ import numpy as np
 from ..checks import SettingTypeError, is_int, reject_unknown_keys
 
 ScalerKind = Literal["standard", "minmax", "robust", "mean", "naive", "seasonal_naive", "none"]
-#: The ``scaler`` setting: a kind, or ``"auto"`` (``"naive"`` for a panel without a season,
-#: ``"standard"`` otherwise; see :attr:`stacklstm.config.DataConfig.scaler_kind`).
+#: The ``scaler`` setting: a kind, or ``"auto"`` (for a panel ``"naive"`` without a season
+#: and ``"seasonal_naive"`` with a season of 2-4, ``"standard"`` otherwise; see
+#: :attr:`stacklstm.config.DataConfig.scaler_kind`).
 ScalerSetting = Literal[
     "auto", "standard", "minmax", "robust", "mean", "naive", "seasonal_naive", "none"
 ]
