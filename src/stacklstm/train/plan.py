@@ -254,15 +254,13 @@ def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
 
 def _loss_weight(cfg: RunConfig, train: WindowSet) -> str:
     """``loss_weight`` resolved: ``"auto"`` is ``"mase"`` for a panel trained with the squared
-    error whose scaler is not already MASE's own (``seasonal_naive``, or ``naive`` with
-    season 1: every series' weight would be 1), else ``"none"``. ``naive`` with a season
-    scales by the change over one row, not over a season, so it is weighed."""
+    error whose scaler is not already MASE's own (:attr:`DataConfig.mase_scaled
+    <stacklstm.config.DataConfig.mase_scaled>`: every series' weight would be 1), else
+    ``"none"``."""
     if cfg.train.loss_weight != "auto":
         return cfg.train.loss_weight
     panel = train.ids is not None and len(train.ids) > 1
-    kind, season = cfg.data.scaler_kind, int(cfg.data.season)
-    own = kind == "seasonal_naive" or (kind == "naive" and season == 1)
-    return "mase" if panel and cfg.train.loss == "mse" and not own else "none"
+    return "mase" if panel and cfg.train.loss == "mse" and not cfg.data.mase_scaled else "none"
 
 
 def run_model(cfg: RunConfig, columns: tuple[str, ...]) -> tuple[Any, Any]:
