@@ -175,7 +175,8 @@ def statistical(series: Sequence[MSeries], work: Path, dataset: str,
                 holdout: bool = False) -> dict[str, dict]:  # fmt: skip
     """``{id: {model: forecast (h,) list, "fit_s": seconds}}`` for every series, from the cache
     or fitted now, one series at a time (cached after each). With ``holdout``, fitted on
-    ``x`` without its last ``h`` values and forecasting those (series too short are left out)."""
+    ``x`` without its last ``h`` values and forecasting those (series too short are left out,
+    and so are those a model will not fit once shortened)."""
     from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
 
     path = work / dataset / ("stats-holdout.jsonl" if holdout else "stats.jsonl")
@@ -189,10 +190,18 @@ def statistical(series: Sequence[MSeries], work: Path, dataset: str,
         models = {"auto_ets": AutoETS(season_length=m), "auto_arima": AutoARIMA(season_length=m),
                   "auto_theta": AutoTheta(season_length=m)}  # fmt: skip
         start = time.perf_counter()
-        for name, model in models.items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                row[name] = model.forecast(y=s.x, h=s.h)["mean"].tolist()
+        try:
+            for name, model in models.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    row[name] = model.forecast(y=s.x, h=s.h)["mean"].tolist()
+        except NotImplementedError as err:  # statsforecast's AutoETS: "tiny datasets"
+            if not holdout:
+                raise
+            # too short to fit without its last h values: left out like the shorter ones
+            # (the weighted combination takes the median there), and cached as such
+            _append(path, {"key": s.id, "too_short": str(err)})
+            continue
         row["fit_s"] = time.perf_counter() - start
         last = s.x[-m:] if len(s.x) >= m else s.x[-1:]
         row["seasonal_naive"] = np.resize(last, s.h).tolist()
@@ -201,7 +210,7 @@ def statistical(series: Sequence[MSeries], work: Path, dataset: str,
         done[s.id] = row
         if (k + 1) % 100 == 0:
             logging.info("statistical models: %d of %d series", k + 1, len(todo))
-    return done
+    return {key: row for key, row in done.items() if "too_short" not in row}
 
 
 # -- stacklstm -----------------------------------------------------------------------------------
