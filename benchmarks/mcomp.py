@@ -282,10 +282,13 @@ def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dic
         last[str(i)] = rows[columns].iloc[-1].tolist()
         if "forecaster" in rows and rows["forecaster"].iloc[-1] != "model":
             fallback.append(str(i))
-    held = predict(selection, table) if selection.is_dir() else frame
-    for i, rows in groups(held):
+    # a retrained ensemble: the median of its members' selection runs, as its report takes it
+    members = sorted((run_dir / "members").glob(f"*/{selection.name}"), key=lambda p: p.parent.name)
+    held = [predict(s, table) for s in members or [selection] if s.is_dir()] or [frame]
+    for i, rows in groups(held[0]):
         if str(i) not in fallback and len(rows) > horizon:
-            val[str(i)] = rows[columns].iloc[-horizon - 1].tolist()
+            at = rows.index[-horizon - 1]
+            val[str(i)] = np.median([h.loc[at, columns].to_numpy(float) for h in held], 0).tolist()
     return last, val, fallback
 
 

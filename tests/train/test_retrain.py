@@ -136,20 +136,19 @@ def test_a_folder_holding_a_selection_is_not_a_new_run(table, tmp_path):
         fit(off, tmp_path / "run", resume=True, quiet=True)
 
 
-def test_auto_retrains_a_panel_with_validation_windows_and_one_model(table, tmp_path):
+def test_auto_retrains_a_panel_with_validation_windows(table, tmp_path):
     def resolved(overrides, data_path=table):
         cfg = RunConfig().replace(SETTINGS).replace(overrides)
         return make_plan(cfg, tmp_path / "new", False, data_path).cfg.train.retrain
 
     assert resolved({"train": {"retrain": "auto"}}) == "on"
     assert resolved({"train": {"retrain": "auto"}, "data": {"val_size": 0}}) == "off"
-    assert resolved({"train": {"retrain": "auto", "ensemble": 2}}) == "off"
+    assert resolved({"train": {"retrain": "auto", "ensemble": 2}}) == "on"  # each member
     single = RunConfig(train=TrainConfig(epochs=1, baselines="naive"))  # the bundled series
     assert make_plan(single, tmp_path / "co2", False, None).cfg.train.retrain == "off"
     with pytest.raises(DataError, match="retrain='on' chooses the epochs on the validation"):
         resolved({"train": {"retrain": "on"}, "data": {"val_size": 0}})
-    with pytest.raises(SettingError, match="retrain='on' trains one model again"):
-        TrainConfig(retrain="on", ensemble=2)
+    assert TrainConfig(retrain="on", ensemble=2).retrain == "on"
     with pytest.raises(SettingError, match="retrain"):
         TrainConfig(retrain="yes")
 
@@ -166,3 +165,57 @@ def test_the_cli_resumes_a_run_stopped_in_its_selection(table, retrained, capsys
     assert code == 0 and f"with its selection run in {stopped / 'selection'}" in out
     _assert_same_run(_saved(stopped / "selection"), _saved(run / "selection"))
     _assert_same_run(_saved(stopped), _saved(run))
+
+
+def test_a_seed_ensemble_retrains_each_member(table, retrained):
+    run, result = retrained
+    cfg = RunConfig().replace(SETTINGS).replace({"train": {"ensemble": 2}})
+    ens = table.parent / "ensemble"
+    got = fit(cfg, ens, quiet=True, data_path=table)
+    # member 0 is the single retrained run of the same seed, bit for bit; member 1 its own
+    _assert_same_run(_saved(ens / "members" / "0"), _saved(run))
+    _assert_same_run(_saved(ens / "members" / "0" / "selection"), _saved(run / "selection"))
+    assert (ens / "members" / "1" / "selection" / "config.json").is_file()
+    assert got.step == sum(m.step for m in got.members) and got.members[0].step == result.step
+    assert read_run_info(ens).config.train.retrain == "on"
+    # the test split: the median of the retrained members (for two, their mean)
+    report = got.report.data
+    members = [json.loads((ens / "members" / str(k) / "report.json").read_text())
+               for k in (0, 1)]  # fmt: skip
+    def point(metrics, like):  # the point metrics the ensemble's report keeps per member
+        return {key: metrics[key] for key in like}
+
+    for k in (0, 1):
+        scored = report["ensemble"]["members"][k]["test"]
+        assert scored == point(members[k]["test"]["model"], scored)
+    # the validation split: each member's selection run, which did not train on it
+    for k in (0, 1):
+        scored = report["ensemble"]["members"][k]["val"]
+        assert scored == point(members[k]["val"]["model"], scored)
+    selections = [json.loads((ens / "members" / str(k) / "selection" / "report.json")
+                             .read_text())["val"]["model"] for k in (0, 1)]  # fmt: skip
+    assert [members[k]["val"]["model"] for k in (0, 1)] == selections
+    assert report["val"]["model"]["mae"] <= max(s["mae"] for s in selections)
+    assert report["retrain"]["epochs"] == [result.epochs, got.members[1].epochs]
+    assert "members: each retrained" in got.report.table
+
+
+def test_a_retrained_ensemble_resumes_bit_identically_from_a_members_selection(table, retrained):
+    cfg = RunConfig().replace(SETTINGS).replace({"train": {"ensemble": 2}})
+    whole = table.parent / "ensemble_whole"
+    full = fit(cfg, whole, quiet=True, data_path=table)
+    member0 = full.members[0].step
+    again = table.parent / "ensemble_again"
+    # stopped inside member 1's selection run: members/1 holds only selection/
+    first = fit(cfg, again, quiet=True, data_path=table, stop_after_steps=member0 + 3)
+    assert first.stop_reason == "stop_after_steps" and first.step == member0 + 3
+    assert not (again / "members" / "1" / "config.json").exists()
+    assert (again / "members" / "1" / "selection").is_dir()
+    second = fit(cfg, again, resume=True, quiet=True)
+    assert second.stop_reason == full.stop_reason and second.step == full.step
+    for k in ("0", "1"):
+        _assert_same_run(_saved(again / "members" / k), _saved(whole / "members" / k))
+        _assert_same_run(_saved(again / "members" / k / "selection"),
+                         _saved(whole / "members" / k / "selection"))  # fmt: skip
+    assert second.report.data["test"] == full.report.data["test"]
+    assert second.report.data["val"] == full.report.data["val"]

@@ -164,7 +164,8 @@ class TrainConfig(_Section):
         help="after early stopping, train a fresh model on the training and validation "
         "windows together for the epochs that scored best on validation (the run chosen on "
         "validation is kept in selection/ and scores the validation split of the report); "
-        "'auto': on for a panel (id_column) with validation windows and ensemble=1",
+        "'auto': on for a panel (id_column) with validation windows; a seed ensemble retrains "
+        "each member",
         legacy="off",
     )
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
@@ -235,13 +236,6 @@ class TrainConfig(_Section):
             )
         check_choice("loss_weight", self.loss_weight, get_args(LossWeightKind))
         check_choice("retrain", self.retrain, get_args(RetrainKind))
-        if self.retrain == "on" and self.ensemble > 1:
-            raise SettingError(
-                f"retrain='on' trains one model again on the validation windows, but "
-                f"`ensemble` is {self.ensemble}; use retrain='off' (or 'auto') with an "
-                "ensemble",
-                "retrain",
-            )
         check_positive_int("log_every", self.log_every)
         check_int("checkpoint_every", self.checkpoint_every, 0)
         check_bool("skip_nonfinite", self.skip_nonfinite)

@@ -10,6 +10,12 @@ finished members, resumes the unfinished one (bit-identical to an uninterrupted 
 starts the rest. Once every member has finished, the ensemble's report (the members' median
 against the baselines and against each member) is written into the ensemble's folder.
 
+With ``retrain="on"`` (a panel's default, :mod:`stacklstm.train.retrain`) each member is a
+retrained run: its own selection run in ``members/<k>/selection/`` chooses its epochs, and
+the member is trained again on the training and validation rows. The ensemble's report
+scores the validation split with the median of the members' selection runs, which did not
+train on it.
+
 Example:
     >>> import tempfile
     >>> from stacklstm.config import RunConfig, TrainConfig
@@ -20,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,13 +34,14 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..distributed import is_primary, sync
+from . import retrain
 from .ensemble import member_config, member_dir
 from .files import CONFIG_FILE, MEMBERS_DIR
 from .lock import RunLock
 from .plan import make_plan
 from .report import evaluate_run
 from .results import FitResult, finished_result
-from .rundir import creating_run_dir, newest_step, write_run_info
+from .rundir import creating_run_dir, write_run_info
 
 log = logging.getLogger(__name__)
 
@@ -146,14 +154,16 @@ def _member(
     quiet: bool,
     limit: int | None,
 ) -> FitResult | None:
-    """Train, resume or skip member ``k`` (None: ``limit`` allows it no update)."""
+    """Train, resume or skip member ``k`` (None: ``limit`` allows it no update). A retrained
+    member (``retrain="on"``) may have begun in its ``selection/`` only; its updates count
+    both runs', as :class:`~stacklstm.train.retrain.RetrainResult` counts them."""
     folder = member_dir(out_dir, k)
-    started = (folder / CONFIG_FILE).is_file()
+    started = (folder / CONFIG_FILE).is_file() or retrain.started(folder)
+    current = retrain.steps_done(folder) if started else 0
     finished = finished_result(folder) if started else None
     if finished is not None:
         log.info("ensemble member %d (%s) finished earlier", k, folder)
-        return finished
-    current = newest_step(folder) if started else 0
+        return dataclasses.replace(finished, step=current)
     if limit is not None and limit <= current:
         return None
     log.info("ensemble member %d of %d: seed %d", k + 1, cfg.train.ensemble, cfg.train.seed + k)

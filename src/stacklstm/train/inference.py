@@ -39,7 +39,7 @@ from ..data import (
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from ..intervals import Forecast, to_forecast
 from .checkpoint import RunCheckpoints, abstract_target
-from .files import CONFIG_FILE, MEMBERS_DIR
+from .files import CONFIG_FILE, MEMBERS_DIR, SELECTION_DIR
 from .memory import check_series_fit, memory_errors_as_data_errors
 from .plan import run_model
 from .rundir import RunInfo, check_config_unchanged, read_run_info
@@ -273,6 +273,27 @@ def load_run(run_dir: str | Path) -> TrainedRun | EnsembleRun:
             )
         members.append(_restore(folder, member_info))
     return EnsembleRun(run_dir, info, tuple(members))
+
+
+def load_selection(run_dir: str | Path) -> TrainedRun | EnsembleRun:
+    """The selection run(s) of the retrained run in ``run_dir`` (``retrain="on"``,
+    :mod:`stacklstm.train.retrain`), which did not train on the validation rows: a single
+    run's ``selection/``, or for a seed ensemble the median of its members' ``selection/``
+    runs (an :class:`EnsembleRun` whose ``info`` is member 0's selection's: the scaler of the
+    training rows).
+
+    Raises:
+        ValueError: A selection run missing or without a checkpoint.
+    """
+    run_dir = Path(run_dir)
+    n = read_run_info(run_dir).config.train.ensemble
+    if n == 1:
+        return load_run(run_dir / SELECTION_DIR)
+    folders = [member_dir(run_dir, k) / SELECTION_DIR for k in range(n)]
+    infos = [read_run_info(folder) for folder in folders]
+    return EnsembleRun(
+        run_dir, infos[0], tuple(_restore(f, i) for f, i in zip(folders, infos, strict=True))
+    )
 
 
 def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:

@@ -234,8 +234,9 @@ def _quiet(name: str) -> Iterator[None]:
 
 
 def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
-    """``retrain`` resolved: ``"auto"`` is ``"on"`` for a panel with validation windows and
-    one model, else ``"off"``; ``"on"`` needs validation windows to choose the epochs on.
+    """``retrain`` resolved: ``"auto"`` is ``"on"`` for a panel with validation windows (a
+    seed ensemble's members each retrained), else ``"off"``; ``"on"`` needs validation
+    windows to choose the epochs on.
 
     Raises:
         DataError: ``retrain="on"`` and the splits give no validation windows.
@@ -243,7 +244,7 @@ def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
     tcfg = cfg.train
     if tcfg.retrain == "auto":
         panel = splits.val.ids is not None
-        return "on" if panel and len(splits.val) and tcfg.ensemble == 1 else "off"
+        return "on" if panel and len(splits.val) else "off"
     if tcfg.retrain == "on" and not len(splits.val):
         raise DataError(
             f"retrain='on' chooses the epochs on the validation windows, but {source} gives "

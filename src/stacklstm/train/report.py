@@ -38,18 +38,19 @@ from ..intervals import (
 from ..metrics import forecast_metrics, seasonal_scale
 from ..signals import test_hook
 from .calibration import fit_calibration, write_calibration
-from .ensemble import EnsembleRun, load_run, rank_members
+from .ensemble import EnsembleRun, load_run, member_dir, rank_members
 from .fallback import NAME as FALLBACK
 from .fallback import fallback_ids
 from .files import (
     BASELINES_FILE,
     FORECAST_PLOT,
     LOSS_PLOT,
+    MEMBERS_DIR,
     METRICS_FILE,
     REPORT_FILE,
     SELECTION_DIR,
 )
-from .inference import load_series
+from .inference import load_selection, load_series
 from .plots import plot_forecast, plot_loss
 from .report_baselines import (
     add_interval_scores,
@@ -187,7 +188,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     )
     held = None  # a retrained run: the validation windows as its selection's model reads them
     if cfg.train.retrain == "on":
-        chosen = load_run(Path(run_dir) / SELECTION_DIR)
+        chosen = load_selection(run_dir)
         held = (chosen, _held_out(series, cfg, chosen.info, splits))
     scores = _score_splits(run, splits, held)
     data = {**scores.data, **_report_settings(run, scores, source)}
@@ -338,20 +339,27 @@ def _report_settings(run: Any, scores: _Scores, source: Path) -> dict[str, Any]:
     if run.members:
         data["ensemble"] = _ensemble_data(run, scores.members)
     if cfg.train.retrain == "on":
-        data["retrain"] = _retrain_data(Path(run.run_dir))
+        data["retrain"] = _retrain_data(Path(run.run_dir), cfg.train.ensemble)
     return data
 
 
-def _retrain_data(run_dir: Path) -> dict[str, Any]:
+def _retrain_data(run_dir: Path, ensemble: int = 1) -> dict[str, Any]:
     """``report.json``'s ``retrain``: the selection's folder, the epochs it chose and the
-    validation loss they scored there (:mod:`stacklstm.train.retrain`)."""
-    progress = finished_progress(run_dir / SELECTION_DIR) or {}
-    return {
-        "selection": SELECTION_DIR,
-        "epochs": progress.get("best_epoch"),
-        "selection_epochs": progress.get("epoch"),
-        "selection_val_loss": progress.get("best_val_loss"),
-    }
+    validation loss they scored there (:mod:`stacklstm.train.retrain`); for a seed ensemble,
+    each member's, in lists (member ``k``'s selection is ``members/<k>/selection``)."""
+    if ensemble == 1:
+        progress = finished_progress(run_dir / SELECTION_DIR) or {}
+        return {
+            "selection": SELECTION_DIR,
+            "epochs": progress.get("best_epoch"),
+            "selection_epochs": progress.get("epoch"),
+            "selection_val_loss": progress.get("best_val_loss"),
+        }
+    members = [_retrain_data(member_dir(run_dir, k)) for k in range(ensemble)]
+    data: dict[str, Any] = {"selection": f"{MEMBERS_DIR}/<k>/{SELECTION_DIR}"}
+    for key in ("epochs", "selection_epochs", "selection_val_loss"):
+        data[key] = [member[key] for member in members]
+    return data
 
 
 def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: Any) -> None:

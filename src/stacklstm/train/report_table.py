@@ -65,7 +65,14 @@ def format_table(data: dict[str, Any]) -> str:
         f"horizon {data['horizon']}); season={data['season']}"
     )
     retrain = data.get("retrain")
-    if retrain:
+    if retrain and isinstance(retrain["epochs"], list):  # a seed ensemble's members
+        epochs = ", ".join(str(e) for e in retrain["epochs"])
+        lines.append(
+            f"members: each retrained for the epochs chosen on validation ({epochs}) on the "
+            "training and validation windows; val scores the median of their selection runs "
+            f"({retrain['selection']}/)"
+        )
+    elif retrain:
         lines.append(
             f"model: retrained for {retrain['epochs']} epochs (chosen on validation) on the "
             f"training and validation windows; val scores the model of {retrain['selection']}/"

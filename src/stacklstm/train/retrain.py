@@ -40,7 +40,7 @@ from pathlib import Path
 from ..config import RunConfig
 from .files import CONFIG_FILE, SELECTION_DIR
 from .results import FitResult
-from .rundir import finished_progress
+from .rundir import finished_progress, newest_step
 
 __all__ = [
     "RetrainResult",
@@ -49,6 +49,7 @@ __all__ = [
     "selecting",
     "selection_config",
     "started",
+    "steps_done",
 ]
 
 # the loggers of the data and the plan: a retrained run plans its data three times (to
@@ -138,6 +139,13 @@ def selection_config(cfg: RunConfig) -> RunConfig:
 def started(out_dir: str | Path) -> bool:
     """Whether the selection run of the retrained run in ``out_dir`` has begun."""
     return (Path(out_dir) / SELECTION_DIR / CONFIG_FILE).is_file()
+
+
+def steps_done(out_dir: str | Path) -> int:
+    """The updates of the run in ``out_dir`` so far, with its ``selection/`` run's where it
+    has one (a retrained run: :attr:`RetrainResult.step` counts both)."""
+    selection = Path(out_dir) / SELECTION_DIR
+    return newest_step(out_dir) + (newest_step(selection) if selection.is_dir() else 0)
 
 
 def selecting(out_dir: str | Path) -> bool:
