@@ -182,6 +182,7 @@ def test_a_seed_ensemble_retrains_each_member(table, retrained):
     report = got.report.data
     members = [json.loads((ens / "members" / str(k) / "report.json").read_text())
                for k in (0, 1)]  # fmt: skip
+
     def point(metrics, like):  # the point metrics the ensemble's report keeps per member
         return {key: metrics[key] for key in like}
 
