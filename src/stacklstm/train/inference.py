@@ -289,11 +289,8 @@ def load_selection(run_dir: str | Path) -> TrainedRun | EnsembleRun:
     n = read_run_info(run_dir).config.train.ensemble
     if n == 1:
         return load_run(run_dir / SELECTION_DIR)
-    folders = [member_dir(run_dir, k) / SELECTION_DIR for k in range(n)]
-    infos = [read_run_info(folder) for folder in folders]
-    return EnsembleRun(
-        run_dir, infos[0], tuple(_restore(f, i) for f, i in zip(folders, infos, strict=True))
-    )
+    members = tuple(load_run(member_dir(run_dir, k) / SELECTION_DIR) for k in range(n))
+    return EnsembleRun(run_dir, members[0].info, members)
 
 
 def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
