@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helpers import SEASON, _cfg, _panel_table
+from helpers import SEASON, _cfg, _panel_table, seasonal_values
 from stacklstm import backtest as bt
 from stacklstm.data import make_splits, prepare_series, read_table
 
@@ -64,3 +64,40 @@ def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_pa
         np.mean([f["per_series"]["b"]["scores"]["auto_ets"]["mae"] for f in folds]), rel=1e-12
     )
     assert "2 series scored together" in result.table
+
+
+def test_the_backtest_plot_shows_each_forecasters_mase_by_fold_and_by_step_on_a_log_scale():
+    from stacklstm.backtest.scoring import _fold_scores, backtest_figure
+
+    y = seasonal_values(60)
+    day0, horizon, forecasts, folds, scales = np.datetime64("2021-01-01"), 3, [], [], []
+    for k, cut in enumerate((40, 44, 48)):
+        origins = cut + np.arange(3)
+        actual = y[origins[:, None] + np.arange(1, horizon + 1)][..., None]  # (3, horizon, 1)
+        made = {
+            "model": actual + 0.05 * (1 + np.arange(horizon))[None, :, None],
+            "last_value": np.repeat(y[origins][:, None, None], horizon, axis=1),
+            "seasonal_naive": y[origins[:, None] + np.arange(1, horizon + 1) - SEASON][..., None],
+            "auto_ets": None,  # no forecasts: left out
+        }
+        scale = np.mean(np.abs(y[SEASON : cut + 1] - y[: cut + 1 - SEASON]))  # rows 0..cut
+        scores, by_step, _ = _fold_scores(actual, made, [(slice(None), np.array([scale]))])
+        folds.append({"fold": k, "cutoff": cut, "cutoff_time": str(day0 + cut),
+                      "scores": scores, "by_step": by_step})  # fmt: skip
+        forecasts.append((actual, made))
+        scales.append(scale)
+    by_fold, by_step = backtest_figure({"folds": folds, "horizon": horizon}).axes
+    for name in ("model", "last_value", "seasonal_naive"):
+        errors = [np.abs(made[name] - actual)[..., 0] / scale  # (3, horizon) scaled errors
+                  for (actual, made), scale in zip(forecasts, scales, strict=True)]  # fmt: skip
+        (line,) = [ln for ln in by_fold.get_lines() if ln.get_label() == name]
+        np.testing.assert_allclose(line.get_ydata(), [e.mean() for e in errors], rtol=1e-12)
+        (line,) = [ln for ln in by_step.get_lines() if ln.get_label() == name]
+        np.testing.assert_allclose(line.get_ydata(), np.mean([e.mean(axis=0) for e in errors],
+                                                             axis=0), rtol=1e-12)  # fmt: skip
+        np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3])
+    assert not [ln for ln in by_fold.get_lines() if ln.get_label() == "auto_ets"]
+    labels = [t.get_text() for t in by_fold.get_xticklabels()]
+    assert labels == ["2021-02-10", "2021-02-14", "2021-02-18"]  # day0 + the cut-off rows
+    assert by_fold.get_yscale() == by_step.get_yscale() == "log"
+    assert by_fold.get_ylabel() == "MASE"

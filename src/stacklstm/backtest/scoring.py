@@ -3,21 +3,22 @@ targets, the mean and spread over folds, the table and the plot."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from .. import baselines
 from ..data import make_inference_windows
 from ..metrics import forecast_metrics, seasonal_scale
 from ..train.files import fold_dir_name
 from ..train.inference import forecast, load_run
-from ..train.plots import COLORS
+from ..train.plots import color_of, legend_below, plain_log_axis, save_figure
 from ..train.report import UNDEFINED, score_forecasts
-from ..train.rundir import atomic_write
 from .folds import BacktestPlan
 
 #: The metrics summarised over folds.
@@ -266,33 +267,79 @@ def _undefined_notes(summary: dict[str, Any], keys: Sequence[str]) -> list[str]:
     return lines
 
 
+def _cutoff_label(fold: dict[str, Any]) -> str:
+    """A fold's cut-off as a tick label: its date (and time of day, if any), else its row."""
+    if fold.get("cutoff_time") is None:
+        return f"row {fold['cutoff']}"
+    stamp = pd.Timestamp(fold["cutoff_time"])
+    return stamp.strftime("%Y-%m-%d" if stamp == stamp.normalize() else "%Y-%m-%d %H:%M")
+
+
+def _mase(score: dict[str, Any] | None) -> float:
+    """A score's MASE, NaN where undefined (a constant history) or without forecasts."""
+    value = None if score is None else score.get("mase")
+    return np.nan if value is None else float(value)
+
+
+def mase_by_fold(result: dict[str, Any], name: str) -> np.ndarray:
+    """``(folds,)`` MASE of forecaster ``name`` in each fold of a backtest (NaN: undefined)."""
+    return np.array([_mase(fold["scores"][name]) for fold in result["folds"]])
+
+
+def mase_by_step(result: dict[str, Any], name: str) -> np.ndarray:
+    """``(horizon,)`` mean over the folds of forecaster ``name``'s MASE at each horizon step
+    (NaN where a fold's is undefined)."""
+    steps = [fold["by_step"][name] or [None] * result["horizon"] for fold in result["folds"]]
+    return np.array([[_mase(step) for step in fold] for fold in steps]).mean(axis=0)
+
+
+def backtest_figure(result: dict[str, Any]) -> Figure:
+    """backtest.png: each forecaster's MASE by fold (left, the folds named by their
+    cut-offs) and its mean MASE over folds by horizon step (right), on a log scale with a
+    line at 1 (the in-sample seasonal naive forecast's error), so that forecasters whose
+    errors differ tenfold all stay readable. Forecasters without finite forecasts are left
+    out. Returns the figure, not yet saved."""
+    fig = Figure(figsize=(11, 4.6), layout="constrained")
+    by_fold, by_step = fig.subplots(1, 2)
+    folds, horizon = result["folds"], result["horizon"]
+    names = [n for n in folds[0]["scores"] if any(f["scores"][n] is not None for f in folds)]
+    for name in sorted(names, key=lambda n: n == "model"):  # the model drawn last, on top
+        style = {"color": color_of(name), "lw": 2.0 if name == "model" else 1.0,
+                 "alpha": 1.0 if name == "model" else 0.8, "ms": 4, "label": name}  # fmt: skip
+        by_fold.plot(range(len(folds)), mase_by_fold(result, name), "o-", **style)
+        by_step.plot(range(1, horizon + 1), mase_by_step(result, name), "o-", **style)
+    slanted = len(folds) > 4  # dates side by side would collide
+    labels = [_cutoff_label(fold) for fold in folds]
+    by_fold.set_xticks(range(len(folds)), labels, rotation=30 if slanted else 0,
+                       ha="right" if slanted else "center")  # fmt: skip
+    by_step.set_xticks(range(1, horizon + 1))
+    first = " (first series)" if "n_series" in result else ""
+    by_fold.set(xlabel=f"fold cut-off{first}", ylabel="MASE", title="MASE by fold")
+    by_step.set(xlabel="horizon step", ylabel="mean MASE over folds", title="MASE by step")
+    for ax in (by_fold, by_step):
+        _log_mase_axis(ax)
+    legend_below(fig, [by_fold])
+    return fig
+
+
+def _log_mase_axis(ax: Axes) -> None:
+    """A log y axis in plain numbers, with a line at MASE 1."""
+    ax.axhline(1.0, color="black", lw=0.8, ls=":", label="MASE 1: in-sample seasonal naive")
+    plain_log_axis(ax)
+
+
 def plot_backtest(path: Path, result: dict[str, Any]) -> None:
-    """MAE by fold (left) and mean MAE over folds by horizon step (right), per forecaster."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (by_fold, by_step) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, s in result["summary"].items():
-        if s["overall"] is None:
-            continue
-        style = {"lw": 2} if name == "model" else {"lw": 1, "alpha": 0.7}
-        style["color"] = COLORS[name]
-        maes = [f["scores"][name]["mae"] for f in result["folds"]]
-        by_fold.plot(range(len(maes)), maes, "o-", ms=3, label=name, **style)
-        steps = [m["mean"]["mae"] for m in s["by_step"]]
-        by_step.plot(range(1, len(steps) + 1), steps, "o-", ms=3, label=name, **style)
-    by_fold.set(xlabel="fold", ylabel="MAE", title="error by fold")
-    by_fold.set_xticks(range(len(result["folds"])))
-    by_step.set_xticks(range(1, result["horizon"] + 1))
-    by_step.set(xlabel="horizon step", ylabel="mean MAE over folds", title="error by step")
-    by_fold.legend(fontsize=8)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
+    """Write backtest.png to ``path``: :func:`backtest_figure`."""
+    save_figure(backtest_figure(result), path)
 
 
-__all__ = ["METRICS", "fold_forecasts", "format_table", "plot_backtest", "score_folds"]
+__all__ = [
+    "METRICS",
+    "backtest_figure",
+    "fold_forecasts",
+    "format_table",
+    "mase_by_fold",
+    "mase_by_step",
+    "plot_backtest",
+    "score_folds",
+]

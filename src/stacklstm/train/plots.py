@@ -1,4 +1,11 @@
-"""The run folder's plots: test forecasts against the baselines, and the loss curves."""
+"""The run folder's plots: ``forecast.png`` (each series' recent history, its test forecasts
+and its future forecast) and ``loss.png`` (the loss curves and the chosen epoch).
+
+Each plot is built by a function that returns the :class:`matplotlib.figure.Figure`
+(:func:`forecast_figure`, :func:`loss_figure`), so that tests can read what is drawn, and
+written by a ``plot_*`` function. Figures are made without pyplot (Agg renders them when
+saved): no global figure state, nothing to close.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,19 @@ import io
 import json
 import logging
 import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib.dates as mdates
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..data import Series, WindowSet
-from ..intervals import Forecast, interval_pairs, level_key
+from ..intervals import Forecast, interval_pairs
 from .rundir import atomic_write
 
 log = logging.getLogger(__name__)
@@ -27,53 +40,416 @@ COLORS = {
     "auto_theta": "tab:purple",
 }
 
+#: Up to this many test windows of a series, each one's forecast path is drawn; more are
+#: thinned to one every ``horizon`` windows back from the last, paths that tile the test rows.
+MAX_PATHS = 4
+
+#: The fewest rows of history forecast.png shows by default.
+MIN_HISTORY = 20
+
+
+def color_of(name: str) -> str:
+    """The colour of forecaster ``name`` in every plot (:data:`COLORS`; another: cyan)."""
+    return COLORS.get(name, "tab:cyan")
+
 
 def save_figure(fig: Any, path: Path) -> None:
+    """Write ``fig`` to ``path`` as a PNG, atomically."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
+
+
+def legend_below(fig: Figure, axes: Sequence[Axes]) -> None:
+    """One legend for all ``axes`` (each label once) below them, outside the data (``fig``'s
+    constrained layout makes room for it)."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+                   ncols=min(len(seen), 5), frameon=False, fontsize=8)  # fmt: skip
+
+
+def format_time_axis(ax: Axes, xs: np.ndarray) -> None:
+    """Date ticks and labels at the step of the stamps ``xs`` (never finer than a day for
+    daily or coarser data); whole-number ticks for whole numbers."""
+    xs = np.asarray(xs)
+    if not np.issubdtype(xs.dtype, np.datetime64):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        return
+    days = np.diff(np.sort(xs)).astype("timedelta64[s]").astype(float) / 86400
+    span = float(days.sum()) if len(days) else 0.0
+    if len(days) and np.median(days) >= 1 and span < 8:
+        locator: mdates.DateLocator = mdates.DayLocator()  # too few days for AutoDateLocator
+    else:
+        locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
+def plain_log_axis(ax: Axes) -> None:
+    """A log y axis whose ticks read as plain numbers (0.2, 0.5, 1, 2), with a light grid;
+    the minor ticks at 2 and 5 labelled while the axis spans two decades or less."""
+
+    def minor(value: float, _: int) -> str:
+        low, high = ax.get_ylim()
+        mantissa = round(value / 10 ** math.floor(math.log10(value) + 1e-9))
+        return f"{value:g}" if mantissa in (2, 5) and math.log10(high / low) <= 2 else ""
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+    ax.grid(alpha=0.3, lw=0.5, which="both")
+
+
+# --- forecast.png
+
+
+@dataclass(frozen=True)
+class FutureForecast:
+    """The forecast of the ``horizon`` steps after each series' last row, for forecast.png.
+
+    Attributes:
+        times: ``(n_series, horizon)`` time stamps of the steps: datetime64 like the
+            series' time column, or whole numbers (the series' whole-number stamps or,
+            without a time column, row numbers within the series: a series of ``T`` rows
+            has rows ``0..T-1``, so its first future step is ``T``).
+        point: ``(n_series, horizon, n_targets)`` point forecasts in original units.
+        intervals: ``{level: (lo, hi)}``: per interval level in (0, 1) (0.8: the 80%
+            interval) its lower and upper bounds, each ``(n_series, horizon, n_targets)``;
+            ``{}``: none.
+        ids: The series of the rows of ``times`` and ``point``, in order (a panel's ids);
+            None: the plotted table's series in their order, one row each (one row for a
+            table that is one series).
+
+    Example:
+        >>> lo, hi = np.array([[[0.5], [1.0]]]), np.array([[[1.5], [3.0]]])
+        >>> f = FutureForecast(np.array([[5, 6]]), np.array([[[1.0], [2.0]]]), {0.8: (lo, hi)})
+        >>> f.horizon, f.row_of(None, 0), f.row_of(None, 1)
+        (2, 0, None)
+    """
+
+    times: np.ndarray
+    point: np.ndarray
+    intervals: Mapping[float, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    ids: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        times, point = np.asarray(self.times), np.asarray(self.point)
+        if times.ndim != 2 or point.ndim != 3 or point.shape[:2] != times.shape:
+            raise ValueError(
+                "FutureForecast needs times (n_series, horizon) and point (n_series, horizon, "
+                f"n_targets), got times {times.shape} and point {point.shape}; for one series "
+                "add a leading axis of 1 (times[None], point[None])"
+            )
+        if self.ids is not None and len(self.ids) != len(times):
+            raise ValueError(f"FutureForecast has {len(times)} rows but {len(self.ids)} ids")
+        for level, bounds in self.intervals.items():
+            shapes = [np.shape(bound) for bound in bounds]
+            if not 0 < level < 1 or shapes != [point.shape, point.shape]:
+                raise ValueError(
+                    f"FutureForecast.intervals[{level!r}] must be a level in (0, 1) with (lo, "
+                    f"hi) each of point's shape {point.shape}, got shapes {shapes}"
+                )
+
+    @property
+    def horizon(self) -> int:
+        return int(np.shape(self.times)[1])
+
+    def row_of(self, name: str | None, position: int) -> int | None:
+        """The row of the series ``name``, at ``position`` in the plotted table (None: none)."""
+        if self.ids is None:
+            return position if position < len(self.times) else None
+        return list(self.ids).index(name) if name in self.ids else None
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One subplot of forecast.png: target ``target`` of the series at ``position``."""
+
+    position: int
+    target: int
+    title: str
+
+
+def _cells(
+    series: Series, test: WindowSet, future: FutureForecast | None, targets: Sequence[str],
+    max_series: int,
+) -> tuple[list[_Cell], int]:  # fmt: skip
+    """The subplots (each target of the first series by order that have test windows or a
+    future forecast) and how many series there are."""
+    have = set(np.unique(test.series).tolist())
+    if future is not None:
+        names = series.ids or (None,)
+        have |= {i for i, name in enumerate(names) if future.row_of(name, i) is not None}
+    positions = sorted(have)[: max(1, max_series // len(targets))]
+    cells = []
+    for i in positions:
+        for j, target in enumerate(targets):
+            parts = [] if series.ids is None else [series.ids[i]]
+            if len(targets) > 1 or series.ids is None:
+                parts.append(target)
+            cells.append(_Cell(i, j, " · ".join(parts)))
+    return cells, max(len(have), series.n_series)
+
+
+def _grid(n: int, n_targets: int) -> tuple[Figure, list[Axes]]:
+    """A figure of ``n`` subplots: one wide, else a row per series of up to 4 targets, else
+    in 2 or 3 columns."""
+    cols = 1 if n == 1 else 2 if n in (2, 4) else 3
+    if 1 < n_targets <= 4:
+        cols = n_targets
+    rows = math.ceil(n / cols)
+    size = (10, 4.4) if n == 1 else (4.8 * cols, 2.8 * rows + 1.0)
+    fig = Figure(figsize=size, layout="constrained")
+    axes = list(fig.subplots(rows, cols, squeeze=False).ravel())
+    for ax in axes[n:]:
+        ax.remove()
+    return fig, axes[:n]
+
+
+def _interval_label(level: float) -> str:
+    return f"{100 * level:g}% interval"
+
+
+def _alpha(n: int, count: int) -> float:
+    """The fill of band ``n`` of ``count`` drawn widest first: the widest palest."""
+    return 0.12 + 0.16 * n / max(count - 1, 1)
+
+
+@dataclass(frozen=True)
+class _Panel:
+    """What one subplot draws of its series: the rows of the series and of its history, its
+    x values, and its test windows and those whose forecast paths are drawn."""
+
+    series: Series
+    target: int
+    start: int
+    stop: int
+    first: int
+    windows: np.ndarray
+    drawn: np.ndarray
+
+    def x(self, rows: np.ndarray) -> np.ndarray:
+        """The x values of ``rows``: their stamps, else the rows within the series."""
+        return rows - self.start if self.series.times is None else self.series.times[rows]
+
+    def y(self, rows: np.ndarray) -> np.ndarray:
+        return self.series.values[rows, self.target]
+
+
+def _panel(series: Series, test: WindowSet, cell: _Cell, history: int) -> _Panel:
+    """What one subplot shows of its series: ``history`` rows before its first test origin
+    (before its end without test windows) to its end, at most its last ``2 * history`` rows;
+    the test windows from origins in view, their paths all, or one every ``horizon`` back
+    from the last beyond :data:`MAX_PATHS` (paths that tile the test rows)."""
+    start, stop = (int(b) for b in series.bounds[cell.position : cell.position + 2])
+    windows = np.flatnonzero(test.series == cell.position)
+    anchor = int(test.origin[windows[0]]) if len(windows) else stop - 1
+    first = max(start, anchor - history, stop - 2 * history)
+    windows = windows[test.origin[windows] >= first]
+    n = len(windows)
+    drawn = np.arange(n) if n <= MAX_PATHS else np.arange(n - 1, -1, -test.horizon)[::-1]
+    return _Panel(series, cell.target, start, stop, first, windows, windows[drawn])
+
+
+def _lines(panel: _Panel, test: WindowSet, values: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """``(x, y)`` of each drawn test forecast path of ``values`` ``(n, horizon)``: from its
+    origin (the actual value there) to its last step inside the series; with horizon 1,
+    one line through the step-1 forecasts."""
+    if test.horizon == 1:
+        return [(panel.x(test.origin[panel.drawn] + 1), values[panel.drawn, 0])]
+    out = []
+    for w in panel.drawn:
+        origin = int(test.origin[w])
+        rows = origin + np.arange(test.horizon + 1)
+        ys = np.concatenate([[panel.y(np.array([origin]))[0]], values[w]])
+        inside = rows < panel.stop
+        out.append((panel.x(rows[inside]), ys[inside]))
+    return out
+
+
+def _draw_test(
+    ax: Axes, panel: _Panel, test: WindowSet, forecasts: Mapping[str, np.ndarray | None],
+    intervals: Forecast | None,
+) -> None:  # fmt: skip
+    """The test rows in view shaded, the model's intervals, the baselines' forecast paths
+    (dashed) and the model's, at every horizon step."""
+    last = int(test.origin[panel.windows[-1]]) + test.horizon
+    span = panel.x(np.array([int(test.origin[panel.windows[0]]), min(last, panel.stop - 1)]))
+    ax.axvspan(span[0], span[1], color="0.93", lw=0, zorder=0, label="test period")
+    if intervals is not None and intervals.quantiles is not None:
+        _draw_test_bands(ax, panel, test, intervals)
+    names = [name for name, v in forecasts.items() if v is not None and name != "model"]
+    for name in [*names, "model"]:
+        main = name == "model"
+        for x, y in _lines(panel, test, forecasts[name][:, :, panel.target]):
+            ax.plot(x, y, color=color_of(name), lw=1.5 if main else 0.9,
+                    alpha=1.0 if main else 0.7, ls="-" if main else "--", label=name)  # fmt: skip
+
+
+def _draw_test_bands(ax: Axes, panel: _Panel, test: WindowSet, intervals: Forecast) -> None:
+    """The model's interval bands around its drawn test forecast paths, widest palest."""
+    pairs = interval_pairs(intervals.levels)
+    q = intervals.quantiles[:, :, panel.target]  # (n, horizon, Q)
+    for n, (level, lo, hi) in enumerate(reversed(pairs)):  # widest first
+        lows, highs = _lines(panel, test, q[..., lo]), _lines(panel, test, q[..., hi])
+        for (x, low), (_, high) in zip(lows, highs, strict=True):
+            ax.fill_between(x, low, high, color="tab:red", lw=0, alpha=_alpha(n, len(pairs)),
+                            label=_interval_label(level))  # fmt: skip
+
+
+def _draw_future(ax: Axes, panel: _Panel, future: FutureForecast, row: int) -> None:
+    """The future forecast from the series' last row, with its interval fan."""
+    last = np.array([panel.stop - 1])
+    x = np.concatenate([panel.x(last), np.asarray(future.times)[row]])
+    start = panel.y(last)
+    levels = sorted(future.intervals, reverse=True)  # widest first
+    for n, level in enumerate(levels):
+        lo, hi = (np.asarray(b)[row, :, panel.target] for b in future.intervals[level])
+        ax.fill_between(x, np.concatenate([start, lo]), np.concatenate([start, hi]),
+                        color="tab:red", lw=0, alpha=_alpha(n, len(levels)),
+                        label=_interval_label(level))  # fmt: skip
+    y = np.concatenate([start, np.asarray(future.point)[row, :, panel.target]])
+    ax.plot(x, y, color="darkred", lw=2.0, marker="o", ms=2.5, label="future forecast")
+
+
+def _ylabel(name: str, units: str | Mapping[str, str] | None) -> str:
+    unit = units.get(name) if isinstance(units, Mapping) else units
+    return f"{name} ({unit})" if unit else name
+
+
+def _draw_cell(
+    ax: Axes, panel: _Panel, cell: _Cell, test: WindowSet, forecasts: Mapping[str, Any],
+    intervals: Forecast | None, future: FutureForecast | None, ylabel: str,
+) -> None:  # fmt: skip
+    """One subplot: the recent history, the test forecasts and the future forecast."""
+    rows = np.arange(panel.first, panel.stop)
+    ax.plot(panel.x(rows), panel.y(rows), color="black", lw=1.2, label="actual")
+    if len(panel.windows):
+        _draw_test(ax, panel, test, forecasts, intervals)
+    name = None if panel.series.ids is None else panel.series.ids[cell.position]
+    row = None if future is None else future.row_of(name, cell.position)
+    shown = panel.x(rows)
+    if row is not None:
+        _draw_future(ax, panel, future, row)
+        shown = np.concatenate([shown, np.asarray(future.times)[row]])
+    format_time_axis(ax, shown)
+    ax.set_title(cell.title, fontsize=10)
+    ax.set_ylabel(ylabel)
+    if panel.series.times is None:
+        ax.set_xlabel("row")
+    ax.grid(alpha=0.3, lw=0.5)
+
+
+def forecast_figure(
+    series: Series,
+    test: WindowSet,
+    forecasts: Mapping[str, np.ndarray | None],
+    targets: Sequence[str],
+    intervals: Forecast | None = None,
+    *,
+    future: FutureForecast | None = None,
+    units: str | Mapping[str, str] | None = None,
+    season: int | None = None,
+    history: int | None = None,
+    max_series: int = 6,
+) -> Figure:
+    """forecast.png: per series and target, its recent history, the test forecasts at every
+    horizon step and the future forecast with its intervals.
+
+    One subplot per target of each of the first ``max_series`` series by order (those with
+    test windows in ``test`` or a row in ``future``; the title says how many of the table's
+    series are shown), titled by the series' id. Each shows, in a light grey band, the test
+    rows in view and the forecast paths from the test windows (all of up to
+    :data:`MAX_PATHS`, else one every ``horizon`` windows back from the last: paths that
+    tile the test rows; each starts at the actual value of its origin; with horizon 1, one
+    line through the step-1 forecasts) of the baselines (dashed) and of the model (red) in
+    its interval bands; then the future forecast from the series' last row in its fan. The
+    view: the actual values from ``history`` rows before the series' first test origin to
+    its end, at most its last ``2 * history`` rows. Dates on the x axis at the series' step
+    (row numbers without time stamps), the target's name and units on the y axis, the
+    legend below the subplots, outside the data.
+
+    Example (``future`` for a table of one series, as a two-step forecast would fill it)::
+
+        future = FutureForecast(
+            times=np.array([["2024-04-01", "2024-04-02"]], dtype="datetime64[ns]"),  # (1, 2)
+            point=np.array([[[10.2], [10.4]]]),  # (n_series=1, horizon=2, n_targets=1)
+            intervals={0.8: (np.array([[[9.8], [9.7]]]), np.array([[[10.6], [11.1]]]))},
+        )
+        forecast_figure(splits.series, splits.test, forecasts, ("y",), future=future)
+
+    Args:
+        series: The table the windows index (``Splits.series``).
+        test: The test windows, of one series or of several of a panel.
+        forecasts: ``{forecaster: (n, horizon, n_targets)}`` forecasts of the ``n`` test
+            windows in original units; ``"model"`` is required, None entries are skipped.
+        targets: The target names (``DataConfig.target``).
+        intervals: The model's test forecasts with quantiles ``(n, horizon, n_targets, Q)``:
+            a band per symmetric pair of levels, the widest palest.
+        future: The forecast after each series' end: :class:`FutureForecast`.
+        units: The targets' units (``"ppm"``), or ``{target: units}``; shown on the y axis.
+        season: The season length: the default view then holds two seasons or more.
+        history: Rows of history before the first test origin (None: the most of two
+            windows, two seasons, four horizons and :data:`MIN_HISTORY` rows).
+        max_series: The most series shown (a grid of up to 6 suits a page; 9 still reads).
+
+    Returns:
+        The figure, not yet saved (:func:`save_figure`).
+    """
+    if "model" not in forecasts:
+        raise ValueError(f"forecasts need the model's ('model'), got {sorted(forecasts)}")
+    if history is None:
+        history = max(2 * test.window, 2 * (season or 1), 4 * test.horizon, MIN_HISTORY)
+    cells, n_series = _cells(series, test, future, targets, max_series)
+    if not cells:
+        raise ValueError("forecast.png needs test windows or a future forecast, got neither")
+    fig, axes = _grid(len(cells), len(targets))
+    for ax, cell in zip(axes, cells, strict=True):
+        panel = _panel(series, test, cell, history)
+        _draw_cell(ax, panel, cell, test, forecasts, intervals, future,
+                   _ylabel(targets[cell.target], units))  # fmt: skip
+    fig.suptitle(_forecast_title(test, future, len({c.position for c in cells}), n_series))
+    legend_below(fig, axes)
+    return fig
+
+
+def _forecast_title(test: WindowSet, future: FutureForecast | None, shown: int, n: int) -> str:
+    steps = "1 step" if test.horizon == 1 else f"1 to {test.horizon} steps"
+    title = f"Test forecasts, {steps} ahead"
+    if future is not None:
+        title += f", and the forecast of the next {future.horizon} steps"
+    if shown < n:
+        title += f"\n{shown} of {n} series shown (the first by order)"
+    return title
 
 
 def plot_forecast(
     path: Path,
     series: Series,
     test: WindowSet,
-    forecasts: dict[str, np.ndarray | None],
-    targets: tuple[str, ...],
+    forecasts: Mapping[str, np.ndarray | None],
+    targets: Sequence[str],
     intervals: Forecast | None = None,
+    *,
+    future: FutureForecast | None = None,
+    units: str | Mapping[str, str] | None = None,
+    season: int | None = None,
+    history: int | None = None,
+    max_series: int = 6,
 ) -> None:
-    """Test targets vs the one-step-ahead forecasts (``forecasts[name][:, 0]``, one per test
-    row) of the model (red) and the baselines (faint); one panel per target. With the model's
-    ``intervals``, a fan around its forecast: one band per interval level, the widest
-    palest."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = test.origin + 1  # (n,) the row forecast at step 1 from each origin
-    x = rows if series.times is None else series.times[rows]
-    fig, axes = plt.subplots(len(targets), 1, figsize=(10, 3.2 * len(targets)), squeeze=False)
-    for j, (ax, name) in enumerate(zip(axes[:, 0], targets, strict=True)):
-        if intervals is not None and intervals.quantiles is not None:
-            pairs = interval_pairs(intervals.levels)
-            for n, (level, lo, hi) in enumerate(reversed(pairs)):  # widest first
-                band = intervals.quantiles[:, 0, j]  # (n, Q)
-                alpha = 0.12 + 0.18 * n / max(len(pairs) - 1, 1)
-                ax.fill_between(x, band[:, lo], band[:, hi], color="tab:red", alpha=alpha,
-                                lw=0, label=f"model {level_key(level)} interval")  # fmt: skip
-        ax.plot(x, test.y_true[:, 0, j], color="black", lw=1.4, label="actual")
-        for label, values in forecasts.items():
-            if values is None or label == "model":
-                continue
-            ax.plot(x, values[:, 0, j], color=COLORS[label], lw=0.8, alpha=0.6, label=label)
-        ax.plot(x, forecasts["model"][:, 0, j], color="tab:red", lw=1.2, label="model")
-        ax.set_ylabel(name)
-        ax.legend(loc="best", fontsize=8)
-    axes[0, 0].set_title(f"test forecasts, step 1 of {test.horizon} ({len(test)} origins)")
-    fig.tight_layout()
+    """Write forecast.png to ``path``: :func:`forecast_figure` of the same arguments."""
+    fig = forecast_figure(
+        series, test, forecasts, targets, intervals,
+        future=future, units=units, season=season, history=history, max_series=max_series,
+    )  # fmt: skip
     save_figure(fig, path)
-    plt.close(fig)
+
+
+# --- loss.png
 
 
 def read_metric_records(metrics_path: Path) -> list[dict[str, Any]]:
@@ -97,40 +473,141 @@ def read_metric_records(metrics_path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def plot_loss(path: Path, metrics_path: Path) -> None:
-    """Train loss per log interval and validation loss per epoch, log scale (losses of 0,
-    as a constant series may give, cannot be shown there: the plot then says so)."""
-    import matplotlib
+def _epoch_ends(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, steps)``: each epoch that ended and the step it ended at, ascending (a
+    record without ``epoch`` counts as the next epoch; a repeated epoch: its last record)."""
+    ends: dict[int, int] = {}
+    for r in records:
+        if r["kind"] == "epoch":
+            ends[int(r.get("epoch", len(ends) + 1))] = int(r["step"])
+    epochs = np.array(sorted(ends), dtype=np.int64)
+    return epochs, np.array([ends[e] for e in epochs], dtype=np.int64)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    lines = read_metric_records(metrics_path)
-    train = [
-        (r["step"], r["train_loss"])
-        for r in lines
-        if r["kind"] == "train" and isinstance(r.get("train_loss"), int | float)
+def _step_to_epoch(records: Sequence[Mapping[str, Any]]) -> Callable[[np.ndarray], np.ndarray]:
+    """Steps to (fractional) epochs: linear within each epoch, past the last at its pace;
+    without an epoch that ended, the steps themselves."""
+    epochs, ends = _epoch_ends(records)
+    if not len(epochs):
+        return lambda steps: np.asarray(steps, dtype=np.float64)
+    xp, fp = np.concatenate([[0], ends]), np.concatenate([[0], epochs]).astype(np.float64)
+    pace = (xp[-1] - xp[-2]) / (fp[-1] - fp[-2])  # steps per epoch, last epoch
+
+    def to_epoch(steps: np.ndarray) -> np.ndarray:
+        steps = np.asarray(steps, dtype=np.float64)
+        return np.where(steps > xp[-1], fp[-1] + (steps - xp[-1]) / pace, np.interp(steps, xp, fp))
+
+    return to_epoch
+
+
+def _positive_points(
+    records: Sequence[Mapping[str, Any]], kind: str, key: str
+) -> tuple[np.ndarray, ...]:
+    """``(steps, values)`` of the positive finite ``key`` of the ``kind`` records (a log
+    scale shows no other)."""
+    points = [
+        (r["step"], r[key])
+        for r in records
+        if r["kind"] == kind and isinstance(r.get(key), int | float)
+        and math.isfinite(r[key]) and r[key] > 0
+    ]  # fmt: skip
+    steps, values = zip(*points, strict=True) if points else ((), ())
+    return np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64)
+
+
+def chosen_epoch(records: Sequence[Mapping[str, Any]]) -> tuple[int, float | None] | None:
+    """``(epoch, validation loss)`` the run keeps, as the trainer chooses it: the first epoch
+    with the lowest finite validation loss; without validation losses, the last epoch (loss
+    None). None when no epoch ended.
+
+    Example:
+        >>> chosen_epoch([{"kind": "epoch", "step": s, "epoch": s // 10, "val_loss": v}
+        ...               for s, v in ((10, 0.5), (20, 0.3), (30, 0.3), (40, 0.4))])
+        (2, 0.3)
+    """
+    epochs = [r for r in records if r["kind"] == "epoch"]
+    scored = [r for r in epochs if isinstance(r.get("val_loss"), int | float)
+              and math.isfinite(r["val_loss"])]  # fmt: skip
+    if scored:
+        best = min(scored, key=lambda r: r["val_loss"])  # the first of equal losses
+        return int(best.get("epoch", epochs.index(best) + 1)), float(best["val_loss"])
+    return (int(epochs[-1].get("epoch", len(epochs))), None) if epochs else None
+
+
+def _retrained_curve(retrained: Path | Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, losses)`` of the retrained run: its metrics file's train losses on its own
+    epochs, or a list of its losses, one per epoch (epochs ``1..E``)."""
+    if isinstance(retrained, str | Path):
+        records = read_metric_records(Path(retrained))
+        steps, values = _positive_points(records, "train", "train_loss")
+        return _step_to_epoch(records)(steps), values
+    values = np.asarray(retrained, dtype=np.float64)
+    x = np.arange(1, len(values) + 1, dtype=np.float64)
+    keep = np.isfinite(values) & (values > 0)
+    return x[keep], values[keep]
+
+
+def _mark_chosen(ax: Axes, epoch: int, loss: float | None) -> None:
+    """A vertical line at the end of the chosen ``epoch``, labelled with its loss."""
+    text = f"last epoch {epoch} (kept: no validation loss)"
+    if loss is not None:
+        text = f"chosen epoch {epoch} (validation loss {loss:.4g})"
+    ax.axvline(epoch, color="black", ls=":", lw=1.2, label=text)
+
+
+def loss_figure(metrics_path: Path, *, retrained: Path | Sequence[float] | None = None) -> Figure:
+    """loss.png: the train loss per log interval and the validation loss per epoch, on
+    epochs (log scale), the chosen epoch marked; with ``retrained``, the loss of the run
+    retrained on all rows for the chosen epochs, on its own epochs.
+
+    Args:
+        metrics_path: The run's ``metrics.jsonl`` (for a retrained run, its selection's,
+            which holds the validation losses the epochs were chosen on).
+        retrained: The retrained run's ``metrics.jsonl``, or its losses, one per epoch.
+
+    Returns:
+        The figure, not yet saved. Losses of 0 (a constant series fits exactly) cannot be
+        shown on a log scale: without any other, its title says so.
+    """
+    records = read_metric_records(metrics_path)
+    to_epoch = _step_to_epoch(records)
+    fig = Figure(figsize=(8, 4.6), layout="constrained")
+    ax = fig.subplots()
+    curves = [
+        ("train", "-", "tab:blue", *_positive_points(records, "train", "train_loss")),
+        ("validation", "o-", "tab:orange", *_positive_points(records, "epoch", "val_loss")),
     ]
-    val = [
-        (r["step"], r["val_loss"])
-        for r in lines
-        if r["kind"] == "epoch" and isinstance(r.get("val_loss"), int | float)
-    ]
-    fig, ax = plt.subplots(figsize=(8, 4))
-    plotted = False
-    for points, label, style in ((train, "train", "-"), (val, "validation", "o-")):
-        points = [(s, v) for s, v in points if math.isfinite(v) and v > 0]
-        if points:
-            steps, values = zip(*points, strict=True)
-            ax.plot(steps, values, style, ms=3, label=label)
-            plotted = True
-    ax.set_yscale("log")
-    ax.set_xlabel("step")
+    for label, style, color, steps, values in curves:
+        if len(steps):
+            ax.plot(to_epoch(steps), values, style, color=color, ms=3, lw=1, label=label)
+    if retrained is not None:
+        epochs, losses = _retrained_curve(retrained)
+        ax.plot(
+            epochs, losses, "-", color="tab:green", lw=1.2, label="train, retrained on all rows"
+        )
+    chosen = chosen_epoch(records)
+    if chosen is not None:
+        _mark_chosen(ax, *chosen)
+    _finish_loss_axes(fig, ax, has_epochs=len(_epoch_ends(records)[0]) > 0)
+    return fig
+
+
+def _finish_loss_axes(fig: Figure, ax: Axes, has_epochs: bool) -> None:
+    """Scales, labels, the title and the legend (none, and a title saying why, without a
+    positive loss)."""
+    plain_log_axis(ax)
+    unit = "epoch" if has_epochs else "step"
+    ax.set_xlabel(unit)
     ax.set_ylabel("loss (scaled units)")
-    if plotted:  # no positive loss (a constant series fits exactly): an empty plot, no legend
-        ax.legend()
-    else:
+    if not any(line.get_label() in ("train", "validation") for line in ax.get_lines()):
         ax.set_title("no positive finite loss to show on a log scale")
-    fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+        return
+    ax.set_title(f"Training loss by {unit}")
+    legend_below(fig, [ax])
+
+
+def plot_loss(
+    path: Path, metrics_path: Path, *, retrained: Path | Sequence[float] | None = None
+) -> None:
+    """Write loss.png to ``path``: :func:`loss_figure`."""
+    save_figure(loss_figure(metrics_path, retrained=retrained), path)
