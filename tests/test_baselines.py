@@ -124,8 +124,10 @@ def test_report_scores_every_test_origin_next_to_statsforecast(all_run):
     theirs = statsforecast_cv(series.values[:, :1], np.arange(first, 77), 3, refit=False)
     for name in baselines.STATISTICAL:
         check(name, theirs[name][origins - first, :, 0])
-    # the model: its forecasts from predict() at the same origins
-    frame = predict(run, data).set_index("origin")
+    # the model: the selection's forecasts from predict() at the same origins (the saved
+    # model then trained on every row: retrain="all", the default)
+    assert report["retrain"]["rows"] == "all"
+    frame = predict(run / "selection", data).set_index("origin")
     # (float32 model outputs, batched differently: the report's own tolerance in test_train)
     check("model", frame.loc[origins, ["y_h1", "y_h2", "y_h3"]].to_numpy(), rel=1e-9)
     # the table marks the lowest value of each metric in each split

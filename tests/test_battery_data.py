@@ -239,10 +239,11 @@ def test_cli_panel_ids_as_written_and_a_one_row_series_named_once(tmp_path):
     assert report["n_series"] == 3 and list(report["per_series"]) == ["01", "1", "NA"]
     info = read_run_info(run)
     assert info.scaler.ids == ("01", "1", "NA")
-    # each series scaled on its own 79 (28) training and 6 validation rows (the panel is
-    # retrained on them): level + 0..84 (0..33), no splicing
-    assert info.scaler.center[:, 0].tolist() == pytest.approx([5 + 42, 500 + 42, 50 + 16.5])
-    code, _, err = _main("predict", run, "--ids", "01,NA", "--output", tmp_path / "o.csv")
+    # each series scaled on its own 91 (40) rows (the model that forecasts is trained again
+    # on every row): level + 0..90 (0..39), no splicing
+    assert info.scaler.center[:, 0].tolist() == pytest.approx([5 + 45, 500 + 45, 50 + 19.5])
+    code, _, err = _main("predict", run, "--ids", "01,NA", "--output", tmp_path / "o.csv",
+                         "--history")  # fmt: skip
     assert code == 0, err
     pred = pd.read_csv(tmp_path / "o.csv", dtype={"id": str}, keep_default_na=False)
     assert pred["id"].value_counts().to_dict() == {"01": 88, "NA": 37}

@@ -94,7 +94,7 @@ def test_predict_combine_is_the_weighted_mean_from_the_same_origins(trained_run,
     pd.testing.assert_series_equal(frame["co2_h1"], predict(out)["co2_h1"])
     # the command line: the same column in the CSV; in the long format a column combination
     wide, long = tmp_path / "wide.csv", tmp_path / "long.csv"
-    code, _, err = _main("predict", out, "--combine", "--output", wide)
+    code, _, err = _main("predict", out, "--combine", "--output", wide, "--history")
     assert code == 0, err
     np.testing.assert_allclose(pd.read_csv(wide)["co2_h1_combination"], hand, rtol=1e-12)
     code, _, err = _main("predict", out, "--combine", "--format", "long", "--output", long)

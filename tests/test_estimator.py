@@ -209,13 +209,14 @@ def test_the_estimator_loads_lazily():
 
 def test_a_series_too_short_for_a_window_gets_the_seasonal_naive_forecast_named():
     panel = _panel()
-    short = pd.DataFrame({"unique_id": "short", "ds": pd.date_range("2020-02-25", periods=5),
-                          "y": [1.0, 2.0, 3.0, 4.0, 5.0]})  # fmt: skip
+    # 3 rows: not one training window of horizon 3 even in the model trained on every row
+    short = pd.DataFrame({"unique_id": "short", "ds": pd.date_range("2020-02-27", periods=3),
+                          "y": [3.0, 4.0, 5.0]})  # fmt: skip
     model = LSTMForecaster(**TINY).fit(pd.concat([panel, short], ignore_index=True))
     out = model.predict()
     assert list(out.columns) == ["unique_id", "ds", "forecaster", "stacklstm"]
     mine = out[out["unique_id"] == "short"]
-    # 5 rows, fewer than a season of 7: the last value, for each of the 3 steps
+    # 3 rows, fewer than a season of 7: the last value, for each of the 3 steps
     assert mine["forecaster"].tolist() == ["seasonal_naive"] * 3
     assert mine["stacklstm"].tolist() == [5.0, 5.0, 5.0]
     assert mine["ds"].tolist() == list(pd.date_range("2020-03-01", periods=3))

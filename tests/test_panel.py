@@ -70,16 +70,21 @@ def test_panel_report_scores_every_series_and_together(panel_run):
     assert report["per_series"]["a"]["test"]["last_value"]["mase"] == pytest.approx(
         np.mean(errors) / scale, rel=1e-12
     )
+    assert read_run_info(run / "selection").scaler.ids == ("a", "b")  # c: too short to score
     info = read_run_info(run)
-    assert info.scaler.ids == ("a", "b")
-    # a panel is retrained on its training and validation rows (48 + 6), and scaled on them
-    assert info.config.train.retrain == "on"
-    assert info.scaler.center[0, 0] == pytest.approx(np.mean(a[:54]), rel=1e-14)
+    # the model that forecasts is trained again on every row of every series (c's 8 rows
+    # too, now that they are not split), and scaled on them
+    assert info.scaler.ids == ("a", "b", "c")
+    assert info.config.train.retrain == "all"
+    assert info.scaler.center[0, 0] == pytest.approx(np.mean(a), rel=1e-14)
 
 
 def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     base, run, frame, _ = panel_run
-    code, _, err = _main("predict", run, "--ids", "b", "--output", base / "b.csv")
+    # the report scores the selection's model (it did not train on the test rows): its
+    # forecasts from b's test origins give the report's numbers
+    code, _, err = _main("predict", run / "selection", "--ids", "b", "--output", base / "b.csv",
+                         "--history")  # fmt: skip
     assert code == 0, err
     pred = pd.read_csv(base / "b.csv")
     assert pred.columns.tolist() == ["id", "origin", "sales_h1", "sales_h2"]
@@ -96,22 +101,30 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     assert report["per_series"]["b"]["test"]["model"]["mae"] == pytest.approx(
         np.mean(errors), rel=1e-12
     )
-    code, _, err = _main("predict", run, "--output", base / "all.csv")
+    # the selection left c out (8 rows: too short for its splits): it gets the seasonal
+    # naive forecast from its last row, season 7: steps 1 and 2 repeat its rows 1 and 2
+    code, _, err = _main("predict", run / "selection", "--output", base / "all.csv", "--history")
     assert code == 0, err
     everything = pd.read_csv(base / "all.csv")
-    # c (8 rows: left out of training, so no scaler) gets the seasonal naive forecast from
-    # its last row, season 7: steps 1 and 2 repeat its rows 1 and 2
     assert everything["id"].value_counts().to_dict() == {"b": 80, "a": 60, "c": 1}
     assert everything.columns.tolist() == ["id", "origin", "forecaster", "sales_h1", "sales_h2"]
     c = frame[frame["store"] == "c"]["sales"].to_numpy()
     (_, row), *_ = everything[everything["id"] == "c"].iterrows()
     assert row["forecaster"] == "seasonal_naive" and row["origin"] == "2021-03-08"
     assert [row["sales_h1"], row["sales_h2"]] == [c[1], c[2]]
-    assert report["fallback"] == {"c": "seasonal_naive"}
+    # the model trained on every row forecasts c too: the future of each series, long
+    code, _, err = _main("predict", run, "--output", base / "future.csv")
+    assert code == 0, err
+    future = pd.read_csv(base / "future.csv")
+    assert future.columns.tolist() == ["unique_id", "ds", "stacklstm"]
+    assert future["unique_id"].tolist() == ["a", "a", "b", "b", "c", "c"]
+    assert future["ds"].tolist() == ["2021-03-02", "2021-03-03", "2021-05-06", "2021-05-07",
+                                     "2021-03-09", "2021-03-10"]  # fmt: skip
+    assert "fallback" not in report
     model = everything[everything["forecaster"] == "model"].drop(columns="forecaster")
     assert model[model["id"] == "b"].reset_index(drop=True).equals(pred)
-    # long: the next two days of every series, c's named
-    code, _, err = _main("predict", run, "--format", "long", "--output", base / "long.csv")
+    # the selection's future: the next two days of every series, c's named
+    code, _, err = _main("predict", run / "selection", "--output", base / "long.csv")
     assert code == 0, err
     long = pd.read_csv(base / "long.csv")
     assert long.columns.tolist() == ["unique_id", "ds", "forecaster", "stacklstm"]
@@ -119,7 +132,8 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
         "a": "model", "b": "model", "c": "seasonal_naive"}  # fmt: skip
     assert long[long["unique_id"] == "c"]["stacklstm"].tolist() == [c[1], c[2]]
     # --no-fallback: c left out, as a series the model cannot forecast
-    code, _, err = _main("predict", run, "--no-fallback", "--output", base / "some.csv")
+    code, _, err = _main("predict", run / "selection", "--no-fallback", "--history",
+                         "--output", base / "some.csv")  # fmt: skip
     assert code == 0, err
     some = pd.read_csv(base / "some.csv")
     assert some["id"].value_counts().to_dict() == {"b": 80, "a": 60}

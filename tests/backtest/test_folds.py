@@ -90,3 +90,26 @@ def test_a_panel_with_time_stamps_must_end_together(tmp_path):
     assert plan.cutoffs == [48, 51, 54] and plan.series_cutoffs(1).tolist() == [51, 41]
     assert plan.fold_config(0).data.val_size == 6  # round(0.15 x 39) = 6 rows in each
     assert not (tmp_path / "bt").exists()
+
+
+@pytest.mark.parametrize(
+    ("retrain", "id_column", "expected"),
+    [
+        ("auto", None, "off"),  # as a backtest of one series always trained
+        ("auto", "id", "on"),  # a panel: retrained on its rows up to the cut-off
+        ("all", None, "on"),  # never on the rows after the cut-off, which score it
+        ("all", "id", "on"),
+        ("on", None, "on"),
+        ("off", "id", "off"),
+    ],
+)
+def test_a_fold_never_trains_on_the_rows_after_its_cutoff(retrain, id_column, expected):
+    cfg = RunConfig(
+        DataConfig(target=("v",), time_column=None, id_column=id_column, window=3, horizon=2,
+                   season=4, val_fraction=0.25),
+        train=TrainConfig(retrain=retrain),
+    )  # fmt: skip
+    fold = bt.fold_config(cfg, 20, 10)
+    assert fold.train.retrain == expected
+    # and the rows after the cut-off are the fold's test rows, outside what "on" trains on
+    assert fold.data.test_fraction == pytest.approx(9 / 20)

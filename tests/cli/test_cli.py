@@ -74,17 +74,28 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     assert out.splitlines()[:8] == train_out.splitlines()[:8]  # the same table again
     assert json.loads((run / "report.json").read_text()) == report
 
+    # the default: the future, one row per step after the series' last row (2001-12-29)
+    csv = tmp_path / "future.csv"
+    code, out, _ = _run(capsys, "predict", run, "--output", csv)
+    assert code == 0 and out.strip() == f"wrote 1 forecasts to {csv}"
+    future = pd.read_csv(csv)
+    assert list(future.columns) == ["unique_id", "ds", "stacklstm"]
+    assert future.values[0, :2].tolist() == ["co2", "2002-01-05"]
+    assert abs(future["stacklstm"].iloc[0] - 371.0) < 3  # the last value is ~370.6
+    # --history: the forecasts from every origin, the last of which is the future's
     csv = tmp_path / "forecasts.csv"
-    code, out, _ = _run(capsys, "predict", run, "--data", bundled_dataset_path(), "--output", csv)
+    code, out, _ = _run(capsys, "predict", run, "--data", bundled_dataset_path(), "--output", csv,
+                        "--history")  # fmt: skip
     assert code == 0 and out.strip() == f"wrote 2279 forecasts to {csv}"
     frame = pd.read_csv(csv)
+    assert frame["co2_h1"].iloc[-1] == pytest.approx(future["stacklstm"].iloc[0], rel=1e-12)
     assert list(frame.columns) == ["origin", "co2_h1"] and len(frame) == 2279
     assert frame["origin"].iloc[0] == "1958-05-03"  # row 6 of the weekly table: first full window
     assert np.isfinite(frame["co2_h1"]).all()
     assert abs(frame["co2_h1"].iloc[-1] - 371.0) < 3  # the last value of the series is ~370.6
     code, _, _ = _run(capsys, "predict", run)  # defaults: the run's data, RUN_DIR/predictions.csv
     assert code == 0
-    pd.testing.assert_frame_equal(pd.read_csv(run / "predictions.csv"), frame)
+    pd.testing.assert_frame_equal(pd.read_csv(run / "predictions.csv"), future)
 
 
 def test_config_file_then_flags(tmp_path, capsys):
@@ -93,7 +104,7 @@ def test_config_file_then_flags(tmp_path, capsys):
         "[data]\nwindow = 6\nseason = 52\ndeseasonalize = false\n"
         "[model]\nhidden_size = 8\nlinear_layer_sizes = [8]\ndropout = 0.2\n"
         "[train]\nepochs = 1\nbatch_size = 64\nlog_every = 10\ncheckpoint_every = 20\n"
-        'baselines = "naive"\npatience = 15\n'
+        'baselines = "naive"\npatience = 15\nretrain = "off"\n'
     )
     code, _, err = _run(
         capsys, "train", "--config", config, "--epochs", "2", "--out", tmp_path / "r", "--quiet"

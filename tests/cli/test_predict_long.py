@@ -53,7 +53,7 @@ def test_long_format_of_an_estimators_run_equals_its_predict(tmp_path):
     })  # fmt: skip
     model = LSTMForecaster(
         horizon=2, window=6, season=1, lstm_hidden_size=4, epochs=1, batch_size=8,
-        baselines="naive", test_size=4, val_size=6, loss="quantile", interval_levels=(0.5,),
+        baselines="naive", test_size=4, val_size=6, loss="quantile", level=[50],
     ).fit(df)  # fmt: skip
     out = tmp_path / "long.csv"
     code, _, err = _main("predict", model.run_dir, "--format", "long", "--output", out)

@@ -79,7 +79,7 @@ def test_ensemble_predict_is_the_median_of_the_members_predictions(ensemble, tmp
     stacked = np.stack([m[values].to_numpy() for m in members])
     np.testing.assert_array_equal(frame[values].to_numpy(), np.median(stacked, axis=0))
     assert not np.array_equal(frame[values].to_numpy(), stacked[0])
-    code, _, err = _main("predict", out, "--output", tmp_path / "cli.csv", "--quiet")
+    code, _, err = _main("predict", out, "--output", tmp_path / "cli.csv", "--quiet", "--history")
     assert code == 0, err
     assert (tmp_path / "cli.csv").read_text() == (tmp_path / "p.csv").read_text()
 

@@ -91,14 +91,15 @@ def test_check_output_refuses_a_folder_or_a_missing_folder(tmp_path):
 
 def test_predict_output_dash_writes_the_csv_to_stdout(trained_run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = _main("predict", trained_run.out_dir, "--output", "-", "--quiet")
+    code, out, err = _main("predict", trained_run.out_dir, "--output", "-", "--quiet", "--history")
     assert code == 0, err
     assert out.splitlines()[0] == "origin,co2_h1" and len(out.splitlines()) > 100
     assert err.startswith(f"wrote {len(out.splitlines()) - 1} forecasts to -")
     assert list(tmp_path.iterdir()) == []  # no file named "-"
     link = tmp_path / "link.csv"
     link.symlink_to(tmp_path / "real.csv")
-    code, _out2, err = _main("predict", trained_run.out_dir, "--output", link, "--quiet")
+    code, _out2, err = _main("predict", trained_run.out_dir, "--output", link, "--quiet",
+                             "--history")  # fmt: skip
     assert code == 0, err
     assert link.is_symlink() and (tmp_path / "real.csv").read_text() == out
 

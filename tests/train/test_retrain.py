@@ -1,6 +1,7 @@
-"""``retrain``: the epochs chosen on validation, then a fresh model trained on the training and
-validation windows together; the same numbers as that run trained by hand, resumed
-bit-identically, its report's validation scored with the selection's model."""
+"""``retrain``: the epochs chosen on validation, then a fresh model trained on every row
+(``"all"``, the default) or on the training and validation windows together (``"on"``); the
+same numbers as that run trained by hand, resumed bit-identically, its report scored with the
+selection's model where the saved model trained on the scored rows."""
 
 import json
 
@@ -41,7 +42,7 @@ SETTINGS = {
     "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": (8,)},
     "train": {
         "epochs": 40, "patience": 3, "batch_size": 16, "lr": 3e-2, "baselines": "naive",
-        "log_every": 2, "checkpoint_every": 5,
+        "log_every": 2, "checkpoint_every": 5, "retrain": "on",
     },
 }  # fmt: skip
 
@@ -132,7 +133,7 @@ def test_a_folder_holding_a_selection_is_not_a_new_run(table, tmp_path):
     with pytest.raises(ValueError, match="is not empty"):
         fit(cfg, tmp_path / "run", quiet=True, data_path=table)
     off = cfg.replace({"train": {"retrain": "off"}})
-    with pytest.raises(ValueError, match="selection run of retrain='on'"):
+    with pytest.raises(ValueError, match="selection run of a retrained run"):
         fit(off, tmp_path / "run", resume=True, quiet=True)
 
 
@@ -141,24 +142,94 @@ def test_auto_retrains_a_panel_with_validation_windows(table, tmp_path):
         cfg = RunConfig().replace(SETTINGS).replace(overrides)
         return make_plan(cfg, tmp_path / "new", False, data_path).cfg.train.retrain
 
-    assert resolved({"train": {"retrain": "auto"}}) == "on"
+    assert resolved({"train": {"retrain": "auto"}}) == "all"
     assert resolved({"train": {"retrain": "auto"}, "data": {"val_size": 0}}) == "off"
-    assert resolved({"train": {"retrain": "auto", "ensemble": 2}}) == "on"  # each member
+    assert resolved({"train": {"retrain": "auto", "ensemble": 2}}) == "all"  # each member
     single = RunConfig(train=TrainConfig(epochs=1, baselines="naive"))  # the bundled series
-    assert make_plan(single, tmp_path / "co2", False, None).cfg.train.retrain == "off"
-    with pytest.raises(DataError, match="retrain='on' chooses the epochs on the validation"):
-        resolved({"train": {"retrain": "on"}, "data": {"val_size": 0}})
+    assert make_plan(single, tmp_path / "co2", False, None).cfg.train.retrain == "all"
+    for kind in ("on", "all"):
+        with pytest.raises(DataError, match=f"retrain='{kind}' chooses the epochs on the val"):
+            resolved({"train": {"retrain": kind}, "data": {"val_size": 0}})
+
+
+# ---------------------------------------------------------------- retrain="all", the default
+
+
+@pytest.fixture(scope="module")
+def retrained_all(table):
+    run = table.parent / "run_all"
+    cfg = RunConfig().replace(SETTINGS).replace({"train": {"retrain": "all"}})
+    return run, fit(cfg, run, quiet=True, data_path=table)
+
+
+def test_all_trains_the_saved_model_on_every_row_for_the_best_epochs(table, retrained_all):
+    run, result = retrained_all
+    val = [line["val_loss"] for line in _epoch_lines(run / "selection")]
+    best = int(np.argmin(val)) + 1
+    assert (
+        result.epochs == best and [line["val_loss"] for line in _epoch_lines(run)] == [None] * best
+    )
+    # the same as a run trained by hand on every row (no validation, no test), `best` epochs
+    by_hand = table.parent / "by_hand_all"
+    fit(
+        RunConfig().replace({
+            **SETTINGS,
+            "data": {**SETTINGS["data"], "val_size": 0, "test_size": 0},
+            "train": {**SETTINGS["train"], "epochs": best, "patience": 0, "retrain": "off"},
+        }),
+        by_hand, quiet=True, data_path=table,
+    )  # fmt: skip
+    mine, theirs = load_run(run), load_run(by_hand)
+    assert mine.checkpoint == theirs.checkpoint
+    for a, b in zip(_leaves(mine.params), _leaves(theirs.params), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # its scaler is fitted on every row, the selection's on the training rows only
+    assert read_run_info(run).scaler.to_dict() == read_run_info(by_hand).scaler.to_dict()
+    assert read_run_info(run).scaler.to_dict() != read_run_info(run / "selection").scaler.to_dict()
+    assert read_run_info(run).config.train.retrain == "all"
+
+
+def test_all_scores_both_splits_with_the_selection_which_did_not_train_on_them(retrained_all):
+    run, result = retrained_all
+    selection = json.loads((run / "selection" / "report.json").read_text())
+    report = result.report.data
+    for split in ("val", "test"):  # the same model on the same windows, as it was scaled
+        assert report[split]["model"] == selection[split]["model"]
+    assert report["retrain"]["rows"] == "all" and report["retrain"]["epochs"] == result.epochs
+    assert "trained again on every row" in result.report.table
+
+
+def test_all_forecasts_from_the_model_that_saw_the_newest_rows(table, retrained_all):
+    from stacklstm.train import predict
+
+    run, _ = retrained_all
+    mine = predict(run, table, format="long")
+    selection = predict(run / "selection", table, format="long")
+    assert mine[["unique_id", "ds"]].equals(selection[["unique_id", "ds"]])
+    assert not np.allclose(mine["stacklstm"], selection["stacklstm"])
+
+
+def test_all_resumes_bit_identically_from_either_run(table, retrained_all):
+    run, result = retrained_all
+    cfg = RunConfig().replace(SETTINGS).replace({"train": {"retrain": "all"}})
+    again = table.parent / "again_all"
+    fit(cfg, again, quiet=True, data_path=table, stop_after_steps=7)
+    fit(cfg, again, resume=True, quiet=True, stop_after_steps=result.selection.step + 3)
+    third = fit(cfg, again, resume=True, quiet=True)
+    assert third.stop_reason == "epochs" and third.step == result.step
+    _assert_same_run(_saved(again), _saved(run))
     assert TrainConfig(retrain="on", ensemble=2).retrain == "on"
     with pytest.raises(SettingError, match="retrain"):
         TrainConfig(retrain="yes")
 
 
-def test_the_cli_resumes_a_run_stopped_in_its_selection(table, retrained, capsys):
+def test_the_cli_resumes_a_run_stopped_in_its_selection(table, retrained_all, capsys):
     from stacklstm.cli import main
 
-    run, _ = retrained
+    run, _ = retrained_all  # the default, retrain="all"
     stopped = table.parent / "stopped"
-    fit(RunConfig().replace(SETTINGS), stopped, quiet=True, data_path=table, stop_after_steps=4)
+    cfg = RunConfig().replace(SETTINGS).replace({"train": {"retrain": "auto"}})
+    fit(cfg, stopped, quiet=True, data_path=table, stop_after_steps=4)
     # no config.json of its own yet: the settings come from the selection's
     code = main(["train", "--out", str(stopped), "--resume", "--baselines", "naive", "--quiet"])
     out = capsys.readouterr().out

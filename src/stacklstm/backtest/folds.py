@@ -91,10 +91,22 @@ def fold_config(cfg: RunConfig, n_rows: int, cutoff: int, n_val: int | None = No
         default = DataConfig()
         rows = {"val_size": n_val, "test_size": n_test, "val_fraction": default.val_fraction,
                 "test_fraction": default.test_fraction}  # fmt: skip
-    fold = cfg.replace({"data": rows, "train": {"baselines": "naive"}})
+    fold = cfg.replace(
+        {"data": rows, "train": {"baselines": "naive", "retrain": _fold_retrain(cfg, n_val)}}
+    )
     if split_rows(n_rows, fold.data) != (n_fit - n_val, n_val, n_test):  # pragma: no cover
         raise RuntimeError(f"the fractions of the fold at {cutoff} do not give its rows back")
     return fold
+
+
+def _fold_retrain(cfg: RunConfig, n_val: int) -> str:
+    """A fold's ``retrain``: never on the rows after its cut-off, which it is scored on.
+    ``"all"`` becomes ``"on"`` (every row up to the cut-off), and ``"auto"`` is ``"on"`` for
+    a panel with validation rows, else ``"off"``, as a backtest always trained."""
+    retrain = cfg.train.retrain
+    if retrain == "all" or (retrain == "auto" and cfg.data.id_column is not None and n_val):
+        return "on"
+    return "off" if retrain == "auto" else retrain
 
 
 @dataclass(frozen=True)

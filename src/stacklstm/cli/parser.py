@@ -20,7 +20,7 @@ examples:
   stacklstm train --ensemble 5 --out runs/co2-ens   # 5 seeds, forecasts with their median
   stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
-  stacklstm predict runs/sales --data sales.csv --output forecasts.csv
+  stacklstm predict runs/sales --output forecasts.csv
   stacklstm train --data stores.csv --id-column store --target sales --time-column day \\
       --test-size 28 --val-size 28 --out runs/stores    # one model for every store's series
   stacklstm export runs/sales --output sales.stacklstm   # one file: jax + numpy to serve
@@ -138,16 +138,20 @@ def _add_evaluate(commands: Any, formatter: type) -> None:
 def _add_predict(commands: Any, formatter: type) -> None:
     predict = commands.add_parser(
         "predict",
-        help="forecast from every origin of a table; writes a CSV",
+        help="forecast the future of every series; writes a CSV",
         description=(
-            "Forecast from every time step with a full input window. The CSV has the origin's "
-            "time stamp and one column <target>_h<k> per target and horizon step; for a run "
-            "on a panel, first an id column naming the series."
+            "Forecast the next horizon steps after each series' last row, as statsforecast "
+            "writes them: one row per series and step, unique_id, ds (the step's time stamp), "
+            "stacklstm, and stacklstm-lo-<level>, stacklstm-hi-<level> for the run's "
+            "intervals. --history writes the forecasts from every past origin instead."
         ),
         epilog=(
-            "examples:\n  stacklstm predict runs/co2 --data co2.csv --output forecasts.csv\n"
-            "  stacklstm predict runs/co2 --format long --output future.csv\n"
-            "  stacklstm predict runs/co2 --combine   # and the combination's forecasts"
+            "examples:\n  stacklstm predict runs/co2                     # the future, to "
+            "RUN_DIR/predictions.csv\n"
+            "  stacklstm predict runs/co2 --output -          # the CSV on standard output\n"
+            "  stacklstm predict runs/co2 --data new.csv --output future.csv\n"
+            "  stacklstm predict runs/co2 --history          # every origin, one row each\n"
+            "  stacklstm predict runs/co2 --combine          # and the combination's forecasts"
         ),
         formatter_class=formatter,
     )
@@ -163,11 +167,16 @@ def _add_predict(commands: Any, formatter: type) -> None:
         help="for a run on a panel: forecast only these series (default: every series)",
     )  # fmt: skip
     predict.add_argument(
-        "--format", choices=("wide", "long"), default="wide",
-        help="wide: one row per origin, a column per target and step (default); long: the "
-        "next horizon steps after each series' last row as rows unique_id, ds, stacklstm "
-        "(with stacklstm-lo-<level>, stacklstm-hi-<level> for the run's intervals), as "
-        "statsforecast writes them",
+        "--history", dest="format", action="store_const", const="wide",
+        help="the forecasts from every origin with a full input window instead of the future: "
+        "one row per origin (its time stamp) and a column <target>_h<k> per target and "
+        "horizon step (the same as --format wide)",
+    )  # fmt: skip
+    predict.add_argument(
+        "--format", choices=("wide", "long"), default="long",
+        help="long: the next horizon steps after each series' last row as rows unique_id, ds, "
+        "stacklstm (with stacklstm-lo-<level>, stacklstm-hi-<level> for the run's intervals), "
+        "as statsforecast writes them (default); wide: --history",
     )  # fmt: skip
     predict.add_argument(
         "--combine", action="store_true",
@@ -182,7 +191,7 @@ def _add_predict(commands: Any, formatter: type) -> None:
         "forecast from their last row (a column `forecaster` names which rows are which)",
     )  # fmt: skip
     predict.add_argument("--quiet", action="store_true", help="no info logs")
-    predict.set_defaults(func=_predict)
+    predict.set_defaults(func=_predict, format="long")
 
 
 def _add_export(commands: Any, formatter: type) -> None:

@@ -32,7 +32,7 @@ LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
 POINT_LOSSES = ("mse", "mae", "huber")
 BaselineKind = Literal["naive", "all"]
 CombinationKind = Literal["weighted", "median"]
-RetrainKind = Literal["auto", "on", "off"]
+RetrainKind = Literal["auto", "all", "on", "off"]
 LossWeightKind = Literal["auto", "mase", "none"]
 TargetTransform = Literal["seasonal_panel", "none", "log1p", "auto", "per_series"]
 #: ``"auto"``: a setting derived from the data when the run starts (the season from the time

@@ -161,11 +161,12 @@ class TrainConfig(_Section):
     )
     retrain: RetrainKind = setting(
         "auto",
-        help="after early stopping, train a fresh model on the training and validation "
-        "windows together for the epochs that scored best on validation (the run chosen on "
-        "validation is kept in selection/ and scores the validation split of the report); "
-        "'auto': on for a panel (id_column) with validation windows; a seed ensemble retrains "
-        "each member",
+        help="after early stopping, train a fresh model again for the epochs that scored best "
+        "on validation (the run chosen on validation is kept in selection/ and scores the "
+        "report): 'all' on every row of every series (the model that forecasts has seen the "
+        "newest rows), 'on' on the training and validation rows (the test rows held out, "
+        "as before), 'off' keeps the run chosen on validation; 'auto': all where there are "
+        "validation windows, else off",
         legacy="off",
     )
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")

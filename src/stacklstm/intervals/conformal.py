@@ -20,10 +20,11 @@ from .heads import Forecast, check_quantiles, interval_pairs, level_key
 log = logging.getLogger(__name__)
 
 
-def conformal_quantile(scores: np.ndarray, level: float) -> np.ndarray:
+def conformal_quantile(scores: np.ndarray, level: float, *, warn: bool = True) -> np.ndarray:
     """The split-conformal offset of ``scores (n, ...)`` along axis 0: the
     ``ceil((n + 1) * level)``-th smallest score. With too few scores for that rank (``n <
-    level / (1 - level)``, roughly), the largest score is used and a warning says so.
+    level / (1 - level)``, roughly), the largest score is used and a warning says so (unless
+    ``warn`` is False: the report's baselines, whose intervals nobody asked the model for).
 
     Example:
         >>> conformal_quantile(np.arange(1.0, 11.0), 0.8).item()  # ceil(11 * 0.8) = 9th
@@ -35,11 +36,12 @@ def conformal_quantile(scores: np.ndarray, level: float) -> np.ndarray:
         raise ValueError("conformal calibration needs at least one validation window")
     rank = math.ceil((n + 1) * level - 1e-9)
     if rank > n:
-        log.warning(
-            "conformal: %d validation windows are too few for a %s interval's guarantee (it "
-            "needs %d); using the largest score", n, level_key(level),
-            math.ceil(level / (1 - level)),
-        )  # fmt: skip
+        if warn:
+            log.warning(
+                "conformal: %d validation windows are too few for a %s interval's guarantee "
+                "(it needs %d); using the largest score", n, level_key(level),
+                math.ceil(level / (1 - level)),
+            )  # fmt: skip
         rank = n
     return scores[rank - 1]
 
@@ -77,7 +79,7 @@ class Calibration:
         return cls(tuple(data["levels"]), tuple(data["quantiles"]), offsets, int(data["n_windows"]))
 
 
-def conformal_offsets(y: np.ndarray, forecast: Forecast) -> Calibration:
+def conformal_offsets(y: np.ndarray, forecast: Forecast, *, warn: bool = True) -> Calibration:
     """CQR offsets from validation targets ``y (n, horizon, n_targets)`` and their forecasts
     (quantiles at ``forecast.levels``), per interval level, horizon step and target.
 
@@ -96,7 +98,7 @@ def conformal_offsets(y: np.ndarray, forecast: Forecast) -> Calibration:
     offsets = np.zeros((len(pairs), *y.shape[1:]))
     for i, (level, lo, hi) in enumerate(pairs):
         scores = np.maximum(q[..., lo] - y, y - q[..., hi])  # (n, horizon, n_targets)
-        offsets[i] = conformal_quantile(scores, level)
+        offsets[i] = conformal_quantile(scores, level, warn=warn)
     levels = tuple(level for level, _, _ in pairs)
     return Calibration(levels, tuple(forecast.levels), offsets, int(y.shape[0]))
 

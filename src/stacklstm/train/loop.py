@@ -26,7 +26,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from .. import kernels
+from .. import compile_cache, kernels
 from ..config import RunConfig
 from ..distributed import (
     is_primary,
@@ -38,7 +38,7 @@ from .checkpoint import RunCheckpoints, abstract_target
 from .ensemble_fit import fit_ensemble
 from .files import SELECTION_DIR
 from .lock import RunLock
-from .plan import RunPlan, make_plan
+from .plan import RETRAINED, RunPlan, make_plan
 from .progress import Progress
 from .report import Report, evaluate_run
 from .report_baselines import prefetch_splits
@@ -103,7 +103,7 @@ def _open_new(plan: RunPlan, keep: tuple[str, ...] = ()) -> _Opened:
     log.info(
         "run folder %s: %d training windows%s, %d steps per epoch, %d validation windows",
         plan.out_dir, len(plan.train), "" if ids is None else f" of {len(ids)} series",
-        plan.per_epoch, len(plan.val),
+        plan.per_epoch, len(plan.val) if plan.retrain_epochs is None else 0,
     )  # fmt: skip
     return opened
 
@@ -179,9 +179,11 @@ def fit(
     is a seed ensemble's folder: N such runs under ``members/``, trained one after another
     (:mod:`stacklstm.train.ensemble_fit`), and the report of their median forecast; the
     result is then an :class:`~stacklstm.train.ensemble_fit.EnsembleResult`. With
-    ``retrain="on"`` (a panel's default) the run chosen on validation is trained first into
-    ``selection/`` and the model of ``out_dir`` is then trained on the training and validation
-    rows for its best epoch count (:mod:`stacklstm.train.retrain`); the result is then a
+    ``retrain="all"`` (the default where there are validation windows) the run chosen on
+    validation is trained first into ``selection/`` (its model scores the report) and the
+    model of ``out_dir``, the one that forecasts, is then trained on every row for its best
+    epoch count (``"on"``: on the training and validation rows, the test rows held out;
+    :mod:`stacklstm.train.retrain`); the result is then a
     :class:`~stacklstm.train.retrain.RetrainResult`.
 
     Args:
@@ -212,6 +214,7 @@ def fit(
             is left behind; later, the message names the step and the newest complete
             checkpoint, from which ``resume=True`` continues.
     """
+    compile_cache.enable()  # a run of the same shapes in a new process compiles nothing
     out_dir = Path(out_dir)
     if stop_after_steps is not None and (
         not isinstance(stop_after_steps, int) or stop_after_steps < 1
@@ -235,13 +238,13 @@ def fit(
         data_path = read_run_info(out_dir / SELECTION_DIR).data_path
     with lines_said_once():
         plan = make_plan(run_cfg, out_dir, resume and not in_selection, data_path, keep=keep)
-        if in_selection and plan.cfg.train.retrain != "on":
+        if in_selection and plan.cfg.train.retrain not in RETRAINED:
             raise ValueError(
-                f"cannot resume {out_dir}: it holds the selection run of retrain='on', but the "
-                f"settings give retrain={plan.cfg.train.retrain!r}; resume with the same "
+                f"cannot resume {out_dir}: it holds the selection run of a retrained run, but "
+                f"the settings give retrain={plan.cfg.train.retrain!r}; resume with the same "
                 "settings"
             )
-        if plan.cfg.train.retrain == "on":
+        if plan.cfg.train.retrain in RETRAINED:
             return _fit_retrained(plan, run_cfg, resume and not in_selection, quiet, data_path,
                                   stop_after_steps, callbacks)  # fmt: skip
     return _fit_planned(plan, resume, quiet, data_path, stop_after_steps, callbacks)
@@ -258,7 +261,12 @@ def _fit_planned(
 ) -> FitResult:
     """Phases 2-5 of one run, once planned: open it (new, or resumed), train, report."""
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
-    if stop_after_steps is None and plan.cfg.train.baselines == "all" and plan.test is not None:
+    if (
+        stop_after_steps is None
+        and plan.cfg.train.baselines == "all"
+        and plan.test is not None
+        and plan.retrain_epochs is None  # a retrained run's started with its selection
+    ):
         # the report's statistical baselines depend on the data alone: they fit (in worker
         # processes) while this process builds the model and trains it, and the report
         # waits for what is left
@@ -282,12 +290,16 @@ def _fit_retrained(
     stop_after_steps: int | None,
     callbacks: Sequence[EpochCallback],
 ) -> RetrainResult:
-    """``retrain="on"`` (:mod:`.retrain`): the selection run in ``selection/`` (trained,
-    resumed or found finished; the callbacks see its epochs), then the run itself, trained
-    on the training and validation windows for the selection's best epoch count."""
+    """``retrain="all"`` or ``"on"`` (:mod:`.retrain`): the selection run in ``selection/``
+    (trained, resumed or found finished; the callbacks see its epochs), then the run itself,
+    trained on the windows of every row (``"on"``: of the training and validation rows) for
+    the selection's best epoch count."""
     out_dir = plan.out_dir
     folder = out_dir / SELECTION_DIR
     chosen = finished_result(folder)
+    if stop_after_steps is None and plan.cfg.train.baselines == "all":
+        # the report's statistical baselines fit while both runs train
+        prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
     if chosen is None:
         if resume:  # the run began after its selection had finished: it cannot be missing
             raise ValueError(f"cannot resume {out_dir}: its selection run {folder} is unfinished")
@@ -297,10 +309,9 @@ def _fit_retrained(
         if chosen.stop_reason == "stop_after_steps":
             return RetrainResult.of(chosen, None)
     epochs = selected_epochs(folder)
-    log.info(
-        "retrain: %d epochs chosen on validation (%s); training again on the training and "
-        "validation windows together", epochs, folder,
-    )  # fmt: skip
+    rows = "every row" if plan.cfg.train.retrain == "all" else "the training and validation rows"
+    log.info("retrain: %d epochs chosen on validation (%s); training again on %s",
+             epochs, folder, rows)  # fmt: skip
     final = make_plan(run_cfg, out_dir, resume, data_path, retrain_epochs=epochs,
                       keep=(SELECTION_DIR,))  # fmt: skip
     limit = None if stop_after_steps is None else stop_after_steps - chosen.step
@@ -324,7 +335,9 @@ def _train_and_report(
     from tqdm.auto import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    show_bar = not quiet and sys.stderr.isatty() and is_primary()
+    # a bar where someone watches (a terminal, a notebook); the log has a line per epoch
+    watched = sys.stderr.isatty() or "ipykernel" in sys.modules
+    show_bar = not quiet and watched and is_primary()
     bar = tqdm(
         total=plan.total_steps, initial=int(opened.state.step), disable=not show_bar,
         unit="step", dynamic_ncols=True,

@@ -47,11 +47,13 @@ from .step import TrainState, abstract_state, check_state_fits, example_inputs, 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "RETRAINED",
     "RunPlan",
     "check_settings",
     "make_plan",
     "refuse_resume",
     "resolve_run_config",
+    "retrained_data",
     "run_model",
 ]
 
@@ -119,10 +121,11 @@ def make_plan(
     anything is written. With ``resume`` the resolved settings and the data must match the
     saved run's.
 
-    With ``retrain_epochs`` (the second run of ``retrain="on"``, :mod:`.retrain`) the plan
-    trains that many epochs on the windows of the training and validation rows together
-    (scaled, and deseasonalised, on those rows), with no early stopping; ``plan.cfg`` says
-    so, ``plan.info`` keeps the settings as given (and that scaler).
+    With ``retrain_epochs`` (the second run of ``retrain="all"`` or ``"on"``,
+    :mod:`.retrain`) the plan trains that many epochs on the windows of every row (``"all"``)
+    or of the training and validation rows (``"on"``), scaled and deseasonalised on those
+    rows, with no early stopping; ``plan.cfg`` says so, ``plan.info`` keeps the settings as
+    given (and that scaler).
     ``keep``: entries a new run folder may already hold (the retrained run's
     ``selection/``).
     """
@@ -162,9 +165,10 @@ def make_plan(
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
         refuse_resume(out_dir, cfg.diff(saved.config) + differences, "run")
     info_cfg, train, static_scaler = cfg, splits.train, splits.static_scaler
-    if cfg.train.retrain == "on":  # a retrained run is scaled on every row before the test
-        # the data section alone (a run-level check, of conformal, wants validation rows)
-        merged = dataclasses.replace(cfg.data, val_fraction=0.0, val_size=None)
+    if cfg.train.retrain in RETRAINED:  # scaled on every row it trains on: all of them, or
+        # every row before the test; the data section alone (a run-level check, of
+        # conformal, wants validation rows)
+        merged = retrained_data(cfg)
         # the series it leaves out, the split left out too, and named
         with memory_errors_as_data_errors(len(series), n_columns), _quiet("stacklstm.data"):
             every, scaler = make_splits(series, merged)
@@ -234,23 +238,36 @@ def _quiet(name: str) -> Iterator[None]:
 
 
 def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
-    """``retrain`` resolved: ``"auto"`` is ``"on"`` for a panel with validation windows (a
-    seed ensemble's members each retrained), else ``"off"``; ``"on"`` needs validation
-    windows to choose the epochs on.
+    """``retrain`` resolved: ``"auto"`` is ``"all"`` where there are validation windows (one
+    series or a panel; a seed ensemble's members each retrained), else ``"off"``; ``"all"``
+    and ``"on"`` need validation windows to choose the epochs on.
 
     Raises:
-        DataError: ``retrain="on"`` and the splits give no validation windows.
+        DataError: ``retrain="all"`` or ``"on"`` and the splits give no validation windows.
     """
     tcfg = cfg.train
     if tcfg.retrain == "auto":
-        panel = splits.val.ids is not None
-        return "on" if panel and len(splits.val) else "off"
-    if tcfg.retrain == "on" and not len(splits.val):
+        return "all" if len(splits.val) else "off"
+    if tcfg.retrain in RETRAINED and not len(splits.val):
         raise DataError(
-            f"retrain='on' chooses the epochs on the validation windows, but {source} gives "
-            "none; raise `val_fraction` (or `val_size`), or train with retrain='off'"
+            f"retrain={tcfg.retrain!r} chooses the epochs on the validation windows, but "
+            f"{source} gives none; raise `val_fraction` (or `val_size`), or train with "
+            "retrain='off'"
         )
     return tcfg.retrain
+
+
+#: The ``retrain`` settings that train a second run after the selection (:mod:`.retrain`).
+RETRAINED = ("all", "on")
+
+
+def retrained_data(cfg: RunConfig) -> Any:
+    """The data settings of the second run of ``retrain="all"`` (no validation and no test
+    rows: it trains on every row) or ``"on"`` (no validation rows: the test rows stay out)."""
+    rows: dict[str, Any] = {"val_fraction": 0.0, "val_size": None}
+    if cfg.train.retrain == "all":
+        rows.update(test_fraction=0.0, test_size=None)
+    return dataclasses.replace(cfg.data, **rows)
 
 
 def _loss_weight(cfg: RunConfig, train: WindowSet) -> str:

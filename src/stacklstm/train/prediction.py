@@ -32,6 +32,7 @@ from ..intervals import interval_pairs, level_key
 from . import inference
 from .calibration import interval_forecast, run_calibration
 from .fallback import fallback_frame, fallback_ids, merge
+from .future import last_windows
 from .inference import load_series, table_path
 from .outputs import check_output, write_output
 from .report_combination import predict_combination, saved_weights
@@ -166,6 +167,8 @@ def predict(
             return _finish(frame, cfg, series, (), combine, format, output, source)
         series = select_series(series, kept)
     windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
+    if format == "long" and not combine:  # the future alone: each series' last window
+        windows = last_windows(windows)  # (the combination's fits start at the first)
     out = interval_forecast(run, windows, run_calibration(run))
     values = out.point  # (n, horizon, n_targets)
     mixed = predict_combination(run_dir, windows, values, cfg.season) if combine else None

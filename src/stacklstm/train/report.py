@@ -50,6 +50,7 @@ from .files import (
     REPORT_FILE,
     SELECTION_DIR,
 )
+from .future import future_forecast
 from .inference import load_selection, load_series
 from .plots import plot_forecast, plot_loss
 from .report_baselines import (
@@ -155,10 +156,13 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     The test scores hold ``"combination"`` too, point forecasts weighed by validation MAE
     (:mod:`stacklstm.train.report_combination`; its weights in ``data["combination"]``).
 
-    A retrained run (``retrain="on"``, :mod:`stacklstm.train.retrain`) scores its
-    validation split (and fits the combination's weights and the conformal offsets there)
-    with its selection run's model, which did not train on it; ``report.data["retrain"]``
-    names the epochs chosen.
+    A run retrained on every row (``retrain="all"``, the default, :mod:`stacklstm.train.retrain`)
+    scores both splits (and fits the combination's weights and the conformal offsets on the
+    validation one) with its selection run's model, which trained on neither, the windows
+    cut with that run's scaler. One retrained on the training and validation rows
+    (``retrain="on"``) scores its test split with its own model and its validation split with
+    its selection's. ``report.data["retrain"]`` names the epochs chosen and the rows the
+    saved model trained on (``"rows"``: ``"all"`` or ``"train+val"``).
 
     For a seed ensemble (:mod:`stacklstm.train.ensemble`) the model is the median of the
     members' forecasts, and ``report.data["ensemble"]`` lists every member's point metrics
@@ -187,10 +191,16 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         series, cfg.data, scaler=run.info.scaler, static_scaler=run.info.static_scaler
     )
     held = None  # a retrained run: the validation windows as its selection's model reads them
+    scorer = run  # the model whose forecasts are scored
     if cfg.train.retrain == "on":
         chosen = load_selection(run_dir)
         held = (chosen, _held_out(series, cfg, chosen.info, splits))
-    scores = _score_splits(run, splits, held)
+    elif cfg.train.retrain == "all":  # the model trained on every row: its selection scores
+        scorer = load_selection(run_dir)  # both splits, which it did not train on
+        info = scorer.info
+        splits = make_splits(series, cfg.data, scaler=info.scaler,
+                             static_scaler=info.static_scaler)[0]  # fmt: skip
+    scores = _score_splits(scorer, splits, held, cfg=cfg, run_dir=Path(run_dir))
     data = {**scores.data, **_report_settings(run, scores, source)}
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     data[combine.NAME] = scores.combination
@@ -251,12 +261,21 @@ def _held_out(series: Any, cfg: Any, info: Any, splits: Any) -> WindowSet:
     return val
 
 
-def _score_splits(run: Any, splits: Any, held: tuple[Any, WindowSet] | None = None) -> _Scores:
+def _score_splits(
+    run: Any,
+    splits: Any,
+    held: tuple[Any, WindowSet] | None = None,
+    *,
+    cfg: Any = None,
+    run_dir: Path | None = None,
+) -> _Scores:
     """Forecast the validation then the test windows (the model, calibrated on the validation
     windows, and the baselines) and score them; a seed ensemble's members are scored too.
     ``held``: a retrained run's selection and its validation windows, which score the
-    validation split (its model did not train on it; the same module, other weights)."""
-    cfg = run.info.config
+    validation split (its model did not train on it; the same module, other weights).
+    ``cfg`` and ``run_dir``: the report's settings and folder, where ``run`` is not the run
+    itself (``retrain="all"``: its selection; default: ``run``'s own)."""
+    cfg = run.info.config if cfg is None else cfg
     kind, season, nt = cfg.train.baselines, cfg.data.season, len(cfg.data.target)
     predict_step = make_predict_step(run.model)
     rows = splits.rows  # (n_series, 3): each series' training, validation and test rows
@@ -267,7 +286,7 @@ def _score_splits(run: Any, splits: Any, held: tuple[Any, WindowSet] | None = No
     # weights, the intervals' residuals)
     statistical = {"test": {}, "val": {}}
     if kind == "all":
-        store = Path(run.run_dir) / BASELINES_FILE
+        store = Path(run.run_dir if run_dir is None else run_dir) / BASELINES_FILE
         statistical = statistical_splits(splits, season, with_val=True, store=store)
     for split in ("val", "test"):
         part = getattr(splits, split)
@@ -338,8 +357,9 @@ def _report_settings(run: Any, scores: _Scores, source: Path) -> dict[str, Any]:
         )
     if run.members:
         data["ensemble"] = _ensemble_data(run, scores.members)
-    if cfg.train.retrain == "on":
+    if cfg.train.retrain in ("all", "on"):
         data["retrain"] = _retrain_data(Path(run.run_dir), cfg.train.ensemble)
+        data["retrain"]["rows"] = "all" if cfg.train.retrain == "all" else "train+val"
     return data
 
 
@@ -370,16 +390,18 @@ def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: 
     if scores.calibration is not None:
         write_calibration(run_dir, scores.calibration, run.checkpoint)
     test, forecasts, bands = scores.scored["test"][0], scores.test_forecasts, scores.bands
-    if len(test):
-        if test.ids is not None:  # a panel: the plot shows its first series with test windows
-            mine = test.series == int(test.series[0])
-            test = test.take(mine)
-            forecasts = {k: None if v is None else v[mine] for k, v in forecasts.items()}
-            bands = None if bands is None else bands.take(mine)
+    if len(test):  # the test forecasts of the first series (a grid), and the future
         forecasts = {k: v for k, v in forecasts.items() if k != combine.NAME}  # not plotted
+        future = future_forecast(run, splits.series, scores.calibration)
         plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, forecasts,
-                      cfg.data.target, bands)  # fmt: skip
-    if not run.members:
+                      cfg.data.target, bands, future=future,
+                      season=int(cfg.data.season))  # fmt: skip
+    if run.members:  # a member has its own loss plot
+        return
+    if cfg.train.retrain in ("all", "on"):  # the selection's epochs, then the retrained run's
+        plot_loss(run_dir / LOSS_PLOT, run_dir / SELECTION_DIR / METRICS_FILE,
+                  retrained=run_dir / METRICS_FILE)  # fmt: skip
+    else:
         plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
 
 

@@ -64,25 +64,45 @@ def format_table(data: dict[str, Any]) -> str:
         f"n_test={data['n_test']} n_val={data['n_val']} scored targets (every origin, "
         f"horizon {data['horizon']}); season={data['season']}"
     )
-    retrain = data.get("retrain")
-    if retrain and isinstance(retrain["epochs"], list):  # a seed ensemble's members
-        epochs = ", ".join(str(e) for e in retrain["epochs"])
-        lines.append(
-            f"members: each retrained for the epochs chosen on validation ({epochs}) on the "
-            "training and validation windows; val scores the median of their selection runs "
-            f"({retrain['selection']}/)"
-        )
-    elif retrain:
-        lines.append(
-            f"model: retrained for {retrain['epochs']} epochs (chosen on validation) on the "
-            f"training and validation windows; val scores the model of {retrain['selection']}/"
-        )
+    lines += _retrain_lines(data.get("retrain"))
     if "n_series" in data:
         lines.append(
             f"{data['n_series']} series scored together; MASE is the mean of each series' "
             "MASE; per_series in report.json"
         )
     return "\n".join(lines)
+
+
+def _retrain_lines(retrain: dict[str, Any] | None) -> list[str]:
+    """What the report's model is, for a retrained run: the saved model trained again on
+    every row (``rows="all"``; the scores are its selection's) or on the training and
+    validation rows (``"train+val"``)."""
+    if not retrain:
+        return []
+    every = retrain.get("rows", "train+val") == "all"
+    if isinstance(retrain["epochs"], list):  # a seed ensemble's members
+        epochs = ", ".join(str(e) for e in retrain["epochs"])
+        if every:
+            return [
+                f"members: each then trained again on every row for the epochs chosen on "
+                f"validation ({epochs}); test and val score the median of their selection "
+                f"runs ({retrain['selection']}/)"
+            ]
+        return [
+            f"members: each retrained for the epochs chosen on validation ({epochs}) on the "
+            "training and validation windows; val scores the median of their selection runs "
+            f"({retrain['selection']}/)"
+        ]
+    if every:
+        return [
+            f"the saved model was then trained again on every row for {retrain['epochs']} "
+            f"epochs (chosen on validation); test and val score the model of "
+            f"{retrain['selection']}/, which did not train on them"
+        ]
+    return [
+        f"model: retrained for {retrain['epochs']} epochs (chosen on validation) on the "
+        f"training and validation windows; val scores the model of {retrain['selection']}/"
+    ]
 
 
 #: Why a metric can be undefined (None in ``report.json``, ``n/a`` in the table).
