@@ -31,7 +31,15 @@ def _compilation_cache(tmp_path_factory):
     values = (str(base / "jax_cache"), 0.3, 0)
     for name, value in zip(names, values, strict=True):
         jax.config.update(name, value)
+    # the command lines the tests start use the same cache (stacklstm.compile_cache), never
+    # the user's own
+    old_env = os.environ.get("STACKLSTM_CACHE_DIR")
+    os.environ["STACKLSTM_CACHE_DIR"] = values[0]
     yield
+    if old_env is None:
+        os.environ.pop("STACKLSTM_CACHE_DIR", None)
+    else:
+        os.environ["STACKLSTM_CACHE_DIR"] = old_env
     for name, value in old.items():
         jax.config.update(name, value)
 

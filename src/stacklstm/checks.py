@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -198,3 +200,41 @@ def reject_unknown_keys(known: Sequence[str] | type, data: Mapping[str, Any], wh
             f"unknown {what} key(s) {', '.join(map(repr, unknown))}; "
             f"expected some of: {', '.join(known)}"
         )
+
+
+#: The table suffixes :func:`stacklstm.data.read_table` reads: CSV/TSV (optionally
+#: compressed) and Parquet.
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst")
+
+
+def check_table_path(path: str | os.PathLike[str]) -> str:
+    """The table suffix of ``path`` (``".csv"``, ``".tsv"``, ``".parquet"``, ``".pq"``),
+    once the file is there and named as a table: the checks of
+    :func:`stacklstm.data.read_table` that need no pandas (the command line answers them
+    before anything heavy is imported).
+
+    Raises:
+        DataError: The file is missing, is a folder, or has an unknown suffix.
+
+    Example:
+        >>> check_table_path("missing.csv")
+        Traceback (most recent call last):
+        ...
+        stacklstm.checks.DataError: data file not found: missing.csv
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"data file not found: {path}")
+    if path.is_dir():
+        raise DataError(f"expected a CSV or Parquet file, got a folder: {path}")
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1] in COMPRESSION_SUFFIXES:
+        suffixes.pop()
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix not in TABLE_SUFFIXES:
+        raise DataError(
+            f"expected a file ending in .csv, .tsv or .parquet, got {path.name!r}; "
+            "convert the table to CSV or rename it"
+        )
+    return suffix

@@ -23,7 +23,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .commands import _RUNNING
+from .commands import _RUNNING, precheck
 from .console import _fail, _HeldLogs, _interrupted_words, _NeverRaised
 from .flags import PROG, UsageError, in_flag_words, typed_flags
 from .parser import build_parser
@@ -54,7 +54,6 @@ def _main(argv: list[str], process: bool) -> int:
     from ..signals import Interrupted, stop_now, test_hook
     from ..signals import check as check_signals
 
-    NonFiniteError: type[Exception] = _NeverRaised  # until the training modules are loaded
     parser = build_parser()
     handler = _HeldLogs()
     logger = logging.getLogger("stacklstm")
@@ -71,10 +70,9 @@ def _main(argv: list[str], process: bool) -> int:
     logging.captureWarnings(True)
     traceback = os.environ.get("STACKLSTM_TRACEBACK", "") not in ("", "0")
     try:
-        from ..train.loop import NonFiniteError
-
         test_hook("imports")
-        args = parser.parse_args(argv)
+        args = parser.parse_args(argv)  # jax is imported by the command that needs it
+        precheck(args)  # before it is: a mistake is one line at once
         logger.setLevel(logging.WARNING if args.quiet else logging.INFO)
         code = args.func(args)
         check_signals()  # a Ctrl-C that Python dropped still ends as one
@@ -84,7 +82,7 @@ def _main(argv: list[str], process: bool) -> int:
         handler.drop_held()
         _fail(str(err).removeprefix(f"{PROG}: "))
         return 2
-    except NonFiniteError as err:
+    except _non_finite_error() as err:  # looked up once something was raised
         handler.flush_held()
         if traceback:
             raise
@@ -111,3 +109,10 @@ def _main(argv: list[str], process: bool) -> int:
         for other, propagate in zip(others, others_propagate, strict=True):
             other.removeHandler(handler)
             other.propagate = propagate
+
+
+def _non_finite_error() -> type[Exception]:
+    """The training loop's ``NonFiniteError`` where it is loaded (a command that trained);
+    else an exception nothing raises, so that an error before training needs no jax."""
+    trainer = sys.modules.get("stacklstm.train.trainer")
+    return getattr(trainer, "NonFiniteError", _NeverRaised)

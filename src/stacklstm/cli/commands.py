@@ -32,6 +32,30 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return out
 
 
+def precheck(args: argparse.Namespace) -> None:
+    """The checks of a command's inputs that need no jax (the settings, the table's file,
+    the run folder), so that a mistake there is one line in a fraction of a second; the
+    library checks them again, with the data, once it is loaded.
+
+    Raises:
+        ValueError: What the library would raise for the same mistake.
+    """
+    from ..checks import check_table_path
+
+    if getattr(args, "data", None) is not None:
+        check_table_path(args.data)
+    if getattr(args, "run_dir", None) is not None:
+        run_dir = Path(args.run_dir)
+        if not run_dir.is_dir():
+            raise ValueError(f"run folder not found: {run_dir}")
+        if not (run_dir / "config.json").is_file():
+            raise ValueError(f"{run_dir} is not a run folder: it has no config.json")
+    if not hasattr(args, "config") or getattr(args, "resume", False):
+        return  # no settings flags, or flags checked against the saved run's
+    base = RunConfig() if args.config is None else read_config(args.config).config
+    base.replace(_overrides(args))
+
+
 def _train(args: argparse.Namespace) -> int:
     from .. import distributed
     from ..train.lock import unique_dir
@@ -67,7 +91,9 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
         base, data = loaded.config, data if data is not None else loaded.data_path
     elif args.resume and selecting(out):  # a retrained run stopped in its selection run
         selection = read_run_info(out / SELECTION_DIR).config
-        base = selection.replace({"train": {"retrain": "on", "baselines": default_baselines()}})
+        # its selection does not say whether it retrains on all rows or on those before the
+        # test: the default ('auto': all), unless --retrain says otherwise
+        base = selection.replace({"train": {"retrain": "auto", "baselines": default_baselines()}})
     elif args.resume:
         base = read_run_info(out).config  # flags given must then agree with the saved run
     else:

@@ -261,6 +261,24 @@ def _on_grid(values: np.ndarray, stamps: np.ndarray, grid: np.ndarray) -> np.nda
     return full
 
 
+def _id_hint(frame: pd.DataFrame, cfg: DataConfig) -> str:
+    """For a table of one series whose time stamps repeat: where another column could
+    name several series (text, category or whole numbers, repeating), a hint to name it
+    with ``id_column``; else ``""``."""
+    if cfg.id_column is not None:
+        return ""
+    used = {cfg.time_column, *cfg.target, *cfg.features, *cfg.future_features}
+    for column in frame.columns:
+        values = frame[column]
+        kind = values.dtype.kind in "OUSib" or isinstance(values.dtype, pd.CategoricalDtype)
+        if column not in used and kind and values.nunique() < len(values):
+            return (
+                f"; if the table holds several series, name the column that tells them apart "
+                f"with `id_column` ({column!r}?)"
+            )
+    return ""
+
+
 def _sorted_on_grid(
     frame: pd.DataFrame, values: np.ndarray, cfg: DataConfig
 ) -> tuple[np.ndarray, np.ndarray, str | None]:
@@ -276,7 +294,7 @@ def _sorted_on_grid(
         first, second = file_rows(frame, order[i : i + 2])
         raise DataError(
             f"time column {name!r} repeats {stamp_text(times[i])} (rows {first} and {second}); "
-            "expected one row per time stamp"
+            f"expected one row per time stamp{_id_hint(frame, cfg)}"
         )
     regular = _regular_grid(times)
     if regular is None:

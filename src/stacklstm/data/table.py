@@ -9,11 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import DataError
+from ..checks import DataError, check_table_path
 
 _CSV_SEPARATORS = {".csv": ",", ".tsv": "\t"}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
-_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst")
 #: ``DataFrame.attrs`` key of a CSV table read by :func:`read_table`: where to read a column's
 #: cells again exactly as written (:func:`written_text`).
 _SOURCE = "stacklstm.source"
@@ -57,19 +56,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             names a column twice in its header, or holds no data rows.
     """
     path = Path(path)
-    if not path.exists():
-        raise DataError(f"data file not found: {path}")
-    if path.is_dir():
-        raise DataError(f"expected a CSV or Parquet file, got a folder: {path}")
-    suffixes = [s.lower() for s in path.suffixes]
-    if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSION_SUFFIXES:
-        suffixes.pop()
-    suffix = suffixes[-1] if suffixes else ""
-    if suffix not in _CSV_SEPARATORS and suffix not in _PARQUET_SUFFIXES:
-        raise DataError(
-            f"expected a file ending in .csv, .tsv or .parquet, got {path.name!r}; "
-            "convert the table to CSV or rename it"
-        )
+    suffix = check_table_path(path)
     kind = "Parquet" if suffix in _PARQUET_SUFFIXES else "CSV"
     try:
         if kind == "Parquet":

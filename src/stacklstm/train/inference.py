@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import compile_cache
 from ..config import RunConfig
 from ..data import (
     Series,
@@ -251,6 +252,7 @@ def load_run(run_dir: str | Path) -> TrainedRun | EnsembleRun:
         ValueError: Not a run folder, another layout version, no checkpoint, or an ensemble
             member missing or not matching the ensemble's settings or scaler.
     """
+    compile_cache.enable()  # a forecast in a new process loads its compiled steps
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     n = info.config.train.ensemble
