@@ -43,7 +43,7 @@ def test_cutoff_positions_by_hand():
 
 def test_check_frame_and_merge_statics():
     df = _frame()
-    with pytest.raises(TypeError, match="df must be a pandas DataFrame, got dict"):
+    with pytest.raises(TypeError, match="df must be a pandas or polars DataFrame, got builtins"):
         check_frame({"y": [1]}, "df")
     with pytest.raises(ValueError, match=r"lacks the column\(s\) 'ds'; it has 'id', 't', 'y'"):
         check_frame(df, "df", ("id", "ds"))

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..config import RunConfig
@@ -37,14 +38,18 @@ from ..train.prediction import level_name, predict, to_long
 from ..train.rundir import check_new_run_dir, read_run_info
 from .crossval import cross_validate
 from .frames import (
+    as_pandas,
     check_frame,
+    is_polars,
     merge_statics,
     run_columns,
     statics_of,
+    to_polars,
     with_future_rows,
     write_table,
 )
-from .settings import section_overrides
+from .progress import progress_logs
+from .settings import levels_as_fractions, section_overrides
 
 #: The training table inside a folder written by :meth:`LSTMForecaster.save`.
 TABLE_FILE = "data.parquet"
@@ -59,6 +64,15 @@ def _check_name(name: str, value: object) -> str:
 class LSTMForecaster:
     """A stacked-LSTM forecaster with the conventions of statsforecast and neuralforecast.
 
+    ``fit(df)`` trains the model that forecasts on every row of every series (the epochs
+    chosen first on a validation tail, ``retrain="all"``), and ``predict()`` gives the
+    future: ``h`` rows per series after its last row. Measuring is
+    :meth:`cross_validation`'s job (and ``report=True``'s, which also scores the
+    statistical baselines on held-out rows).
+
+    Frames may be pandas or polars (converted through pyarrow); the output is of the same
+    kind, ids keep their dtype and the order in which the frame first names them.
+
     Args:
         alias: Name of the forecast column (and the prefix of its interval columns).
         id_col: Column naming the series (absent from a frame of one series).
@@ -66,14 +80,20 @@ class LSTMForecaster:
         target_col: Column to forecast.
         run_dir: Where to keep the run folder, its table inside as ``data.parquet`` (absent
             or empty; None: a temporary folder, removed at exit).
+        level: Interval levels in percent (``[80, 95]``, as statsforecast's), learnt with a
+            quantile or distribution ``loss`` or calibrated with ``conformal=True`` (the
+            run's ``interval_levels``; default: 80 and 95).
+        verbose: Log the run's progress on stderr (one line per epoch, and a progress bar
+            where stderr is a terminal or a notebook).
         **settings: The settings of ``stacklstm train`` under their config names
             (``horizon``, ``window``, ``season``, ``lstm_hidden_size``, ``epochs``, ``loss``,
-            ``conformal``, ``interval_levels``, ``features``, ``future_features``,
-            ``static_features``, ``seed``, ...); the defaults are the command line's.
+            ``conformal``, ``features``, ``future_features``, ``static_features``, ``seed``,
+            ...); the defaults are the command line's, but ``baselines`` (see :meth:`fit`).
 
     Raises:
-        TypeError: An unknown keyword (the message lists the accepted ones), a setting that
-            comes from a column argument (``target``), or a column name that is no text.
+        TypeError: An unknown keyword (the message suggests the near name, ``h`` ->
+            ``horizon``, and lists the accepted ones), a setting that comes from a column
+            argument (``target``), or a column name that is no text.
         ValueError: A bad setting (:class:`~stacklstm.checks.SettingError`).
 
     Example:
@@ -90,14 +110,24 @@ class LSTMForecaster:
         time_col: str = "ds",
         target_col: str = "y",
         run_dir: str | Path | None = None,
+        level: Sequence[float] | None = None,
+        verbose: bool = False,
         **settings: Any,
     ) -> None:
         self.alias = _check_name("alias", alias)
         self.id_col = _check_name("id_col", id_col)
         self.time_col = _check_name("time_col", time_col)
         self.target_col = _check_name("target_col", target_col)
+        if not isinstance(verbose, bool):
+            raise TypeError(f"verbose must be True or False, got {verbose!r}")
+        self.verbose = verbose
         self.settings = dict(settings)
         self._overrides = section_overrides(settings)
+        if level is not None:
+            self.settings["level"] = list(level)
+            self._overrides["train"]["interval_levels"] = levels_as_fractions(level)
+        #: The run's report (:class:`~stacklstm.train.Report`) after ``fit(df, report=True)``.
+        self.report_: Any = None
         self._out_dir = None if run_dir is None else Path(run_dir)
         self._base_config(time=True, ids=True, statics=())  # a bad setting: refused now
         self._run_dir: Path | None = None
@@ -105,13 +135,17 @@ class LSTMForecaster:
         self._info: Any = None
         self._cleanup: weakref.finalize | None = None
         self._id_values: dict[str, Any] = {}
+        self._id_dtype: Any = None
         self._time_dtype: Any = None
         self._statics: pd.DataFrame | None = None
 
     # ------------------------------------------------------------------ settings and state
 
-    def _base_config(self, *, time: bool, ids: bool, statics: Sequence[str]) -> RunConfig:
-        """The run's settings for a frame with (or without) a time and an id column."""
+    def _base_config(
+        self, *, time: bool, ids: bool, statics: Sequence[str], report: bool = False
+    ) -> RunConfig:
+        """The run's settings for a frame with (or without) a time and an id column; the
+        statistical baselines only for a ``report`` (unless ``baselines`` is given)."""
         data = {
             "target": (self.target_col,),
             "time_column": self.time_col if time else None,
@@ -119,7 +153,11 @@ class LSTMForecaster:
         }
         if statics and "static_features" not in self._overrides["data"]:
             data["static_features"] = tuple(statics)
-        overrides = {**self._overrides, "data": {**self._overrides["data"], **data}}
+        train = dict(self._overrides["train"])
+        if not report:
+            train.setdefault("baselines", "naive")
+        overrides = {**self._overrides, "data": {**self._overrides["data"], **data},
+                     "train": train}  # fmt: skip
         return RunConfig().replace(overrides)
 
     @property
@@ -145,7 +183,7 @@ class LSTMForecaster:
             self._cleanup()
             self._cleanup = None
         self._run_dir = self._table = self._info = None
-        self._id_values, self._time_dtype, self._statics = {}, None, None
+        self._id_values, self._id_dtype, self._time_dtype, self._statics = {}, None, None, None
 
     def _adopt(self, run_dir: Path, table: Path | None) -> None:
         """Point at a run folder and its table; read its settings and series names."""
@@ -162,20 +200,27 @@ class LSTMForecaster:
     # ------------------------------------------------------------------ fit
 
     def _run_frame(
-        self, df: pd.DataFrame, static_df: pd.DataFrame | None
+        self, df: pd.DataFrame, static_df: pd.DataFrame | None, report: bool = False
     ) -> tuple[pd.DataFrame, RunConfig]:
         """``(the table the run reads, its settings)`` of a user's frame."""
-        df = check_frame(df, "df", (self.target_col,))
+        df = check_frame(as_pandas(df, "df"), "df", (self.target_col,))
+        static_df = None if static_df is None else as_pandas(static_df, "static_df")
         ids = self.id_col in df.columns
         df, statics = merge_statics(df, static_df, self.id_col if ids else None)
-        cfg = self._base_config(time=self.time_col in df.columns, ids=ids, statics=statics)
+        cfg = self._base_config(time=self.time_col in df.columns, ids=ids, statics=statics,
+                                report=report)  # fmt: skip
         needed = run_columns(cfg.data)
         check_frame(df, "df", needed)
         return df[needed].reset_index(drop=True), cfg
 
-    def fit(self, df: pd.DataFrame, static_df: pd.DataFrame | None = None) -> LSTMForecaster:
+    def fit(self, df: Any, static_df: Any = None, *, report: bool = False) -> LSTMForecaster:
         """Train on ``df``: one series (no ``id_col``) or a panel (``id_col`` becomes the run's
         ``id_column``), with the covariate columns its settings name.
+
+        The model that forecasts trains on every row: the epochs are chosen on a validation
+        tail first (that run is kept in the run folder's ``selection/``), then a fresh model
+        is trained on all rows for them (``retrain="all"``, the default where a series is
+        long enough for validation windows).
 
         Args:
             df: ``(rows, columns)``: ``[id_col,] [time_col,] target_col`` and the columns of
@@ -184,6 +229,10 @@ class LSTMForecaster:
             static_df: One row per id (one row without ``id_col``): ``id_col`` and the static
                 columns, merged into ``df``; they are the ``static_features`` unless those
                 are given.
+            report: Also score statsforecast's AutoETS, AutoARIMA and AutoTheta beside the
+                model in the run's report (as ``stacklstm train`` does; slower), in
+                :attr:`report_`. Without it the report scores the naive baselines only
+                (unless ``baselines`` was given).
 
         Returns:
             ``self``, fitted.
@@ -193,8 +242,11 @@ class LSTMForecaster:
             ValueError: A missing column, a bad setting or data problem (``DataError``), or a
                 ``run_dir`` that is not free.
         """
-        frame, cfg = self._run_frame(df, static_df)
-        return self._fit_run(frame, cfg)
+        if not isinstance(report, bool):
+            raise TypeError(f"report must be True or False, got {report!r}")
+        frame, cfg = self._run_frame(df, static_df, report)
+        self._fit_run(frame, cfg)
+        return self
 
     def _fit_run(self, frame: pd.DataFrame, cfg: RunConfig) -> LSTMForecaster:
         """Write ``frame`` (the run's columns) as the run's table and train on it."""
@@ -212,7 +264,8 @@ class LSTMForecaster:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_table(frame, table)
         try:
-            fit(cfg, run_dir, quiet=True, data_path=table)
+            with progress_logs(self.verbose):
+                result = fit(cfg, run_dir, quiet=not self.verbose, data_path=table)
         except BaseException:
             if self._out_dir is not None:  # the run removed what it made; the table is ours
                 table.unlink(missing_ok=True)
@@ -223,13 +276,16 @@ class LSTMForecaster:
             raise
         self._adopt(run_dir, table)
         self._remember(frame)
+        self.report_ = result.report
         return self
 
     def _remember(self, frame: pd.DataFrame) -> None:
         """The id values as given (the run names series by their text) and the time dtype."""
         data = self._info.config.data
         if data.id_column is not None and data.id_column in frame.columns:
-            self._id_values = {str(v): v for v in pd.unique(frame[data.id_column])}
+            column = frame[data.id_column]
+            self._id_values = {str(v): v for v in pd.unique(column)}  # the frame's order
+            self._id_dtype = column.dtype
         if data.time_column is not None and data.time_column in frame.columns:
             self._time_dtype = frame[data.time_column].dtype
         self._statics = statics_of(frame, data)
@@ -270,12 +326,15 @@ class LSTMForecaster:
 
     def predict(
         self,
-        df: pd.DataFrame | None = None,
-        futr_df: pd.DataFrame | None = None,
+        df: Any = None,
+        futr_df: Any = None,
         level: Sequence[float] | None = None,
         combine: bool = False,
-    ) -> pd.DataFrame:
-        """Forecast the next ``horizon`` steps after each series' last row.
+        *,
+        h: int | None = None,
+        X_df: Any = None,
+    ) -> Any:
+        """Forecast the next ``h`` (default ``horizon``) steps after each series' last row.
 
         Args:
             df: The history to forecast from (None: the training frame), with the columns
@@ -285,10 +344,14 @@ class LSTMForecaster:
             level: Interval levels in percent (``[80, 95]``), each among the model's.
             combine: Also the report's combination of the model with the baselines
                 (:mod:`stacklstm.combine`, the run's saved weights), as ``<alias>-combination``.
+            h: The first ``h`` steps of the horizon (``1 <= h <= horizon``; None: all).
+            X_df: statsforecast's name of ``futr_df`` (give one of them).
 
         Returns:
-            ``(n_series * horizon)`` rows: ``id_col``, ``time_col`` (the steps' stamps,
-            following the series' time step; whole-number steps without a time column), the
+            ``(n_series * h)`` rows (a polars frame for a polars ``df``): ``id_col`` (in its
+            dtype, the series in the order the training frame named them), ``time_col`` (the
+            steps' stamps, following the series' time step; whole-number steps without a
+            time column), the
             forecast ``alias``, per level ``<alias>-lo-<level>``, ``<alias>-hi-<level>``,
             and with ``combine`` ``<alias>-combination``. Where a series is too short for
             one input window (or was left out of training), its rows hold the seasonal naive
@@ -301,12 +364,48 @@ class LSTMForecaster:
                 :func:`stacklstm.train.predict` (too few future rows, say).
         """
         self.run_dir  # noqa: B018  (refuses an unfitted estimator)
+        if X_df is not None:
+            if futr_df is not None:
+                raise TypeError("futr_df and X_df are two names of one argument; give one")
+            futr_df = X_df
+        steps = self._steps(h)
+        polars = is_polars(df) or (df is None and is_polars(futr_df))
+        df = None if df is None else as_pandas(df, "df")
+        futr_df = None if futr_df is None else as_pandas(futr_df, "futr_df")
         table = None if df is None and futr_df is None else self._table_for(df, futr_df)
         long = self._forecast(table, combine=bool(combine))
         out = self._user_frame(long, level)
         if combine:
             out[f"{self.alias}-combination"] = long["combination"].to_numpy()
-        return out
+        out = self._in_frame_order(out, steps)
+        return to_polars(out) if polars else out
+
+    def _steps(self, h: int | None) -> int:
+        """``h`` checked against the run's horizon (None: the horizon)."""
+        horizon = self.config.data.horizon
+        if h is None:
+            return horizon
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 1 <= h <= horizon:
+            raise ValueError(
+                f"h must be an integer in 1..{horizon} (the model's horizon), got {h!r}; "
+                "train with a longer horizon to forecast further"
+            )
+        return int(h)
+
+    def _in_frame_order(self, out: pd.DataFrame, steps: int) -> pd.DataFrame:
+        """The first ``steps`` rows of each series, the series in the order the training
+        frame named them, the id column in its dtype."""
+        if self.id_col in out and self._id_values:
+            rank = {value: i for i, value in enumerate(self._id_values.values())}
+            key = out[self.id_col].map(lambda v: rank.get(v, len(rank))).to_numpy()
+            out = out.iloc[np.argsort(key, kind="stable")]
+            with contextlib.suppress(TypeError, ValueError):  # a dtype the values cannot take
+                out[self.id_col] = out[self.id_col].astype(self._id_dtype)
+        if self.id_col in out:
+            position = out.groupby(self.id_col, sort=False, observed=True).cumcount()
+        else:
+            position = pd.Series(np.arange(len(out)), index=out.index)
+        return out[position.to_numpy() < steps].reset_index(drop=True)
 
     def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
         """The long frame under the estimator's column names, with the levels asked for."""

@@ -22,6 +22,30 @@ import pandas as pd
 from ..config import DataConfig
 
 
+def is_polars(df: object) -> bool:
+    """Whether ``df`` is a polars DataFrame (told by its module: polars is not imported)."""
+    return type(df).__module__.split(".")[0] == "polars" and hasattr(df, "to_pandas")
+
+
+def as_pandas(df: object, what: str) -> object:
+    """``df`` as a pandas DataFrame where it is a polars one (through pyarrow, dtypes kept:
+    a polars ``Categorical`` or ``Enum`` becomes a pandas ``category``); anything else as it
+    is, for :func:`check_frame` to judge."""
+    if not is_polars(df):
+        return df
+    try:
+        return df.to_pandas()
+    except Exception as err:  # polars without pyarrow, or a type pandas has no twin for
+        raise TypeError(f"{what}: cannot convert the polars frame to pandas: {err}") from err
+
+
+def to_polars(df: pd.DataFrame) -> object:
+    """``df`` as a polars DataFrame (the output of a polars input)."""
+    import polars
+
+    return polars.from_pandas(df)
+
+
 def check_frame(df: object, what: str, needs: Sequence[str] = ()) -> pd.DataFrame:
     """``df`` if it is a non-empty DataFrame with the columns ``needs``.
 
@@ -30,7 +54,10 @@ def check_frame(df: object, what: str, needs: Sequence[str] = ()) -> pd.DataFram
         ValueError: It has no rows, or lacks a column of ``needs`` (all its columns named).
     """
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
+        raise TypeError(
+            f"{what} must be a pandas or polars DataFrame, got {type(df).__module__}."
+            f"{type(df).__name__}"
+        )
     if len(df) == 0:
         raise ValueError(f"{what} has no rows; expected one row per series and time stamp")
     missing = [name for name in needs if name not in df.columns]
@@ -118,7 +145,7 @@ def cutoff_positions(
     """
     test_size = horizon + step_size * (n_windows - 1)
     groups = [(None, len(df))] if id_col is None else list(
-        df.groupby(id_col, sort=False).size().items()
+        df.groupby(id_col, sort=False, observed=True).size().items()
     )  # fmt: skip
     rows = []
     for name, length in groups:
@@ -138,7 +165,7 @@ def positions(df: pd.DataFrame, id_col: str | None) -> np.ndarray:
     """``(rows,)`` each row's position in its series (0-based, in the frame's order)."""
     if id_col is None:
         return np.arange(len(df))
-    return df.groupby(id_col, sort=False).cumcount().to_numpy()
+    return df.groupby(id_col, sort=False, observed=True).cumcount().to_numpy()
 
 
 def with_future_rows(
