@@ -36,6 +36,7 @@ from ..train.loop import fit
 from ..train.outputs import check_new_folder
 from ..train.prediction import level_name, predict, to_long
 from ..train.rundir import check_new_run_dir, read_run_info
+from ..train.trainer import intermediate_checkpoints
 from .crossval import cross_validate
 from .frames import (
     as_pandas,
@@ -264,7 +265,9 @@ class LSTMForecaster:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_table(frame, table)
         try:
-            with progress_logs(self.verbose):
+            # a temporary folder, gone at exit, is never resumed: checkpoints at the end only
+            temporary = self._out_dir is None
+            with progress_logs(self.verbose), intermediate_checkpoints(not temporary):
                 result = fit(cfg, run_dir, quiet=not self.verbose, data_path=table)
         except BaseException:
             if self._out_dir is not None:  # the run removed what it made; the table is ours

@@ -5,12 +5,13 @@ stopping, callbacks)."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -60,6 +61,25 @@ class _Opened:
     dropout_key: jax.Array
     progress: Progress
     lock: RunLock | None = None
+
+
+_INTERMEDIATE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "stacklstm_intermediate_checkpoints", default=True
+)
+
+
+@contextlib.contextmanager
+def intermediate_checkpoints(keep: bool) -> Iterator[None]:
+    """Within the block, ``fit`` writes a checkpoint at every epoch end and every
+    ``checkpoint_every`` steps (``keep``, the default everywhere else), or only at the end of
+    training and where ``stop_after_steps`` stops it (not ``keep``: a run in a temporary
+    folder, which no one can resume; each save of a small model costs more than its epoch).
+    The numbers are the same either way."""
+    token = _INTERMEDIATE.set(keep)
+    try:
+        yield
+    finally:
+        _INTERMEDIATE.reset(token)
 
 
 class NonFiniteError(RuntimeError):
@@ -134,6 +154,7 @@ class _Trainer:
         self.ckpts, self.state = opened.ckpts, opened.state
         self.dropout_key, self.progress = opened.dropout_key, opened.progress
         self.stop_after_steps, self.callbacks = stop_after_steps, tuple(callbacks)
+        self.intermediate = _INTERMEDIATE.get()
         self.train_step = make_train_step(plan.model, plan.optimizer, tcfg, mesh=plan.mesh)
         self.eval_step = make_eval_step(plan.model, tcfg)
         self.schedule = make_schedule(tcfg, plan.total_steps)
@@ -175,7 +196,7 @@ class _Trainer:
             end_of_epoch = i + 1 == plan.per_epoch
             log_now = (i + 1) % tcfg.log_every == 0 or end_of_epoch
             stop_now = self.step == self.stop_after_steps
-            every = tcfg.checkpoint_every
+            every = tcfg.checkpoint_every if self.intermediate else 0
             save_now = stop_now or (every > 0 and self.step % every == 0)
             if log_now or save_now:
                 self._drain()  # raises NonFiniteError before anything non-finite is saved
@@ -188,7 +209,9 @@ class _Trainer:
             progress.epoch, progress.step_in_epoch = self.epoch, i + 1
             if end_of_epoch:
                 self._end_epoch()
-                save_now = True  # every epoch end, besides each `checkpoint_every` steps
+                # every epoch end, besides each `checkpoint_every` steps (a run nobody can
+                # resume, intermediate_checkpoints(False): its end only)
+                save_now = save_now or self.intermediate or progress.finished
             if save_now:
                 self._save()
             if stop_now or progress.finished:
