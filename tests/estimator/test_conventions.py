@@ -129,3 +129,17 @@ def test_the_future_follows_each_series_last_stamp(fitted):
     assert out["ds"].min() == last + pd.Timedelta(days=1)
     assert out.groupby("unique_id")["ds"].apply(list).map(len).eq(3).all()
     assert np.isfinite(out["stacklstm"]).all()
+
+
+def test_utilsforecasts_plot_series_draws_the_forecast_and_its_fan(fitted):
+    pytest.importorskip("utilsforecast")
+    from utilsforecast.plotting import plot_series
+
+    out = fitted.predict(level=[80])
+    fig = plot_series(_panel(), out, level=[80], engine="matplotlib")
+    axes = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in axes] == ["unique_id=a", "unique_id=b", "unique_id=c"]
+    for ax, (_, mine) in zip(axes, out.groupby("unique_id", sort=False), strict=True):
+        (line,) = [line for line in ax.get_lines() if line.get_label() == "stacklstm"]
+        y = np.asarray(line.get_ydata(), float)  # NaN over the history, then the forecast
+        np.testing.assert_allclose(y[~np.isnan(y)], mine["stacklstm"], rtol=1e-12)
