@@ -49,6 +49,7 @@ from .frames import (
     with_future_rows,
     write_table,
 )
+from .pickling import archive_run, unpack_run
 from .progress import progress_logs
 from .settings import levels_as_fractions, section_overrides
 
@@ -119,6 +120,17 @@ class LSTMForecaster:
         self.id_col = _check_name("id_col", id_col)
         self.time_col = _check_name("time_col", time_col)
         self.target_col = _check_name("target_col", target_col)
+        taken = {id_col: "id_col", time_col: "time_col", target_col: "target_col",
+                 "cutoff": "cross_validation's cutoff column"}  # fmt: skip
+        if alias in taken:
+            raise ValueError(
+                f"alias {alias!r} is also {taken[alias]}: the forecast column would clash "
+                "with it; choose another alias"
+            )
+        # a column named other than the default must be in the frame (a missing time column
+        # would otherwise train on the row order)
+        defaults = {id_col: "unique_id", time_col: "ds"}
+        self._named = {name for name, default in defaults.items() if name != default}
         if not isinstance(verbose, bool):
             raise TypeError(f"verbose must be True or False, got {verbose!r}")
         self.verbose = verbose
@@ -204,7 +216,7 @@ class LSTMForecaster:
         self, df: pd.DataFrame, static_df: pd.DataFrame | None, report: bool = False
     ) -> tuple[pd.DataFrame, RunConfig]:
         """``(the table the run reads, its settings)`` of a user's frame."""
-        df = check_frame(as_pandas(df, "df"), "df", (self.target_col,))
+        df = check_frame(as_pandas(df, "df"), "df", (self.target_col, *sorted(self._named)))
         static_df = None if static_df is None else as_pandas(static_df, "static_df")
         ids = self.id_col in df.columns
         df, statics = merge_statics(df, static_df, self.id_col if ids else None)
@@ -434,8 +446,11 @@ class LSTMForecaster:
         out = out.rename(columns={"unique_id": self.id_col, "ds": self.time_col})
         out[self.id_col] = out[self.id_col].map(lambda v: self._id_values.get(v, v))
         if self._time_dtype is not None and pd.api.types.is_datetime64_any_dtype(self._time_dtype):
+            zone = getattr(self._time_dtype, "tz", None)  # the run reads stamps as UTC
             for name in (self.time_col, "cutoff"):
-                if name in out:
+                if name in out and zone is not None:
+                    out[name] = pd.to_datetime(out[name]).dt.tz_localize("UTC").dt.tz_convert(zone)
+                elif name in out:
                     out[name] = out[name].astype(self._time_dtype)
         return out.reset_index(drop=True)
 
@@ -536,6 +551,27 @@ class LSTMForecaster:
         if source.is_file():  # the series' names, time stamps and static values
             model._remember(read_table(source))
         return model
+
+    # ------------------------------------------------------------------ pickling
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A fitted estimator pickles with its run folder inside (a tar archive of it, table
+        included), so the copy forecasts after this process and its temporary folder are
+        gone; :meth:`save` is the way to keep a run as a folder."""
+        state = {k: v for k, v in self.__dict__.items() if k != "_cleanup"}
+        if self._run_dir is not None:
+            state["_archive"] = archive_run(self._run_dir, self._table)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        archive = state.pop("_archive", None)
+        self.__dict__.update(state, _cleanup=None)
+        if archive is not None:  # unpacked into a temporary folder of its own
+            workspace = Path(tempfile.mkdtemp(prefix="stacklstm-"))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, workspace, ignore_errors=True)
+            run_dir, table = unpack_run(archive, workspace)
+            self._run_dir, self._table, self._out_dir = run_dir, table, None
+            self._info = read_run_info(run_dir)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{key}={value!r}" for key, value in self.settings.items())

@@ -178,6 +178,11 @@ def with_future_rows(
     Raises:
         ValueError: ``futr_df`` lacks the time, id or a future-feature column.
     """
+    if not cfg.future_features and cfg.calendar == "none":
+        raise ValueError(
+            "futr_df holds known-future covariates, but the model was trained without "
+            "`future_features` (or a calendar): it forecasts from df alone; leave futr_df out"
+        )
     front = [name for name in (cfg.id_column, cfg.time_column) if name is not None]
     futr_df = check_frame(futr_df, "futr_df", [*front, *cfg.future_features])
     future = futr_df[[c for c in futr_df.columns if c in df.columns]].copy()
@@ -207,8 +212,18 @@ def write_table(frame: pd.DataFrame, path: Path) -> None:
     """Write ``frame`` as the Parquet table ``path`` (without its index).
 
     Raises:
+        TypeError: A column of mixed types (``1`` and ``"1"``), which Parquet cannot hold.
         ImportError: No Parquet engine (pyarrow or fastparquet) is installed.
     """
+    for name in frame.columns:  # pyarrow's own error names no column
+        kinds = (
+            {type(v).__name__ for v in frame[name].dropna()} if frame[name].dtype == object else ()
+        )
+        if len(kinds) > 1:
+            raise TypeError(
+                f"column {name!r} mixes values of the types {', '.join(sorted(kinds))} (say 1 "
+                f"and '1'); give it one type, e.g. df[{name!r}].astype(str)"
+            )
     try:
         frame.to_parquet(path, index=False)
     except ImportError as err:
