@@ -421,7 +421,8 @@ def _forecast_title(test: WindowSet, future: FutureForecast | None, shown: int, 
     steps = "1 step" if test.horizon == 1 else f"1 to {test.horizon} steps"
     title = f"Test forecasts, {steps} ahead"
     if future is not None:
-        title += f", and the forecast of the next {future.horizon} steps"
+        ahead = "step" if future.horizon == 1 else f"{future.horizon} steps"
+        title += f", and the forecast of the next {ahead}"
     if shown < n:
         title += f"\n{shown} of {n} series shown (the first by order)"
     return title
