@@ -8,6 +8,10 @@ printed beside it, since a shared 2-core machine changes every figure.
 
     python benchmarks/default_run.py --repeats 3
 
+Before and after a change, in one run: ``--baseline SRC`` names the ``src`` folder of an older
+checkout (``git worktree add /tmp/before <commit>``, its compiled kernel copied in from this
+install); each case then runs with it too, alternated, as ``CASE@baseline``.
+
 Output: one line per run, then the medians, as a markdown table.
 """
 
@@ -26,9 +30,22 @@ from pathlib import Path
 CASES = {"default": [], "--baselines naive": ["--baselines", "naive"]}
 
 
-def time_run(extra: list[str], folder: Path) -> float:
-    """Wall seconds of one `stacklstm train --out folder [extra]` (which must succeed)."""
-    command = [sys.executable, "-m", "stacklstm", "train", "--out", str(folder), *extra]
+#: Runs the command line of the package in the folder ``sys.argv[1]`` (an older checkout's
+#: ``src``), ahead of this environment's (an editable install's import hook included).
+BASELINE = """import sys
+src = sys.argv.pop(1)
+sys.meta_path = [f for f in sys.meta_path if "editable" not in type(f).__module__.lower()]
+sys.path.insert(0, src)
+from stacklstm.cli import main
+sys.exit(main())
+"""
+
+
+def time_run(extra: list[str], folder: Path, baseline: str | None = None) -> float:
+    """Wall seconds of one `stacklstm train --out folder [extra]` (which must succeed), of
+    this install or of the checkout whose ``src`` is ``baseline``."""
+    start = ["-m", "stacklstm"] if baseline is None else ["-c", BASELINE, baseline]
+    command = [sys.executable, *start, "train", "--out", str(folder), *extra]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -40,26 +57,33 @@ def time_run(extra: list[str], folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of each case (default 3)")
+    parser.add_argument("--baseline", help="the src folder of an older checkout, run alongside")
+    parser.add_argument("--cases", default=",".join(CASES), help="default,--baselines naive")
     args = parser.parse_args()
-    walls: dict[str, list[float]] = {case: [] for case in CASES}
+    versions = [None] if args.baseline is None else [None, args.baseline]
+    cases = [c for c in args.cases.split(",") if c]
+    walls: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for k in range(args.repeats):
-            for case, extra in CASES.items():
-                folder = Path(scratch) / f"run-{k}-{len(walls[case])}-{case.strip('-')}"
-                load = os.getloadavg()[0]
-                wall = time_run(extra, folder)
-                walls[case].append(wall)
-                print(f"{case:<18} run {k + 1}: {wall:6.1f} s  (load before: {load:.2f})")
-                shutil.rmtree(folder, ignore_errors=True)
-    default, naive = (statistics.median(walls[case]) for case in CASES)
+            for case in cases:
+                for version in versions:
+                    name = case if version is None else f"{case}@baseline"
+                    folder = Path(scratch) / f"run-{k}-{len(walls.get(name, []))}-{abs(hash(name))}"
+                    load = os.getloadavg()[0]
+                    wall = time_run(CASES[case], folder, version)
+                    walls.setdefault(name, []).append(wall)
+                    print(f"{name:<27} run {k + 1}: {wall:6.1f} s  (load before: {load:.2f})")
+                    shutil.rmtree(folder, ignore_errors=True)
     print("\n| run | median wall (s) | runs |\n|---|---|---|")
-    for case in CASES:
-        runs = ", ".join(f"{w:.1f}" for w in walls[case])
-        print(f"| `stacklstm train {'' if case == 'default' else case}` | "
-              f"{statistics.median(walls[case]):.1f} | {runs} |")  # fmt: skip
-    print(
-        f"\nthe statistical baselines' share of the default run: {(default - naive) / default:.0%}"
-    )
+    for name, values in walls.items():
+        runs = ", ".join(f"{w:.1f}" for w in values)
+        print(f"| `stacklstm train {'' if name.startswith('default') else name}` "
+              f"{'' if '@' not in name else '(baseline)'}| {statistics.median(values):.1f} | "
+              f"{runs} |")  # fmt: skip
+    if {"default", "--baselines naive"} <= walls.keys():
+        default, naive = (statistics.median(walls[c]) for c in ("default", "--baselines naive"))
+        print(f"\nthe statistical baselines' share of the default run: "
+              f"{(default - naive) / default:.0%}")  # fmt: skip
 
 
 if __name__ == "__main__":
