@@ -45,7 +45,7 @@ cfg = RunConfig().replace({
     "data": {"window": 6, "season": 52, "deseasonalize": False},
     "model": {"hidden_size": 8, "num_layers": 2, "linear_layer_sizes": (8,), "dropout": 0.2},
     "train": {"epochs": 2, "batch_size": 64, "log_every": 10, "checkpoint_every": 20,
-              "baselines": "naive", "patience": 15},
+              "baselines": "naive", "patience": 15, "retrain": "off"},
 })
 result = fit(cfg, OUT, quiet=True, stop_after_steps=30)
 assert (result.step, result.report) == (30, None)

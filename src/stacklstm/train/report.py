@@ -218,8 +218,10 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     test_part, test_model = scores.scored["test"]
     report = Report(data, format_table(data), test_part.origin, test_model.point, test_model,
                     dict(scores.test_forecasts))  # fmt: skip
-    if is_primary():  # every process forecast together; process 0 writes
-        _write_report(Path(run_dir), run, data, scores, splits)
+    # every process forecasts together (the future of the plot too); process 0 writes
+    future = future_forecast(run, splits.series, scores.calibration) if len(test_part) else None
+    if is_primary():
+        _write_report(Path(run_dir), run, data, scores, splits, future)
     return report
 
 
@@ -382,7 +384,9 @@ def _retrain_data(run_dir: Path, ensemble: int = 1) -> dict[str, Any]:
     return data
 
 
-def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: Any) -> None:
+def _write_report(
+    run_dir: Path, run: Any, data: dict, scores: _Scores, splits: Any, future: Any = None
+) -> None:
     """``report.json``, ``calibration.json`` and the plots (a member has its own loss plot)."""
     cfg = run.info.config
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
@@ -392,7 +396,6 @@ def _write_report(run_dir: Path, run: Any, data: dict, scores: _Scores, splits: 
     test, forecasts, bands = scores.scored["test"][0], scores.test_forecasts, scores.bands
     if len(test):  # the test forecasts of the first series (a grid), and the future
         forecasts = {k: v for k, v in forecasts.items() if k != combine.NAME}  # not plotted
-        future = future_forecast(run, splits.series, scores.calibration)
         plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, forecasts,
                       cfg.data.target, bands, future=future,
                       season=int(cfg.data.season))  # fmt: skip
