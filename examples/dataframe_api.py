@@ -40,7 +40,7 @@ def main(quick: bool = False) -> pd.DataFrame:
     size = dict(lstm_hidden_size=8, num_lstm_layers=1, epochs=3) if quick else dict(epochs=40)
     model = LSTMForecaster(
         horizon=H, window=12, season=4, difference=True, test_size=8, val_size=12,
-        conformal=True, interval_levels=(0.8,), baselines="naive", **size,
+        conformal=True, level=[80], baselines="naive", **size,
     )  # fmt: skip
     model.fit(train)
     lstm = model.predict(level=[80])  # the 4 quarters after each series' last row

@@ -105,7 +105,11 @@ def test_a_second_process_loads_the_compiled_steps_instead_of_compiling(tmp_path
                             capture_output=True, text=True, env=env)  # fmt: skip
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout.strip().splitlines()[-1])["hits"] > 0
-    assert {p.name for p in cache.iterdir()} == entries  # nothing compiled anew
+    # the steps were not compiled anew (a tiny eager op may be: its compile time varies
+    # around the threshold of what is kept)
+    steps = ("jit_train_step", "jit_eval_step", "jit_predict_step", "jit_init")
+    new = {p.name for p in cache.iterdir()} - entries
+    assert not [name for name in new if name.startswith(steps)], new
     off = {**env, "STACKLSTM_COMPILE_CACHE": "0"}
     third = subprocess.run([sys.executable, "-c", textwrap.dedent(code), "3"],
                            capture_output=True, text=True, env=off)  # fmt: skip

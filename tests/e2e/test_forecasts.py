@@ -36,7 +36,7 @@ CALIBRATION_RUN = RunConfig(
     ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=()),
     TrainConfig(
         epochs=2, batch_size=64, loss="quantile", quantiles=(0.1, 0.9), conformal=True,
-        baselines="naive",
+        baselines="naive", retrain="off",
     ),
 )  # fmt: skip
 

@@ -50,6 +50,18 @@ def test_the_model_that_forecasts_trained_on_every_row(fitted):
     assert (fitted.run_dir / "selection" / "config.json").is_file()
 
 
+def test_intervals_calibrated_again_come_from_the_selection_as_the_kept_ones(fitted, tmp_path):
+    # a copy of the run without its calibration.json calibrates again on the validation
+    # windows, with the selection's model (the saved one trained on them): the same offsets
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(fitted.run_dir, copy)
+    (copy / "calibration.json").unlink()
+    again = LSTMForecaster.load(copy).predict(level=[80])
+    pd.testing.assert_frame_equal(again, fitted.predict(level=[80]), rtol=1e-12)
+
+
 def test_h_gives_the_first_steps_of_the_horizon(fitted):
     whole = fitted.predict()
     first = fitted.predict(h=2)

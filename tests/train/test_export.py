@@ -111,7 +111,7 @@ def test_export_with_differences_features_and_two_targets_equals_predict(tmp_pat
     umask = os.umask(0)
     os.umask(umask)  # the file gets open()'s permissions, not a temporary file's 0o600
     assert stat.S_IMODE((tmp_path / "m.stacklstm").stat().st_mode) == 0o666 & ~umask
-    code, _, err = _main("predict", run, "--output", tmp_path / "p.csv", "--quiet")
+    code, _, err = _main("predict", run, "--output", tmp_path / "p.csv", "--quiet", "--history")
     assert code == 0, err
 
     forecaster = serving.load(tmp_path / "m.stacklstm")

@@ -110,7 +110,9 @@ def validation_windows(run: TrainedRun) -> WindowSet:
 def run_calibration(run: TrainedRun, predict_step=None) -> Calibration | None:
     """The run's conformal offsets: from ``calibration.json`` when it belongs to the restored
     checkpoint and matches its checksum, else computed from the validation windows of the
-    run's own table (with a one-line warning when the file is there but unusable)."""
+    run's own table (with a one-line warning when the file is there but unusable), forecast
+    by the run's model or, for a run retrained on those rows, by its selection's, as the
+    report calibrated it."""
     cfg = run.info.config.train
     if not cfg.conformal:
         return None
@@ -127,8 +129,13 @@ def run_calibration(run: TrainedRun, predict_step=None) -> Calibration | None:
                 "run's own table",
                 path, reason,
             )  # fmt: skip
-    val = validation_windows(run)
-    return fit_calibration(cfg, val.y_true, forecast_quantiles(run, val, predict_step))
+    scorer = run  # a retrained run trained on its validation rows: its selection did not
+    if cfg.retrain in ("all", "on"):
+        from .inference import load_selection
+
+        scorer = load_selection(run.run_dir)
+    val = validation_windows(scorer)
+    return fit_calibration(cfg, val.y_true, forecast_quantiles(scorer, val, predict_step))
 
 
 def interval_forecast(
