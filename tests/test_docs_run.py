@@ -335,6 +335,13 @@ def run_shell(block: Block, work: Path, env: dict[str, str]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         pytest.fail(f"{block.name}: still running after {BLOCK_TIMEOUT} s\n{output[-3000:]}")
+    if process.returncode < 0:  # bash itself was killed: by something outside this test
+        name = signal.Signals(-process.returncode).name
+        pytest.fail(
+            f"{block.file}, block at line {block.line}: bash was killed by {name} (not by this "
+            f"test)\n--- output (last 3000 characters) ---\n{output[-3000:]}",
+            pytrace=False,
+        )
     if process.returncode != 0:
         failed = re.findall(r"docs-test: line (\d+|end) failed", output)
         where = failed[-1] if failed else "?"

@@ -15,6 +15,7 @@ import pytest
 from helpers import _main, _panel
 from stacklstm.data import DataConfig, make_splits, prepare_series
 from stacklstm.intervals import Forecast
+from stacklstm.train import plots
 from stacklstm.train.plots import (
     FutureForecast,
     forecast_figure,
@@ -300,3 +301,19 @@ def test_a_run_without_validation_marks_its_last_epoch_and_zero_losses_say_why(t
         fig = loss_figure(zero)
     assert fig.axes[0].get_title() == "no positive finite loss to show on a log scale"
     assert fig.axes[0].get_xlabel() == "step" and not fig.legends
+
+
+def test_a_loss_plot_of_negative_likelihood_losses_is_written_without_a_log_scale(tmp_path):
+    """A distribution loss (student_t) may be negative: nothing to show on a log scale, for
+    the selection's curve or the retrained one, and the plot is still written."""
+    lines = [{"kind": "train", "step": 5 * k, "epoch": k, "train_loss": -1.0 - k,
+              "val_loss": None} for k in (1, 2)]  # fmt: skip
+    lines += [{"kind": "epoch", "step": 10, "epoch": 2, "train_loss": -2.0, "val_loss": -3.0}]
+    selection, retrained = tmp_path / "s.jsonl", tmp_path / "r.jsonl"
+    for path in (selection, retrained):
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    plots.plot_loss(tmp_path / "loss.png", selection, retrained=retrained)
+    assert (tmp_path / "loss.png").stat().st_size > 0
+    fig = plots.loss_figure(selection, retrained=[-1.0, -2.0])
+    assert fig.axes[0].get_yscale() == "linear"
+    assert fig.axes[0].get_title() == "no positive finite loss to show on a log scale"

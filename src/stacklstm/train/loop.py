@@ -308,6 +308,7 @@ def _fit_retrained(
                      callbacks=callbacks)  # fmt: skip
         if chosen.stop_reason == "stop_after_steps":
             return RetrainResult.of(chosen, None)
+    sync("stacklstm: selection finished")  # process 0 wrote what selected_epochs reads
     epochs = selected_epochs(folder)
     rows = "every row" if plan.cfg.train.retrain == "all" else "the training and validation rows"
     log.info("retrain: %d epochs chosen on validation (%s); training again on %s",

@@ -583,9 +583,9 @@ def loss_figure(metrics_path: Path, *, retrained: Path | Sequence[float] | None 
             ax.plot(to_epoch(steps), values, style, color=color, ms=3, lw=1, label=label)
     if retrained is not None:
         epochs, losses = _retrained_curve(retrained)
-        ax.plot(
-            epochs, losses, "-", color="tab:green", lw=1.2, label="train, retrained on all rows"
-        )
+        if len(epochs):  # (a likelihood loss may be negative: nothing on a log scale)
+            ax.plot(epochs, losses, "-", color="tab:green", lw=1.2,
+                    label="train, retrained on all rows")  # fmt: skip
     chosen = chosen_epoch(records)
     if chosen is not None:
         _mark_chosen(ax, *chosen)
@@ -596,13 +596,13 @@ def loss_figure(metrics_path: Path, *, retrained: Path | Sequence[float] | None 
 def _finish_loss_axes(fig: Figure, ax: Axes, has_epochs: bool) -> None:
     """Scales, labels, the title and the legend (none, and a title saying why, without a
     positive loss)."""
-    plain_log_axis(ax)
     unit = "epoch" if has_epochs else "step"
     ax.set_xlabel(unit)
     ax.set_ylabel("loss (scaled units)")
     if not any(line.get_label() in ("train", "validation") for line in ax.get_lines()):
         ax.set_title("no positive finite loss to show on a log scale")
         return
+    plain_log_axis(ax)
     ax.set_title(f"Training loss by {unit}")
     legend_below(fig, [ax])
 
