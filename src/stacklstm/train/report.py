@@ -186,20 +186,17 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     cfg = run.info.config
     baselines.require(cfg.train.baselines)
     source, series = load_series(run.info, data_path)
-    # the windows of each split, with the run's saved scaler(s)
-    splits, _ = make_splits(
-        series, cfg.data, scaler=run.info.scaler, static_scaler=run.info.static_scaler
-    )
     held = None  # a retrained run: the validation windows as its selection's model reads them
-    scorer = run  # the model whose forecasts are scored
+    # the model whose forecasts are scored: a run trained on every row is scored by its
+    # selection, on both splits, which it did not train on
+    scorer = load_selection(run_dir) if cfg.train.retrain == "all" else run
+    # the windows of each split, with the scorer's saved scaler(s)
+    splits, _ = make_splits(
+        series, cfg.data, scaler=scorer.info.scaler, static_scaler=scorer.info.static_scaler
+    )
     if cfg.train.retrain == "on":
         chosen = load_selection(run_dir)
         held = (chosen, _held_out(series, cfg, chosen.info, splits))
-    elif cfg.train.retrain == "all":  # the model trained on every row: its selection scores
-        scorer = load_selection(run_dir)  # both splits, which it did not train on
-        info = scorer.info
-        splits = make_splits(series, cfg.data, scaler=info.scaler,
-                             static_scaler=info.static_scaler)[0]  # fmt: skip
     scores = _score_splits(scorer, splits, held, cfg=cfg, run_dir=Path(run_dir))
     data = {**scores.data, **_report_settings(run, scores, source)}
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
