@@ -348,3 +348,19 @@ def test_readers_say_in_one_line_when_they_forecast_before_any_epoch_ended(tmp_p
         assert load_run(run).checkpoint == {"kind": "latest", "step": 0}
     said = [r.getMessage() for r in caplog.records if "no best checkpoint" in r.getMessage()]
     assert len(said) == 1 and said[0].endswith("step 0 (the untrained initial model)")
+
+
+def test_a_partial_copy_without_the_best_and_newest_checkpoints_is_refused(trained_run, tmp_path):
+    from stacklstm.train import load_run
+
+    copy = tmp_path / "copy"
+    shutil.copytree(trained_run.out_dir, copy)
+    shutil.rmtree(copy / "checkpoints_best")
+    steps = sorted(int(p.name) for p in (copy / "checkpoints").iterdir() if p.name.isdigit())
+    for newer in steps[1:]:  # only the oldest checkpoint is left
+        shutil.rmtree(copy / "checkpoints" / str(newer))
+    said = rf"{copy} is incomplete: .*newest checkpoint is step {steps[0]}"
+    with pytest.raises(ValueError, match=said):
+        load_run(copy)
+    code, _, err = _main("predict", copy, "--output", tmp_path / "f.csv")
+    assert code == 2 and "is incomplete" in err and not (tmp_path / "f.csv").exists()

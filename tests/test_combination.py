@@ -140,6 +140,22 @@ def test_predict_combine_without_weights_is_a_clear_error(trained_run, tmp_path,
         predict(other, combine=True)
 
 
+@pytest.mark.parametrize(
+    "weights", [{"model": 5, "seasonal_naive": -4}, {"model": 0, "seasonal_naive": 0},
+                {"model": float("nan")}, {"model": "1"}, ["model"]],
+)  # fmt: skip
+def test_edited_or_broken_weights_are_refused_with_the_files_name(trained_run, tmp_path, weights):
+    def edit(report):
+        report["combination"]["weights"] = weights
+
+    run = _copy_without_weights(trained_run.out_dir, tmp_path, edit)
+    with pytest.raises(ValueError, match=r"report\.json: the combination's weights must map"):
+        predict(run, combine=True)
+    (run / "report.json").write_text('{"combination": {"weights": {"mod')  # cut short
+    with pytest.raises(ValueError, match=r"report\.json is not valid JSON"):
+        predict(run, combine=True)
+
+
 def _panel(n_rows=48):
     rng = np.random.default_rng(7)
     t = np.arange(n_rows)

@@ -204,7 +204,7 @@ def test_auto_settings_are_recorded_and_resume_bit_identically(tmp_path):
     run_cfg = RunConfig(
         DataConfig(target=("y",), horizon=2),
         ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
-        TrainConfig(min_steps=40, baselines="naive"),
+        TrainConfig(min_steps=40, baselines="naive", retrain="off"),  # all's resume: test_retrain
     )
     whole = fit(run_cfg, tmp_path / "a", data_path=path, quiet=True)
     saved = read_run_info(tmp_path / "a").config

@@ -78,6 +78,7 @@ def test_levels_are_percent_at_fit_and_predict(fitted):
     assert (out["stacklstm-lo-80"] < out["stacklstm"]).all()
     assert (out["stacklstm"] < out["stacklstm-hi-80"]).all()
     assert levels_as_fractions([95, 80, 95]) == (0.8, 0.95)
+    pd.testing.assert_frame_equal(fitted.predict(level=[80, 80.0]), out)  # once each
     with pytest.raises(TypeError, match=r"level=\[80, 95\] instead of interval_levels"):
         LSTMForecaster(interval_levels=(0.8,))
     with pytest.raises(ValueError, match=r"percentages in \(1, 100\), such as \[80, 95\]"):

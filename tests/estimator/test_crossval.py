@@ -4,12 +4,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import stacklstm.estimator.crossval as crossval
 from helpers import TINY, _panel
 from stacklstm.estimator import LSTMForecaster
 from stacklstm.train import predict
 
 
-def test_cross_validation_has_statsforecasts_rows_and_the_models_forecasts():
+@pytest.fixture
+def scratches(monkeypatch):
+    """The estimators that cross_validation trains (copies; the caller's is left alone)."""
+    made = []
+
+    def spy(model):
+        made.append(real(model))
+        return made[-1]
+
+    real = crossval._scratch_copy
+    monkeypatch.setattr(crossval, "_scratch_copy", spy)
+    return made
+
+
+def test_cross_validation_has_statsforecasts_rows_and_the_models_forecasts(scratches):
     from statsforecast import StatsForecast
     from statsforecast.models import Naive
 
@@ -26,6 +41,9 @@ def test_cross_validation_has_statsforecasts_rows_and_the_models_forecasts():
     pd.testing.assert_frame_equal(ours, theirs)
     merged = cv.merge(ref, on=["unique_id", "ds", "cutoff"], validate="one_to_one")
     assert len(merged) == len(cv) == 3 * 3 * 3
+    with pytest.raises(ValueError, match="not fitted"):  # the estimator was left unfitted
+        model.predict()
+    (model,) = scratches
     # trained on the rows up to the first cut-off only
     train = pd.read_parquet(model._table)
     assert train.groupby("unique_id")["ds"].max().eq(pd.Timestamp("2020-02-22")).all()
@@ -40,13 +58,14 @@ def test_cross_validation_has_statsforecasts_rows_and_the_models_forecasts():
         np.testing.assert_allclose(row["lstm"], at[f"y_h{k}"].iloc[0], rtol=1e-6)
 
 
-def test_cross_validation_with_refit_trains_up_to_each_cutoff():
+def test_cross_validation_with_refit_trains_up_to_each_cutoff(scratches, tmp_path):
     df = _panel(ids=("a", "b"), seed=5)
-    model = LSTMForecaster(**{**TINY, "epochs": 1})
+    model = LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=tmp_path / "run")
     cv = model.cross_validation(df, n_windows=2, step_size=3, refit=True)
+    assert not (tmp_path / "run").exists()  # the cross-validation's runs are its own
     assert sorted(cv["cutoff"].unique()) == [pd.Timestamp("2020-02-23"), pd.Timestamp("2020-02-26")]
     assert len(cv) == 2 * 2 * 3
-    # the estimator keeps the last window's model, trained on the rows up to its cut-off
+    model = scratches[0]  # the last window's model, trained on the rows up to its cut-off
     train = pd.read_parquet(model._table)
     assert train.groupby("unique_id")["ds"].max().eq(pd.Timestamp("2020-02-26")).all()
     full = model._table.parent / "full.parquet"
@@ -67,3 +86,23 @@ def test_cross_validation_refuses_too_few_rows_before_the_first_cutoff():
         model.cross_validation(_panel(ids=("a",), n=40), n_windows=14, step_size=3)
     with pytest.raises(ValueError, match="10 rows but the run needs at least 16"):
         model.cross_validation(_panel(ids=("a",), n=40), n_windows=10, step_size=3)
+
+
+def test_cross_validation_leaves_a_fitted_estimator_as_it_was(tmp_path):
+    df = _panel(ids=("a", "b"), seed=3)
+    model = LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=tmp_path / "run").fit(df)
+    before = model.predict()
+    files = sorted(p.relative_to(model.run_dir) for p in model.run_dir.rglob("*"))
+    model.cross_validation(df, n_windows=2, step_size=3, refit=True)
+    pd.testing.assert_frame_equal(model.predict(), before)
+    assert model.run_dir == (tmp_path / "run").absolute()
+    assert sorted(p.relative_to(model.run_dir) for p in model.run_dir.rglob("*")) == files
+
+
+def test_cross_validation_refuses_a_frame_with_gaps():
+    df = _panel(ids=("a", "b"), seed=2)
+    gappy = df.drop(df.index[(df["unique_id"] == "b") & (df["ds"] == pd.Timestamp("2020-02-10"))])
+    model = LSTMForecaster(**{**TINY, "epochs": 1})
+    said = r"series 'b' misses 1 time step\(s\) of its grid \(step D\), the first 2020-02-10"
+    with pytest.raises(ValueError, match=said):
+        model.cross_validation(gappy, n_windows=2)

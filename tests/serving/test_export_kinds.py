@@ -244,6 +244,10 @@ def test_each_input_moves_the_forecast_and_bad_inputs_are_clear_errors(exported_
         ["windows"] + ["phase"] * bool(f.seasonal) + ["ids"] * (given["ids"] is not None)
         + ["future"] * (given["future"] is not None) + ["static"] * (given["static"] is not None)
     )  # fmt: skip
+    empty = {k: v if v is None or (np.ndim(v) == 1 and k == "static") else v[:0]
+             for k, v in args.items()}  # fmt: skip
+    stamps = {"last_time": phase["last_time"][:0]} if phase else {}
+    assert f.predict(x[:0], **empty, **stamps).shape == (0, *base.shape[1:])  # no windows
     if given["ids"] is not None:
         assert f.ids == tuple(info.scaler.ids) == ("a", "b", "c")
         other = f.predict(x, **{**args, "ids": ["c"] * len(x)}, **phase)

@@ -61,3 +61,14 @@ def test_a_forecaster_of_one_series_refuses_inputs_it_does_not_take(forecaster_f
     point, quantiles = f.forecast(x)
     assert quantiles is None
     np.testing.assert_array_equal(point, f.predict(x))
+
+
+def test_infinite_values_are_refused_and_nan_gives_nan(forecaster_file):
+    f = serving.load(forecaster_file)
+    window = np.full((2, 6, 1), 330.0)
+    window[1, 3, 0] = np.inf
+    with pytest.raises(ValueError, match=r"windows hold 1 infinite value\(s\), .* \(1, 3, 0\)"):
+        f.predict(window)
+    window[1, 3, 0] = np.nan  # a missing value: NaN out for that window only
+    out = f.predict(window)
+    assert np.isfinite(out[0]).all() and np.isnan(out[1]).all()

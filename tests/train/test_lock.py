@@ -142,3 +142,11 @@ def test_trains_without_out_in_the_same_second_get_their_own_folders(tmp_path, m
     code, _, err = _main("train", *flags, "--window", "100000")
     assert code == 2 and err.count("\n") == 1, err
     assert list((tmp_path / "bad").iterdir()) == []
+
+
+def test_a_fifo_at_the_lock_file_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / ".lock")
+    with pytest.raises(RunInUseError, match=r"\.lock is not a plain file"):
+        RunLock.check_free(tmp_path)
+    with pytest.raises(RunInUseError, match=r"\.lock is not a plain file"):
+        RunLock.acquire(tmp_path)

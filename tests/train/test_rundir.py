@@ -97,6 +97,12 @@ def test_edits_to_config_json_are_refused_naming_the_changed_keys(trained_run, t
             and "config.train.batch_size: 1000000000 != 64" in err
         )
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before
+    raw["config"]["data"]["horizon"] = 5  # other array shapes: named, not Orbax's error
+    (run / CONFIG_FILE).write_text(json.dumps(raw))
+    for argv in (["predict", run], ["train", "--out", run, "--resume"]):
+        code, _, err = _main(*argv, "--quiet")
+        assert code == 2 and len(err.splitlines()) == 1, (argv, err)
+        assert "config.data.horizon: 5 != " in err and "strict" not in err
 
 
 def test_a_table_inside_the_run_folder_is_stored_relative_and_resolved_where_it_is(tmp_path):

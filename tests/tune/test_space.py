@@ -68,3 +68,18 @@ def test_default_space_is_valid_and_centred_on_the_window():
 def test_bad_search_spaces_are_refused_naming_the_entry(raw, message):
     with pytest.raises(SettingError, match=message):
         SearchSpace.from_dict(raw, RunConfig())
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "spec", "why"),
+    [
+        ("train", "loss", ["mse", "mae", "student_t"], "changes what the validation loss"),
+        ("data", "scaler", ["standard", "robust"], "changes the units of the validation loss"),
+        ("data", "horizon", [3, 6], "changes the rows the validation loss"),
+        ("train", "ensemble", [2], "tune with ensemble = 1"),
+    ],
+)
+def test_settings_whose_trials_would_not_compare_are_refused(section, name, spec, why):
+    said = rf"\[tune\.{section}\] {name} cannot be searched: .*{why}"
+    with pytest.raises(SettingError, match=said):
+        SearchSpace.from_dict({section: {name: spec}}, RunConfig())

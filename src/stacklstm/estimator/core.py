@@ -33,9 +33,8 @@ from ..data import read_table
 from ..train.inference import table_path
 from ..train.lock import LOCK_FILE
 from ..train.loop import fit
-from ..train.outputs import check_new_folder
 from ..train.prediction import level_name, predict, to_long
-from ..train.rundir import check_new_run_dir, read_run_info
+from ..train.rundir import read_run_info
 from ..train.trainer import intermediate_checkpoints
 from .crossval import cross_validate
 from .frames import (
@@ -52,6 +51,7 @@ from .frames import (
 from .pickling import archive_run, unpack_run
 from .progress import progress_logs
 from .settings import levels_as_fractions, section_overrides
+from .staging import check_target, staged
 
 #: The training table inside a folder written by :meth:`LSTMForecaster.save`.
 TABLE_FILE = "data.parquet"
@@ -262,37 +262,45 @@ class LSTMForecaster:
         return self
 
     def _fit_run(self, frame: pd.DataFrame, cfg: RunConfig) -> LSTMForecaster:
-        """Write ``frame`` (the run's columns) as the run's table and train on it."""
+        """Write ``frame`` (the run's columns) as the run's table and train on it.
 
-        self._release()
+        With ``run_dir``, the run is made in a private folder beside it and moved there when
+        complete (:mod:`.staging`): an interrupted or failed fit leaves ``run_dir`` as it was,
+        and two processes fitting into one ``run_dir`` never mix their files. A refused fit
+        leaves a fitted estimator as it was.
+        """
         if self._out_dir is None:
+            self._release()
             workspace = Path(tempfile.mkdtemp(prefix="stacklstm-"))
             self._cleanup = weakref.finalize(self, shutil.rmtree, workspace, ignore_errors=True)
-            run_dir = workspace / "run"
+            try:
+                result = self._train(frame, cfg, workspace / "run", temporary=True)
+            except BaseException:
+                self._release()
+                raise
+            self._adopt(workspace / "run", workspace / "run" / TABLE_FILE)
         else:
-            run_dir = self._out_dir
-            check_new_run_dir(run_dir)  # before the table is put in it
-        made = not run_dir.exists()
-        table = run_dir / TABLE_FILE  # the run keeps its own table (a movable folder)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_table(frame, table)
-        try:
-            # a temporary folder, gone at exit, is never resumed: checkpoints at the end only
-            temporary = self._out_dir is None
-            with progress_logs(self.verbose), intermediate_checkpoints(not temporary):
-                result = fit(cfg, run_dir, quiet=not self.verbose, data_path=table)
-        except BaseException:
-            if self._out_dir is not None:  # the run removed what it made; the table is ours
-                table.unlink(missing_ok=True)
-                if made:
-                    with contextlib.suppress(OSError):
-                        run_dir.rmdir()
+            target = check_target(
+                self._out_dir, what="fit", hint="load the run in it with "
+                "LSTMForecaster.load(path), or choose another run_dir",
+            )  # fmt: skip
+            with staged(target, what="fit") as work:
+                result = self._train(frame, cfg, work, temporary=False)
             self._release()
-            raise
-        self._adopt(run_dir, table)
+            self._adopt(target, target / TABLE_FILE)
         self._remember(frame)
         self.report_ = result.report
         return self
+
+    def _train(self, frame: pd.DataFrame, cfg: RunConfig, run_dir: Path, *, temporary: bool):
+        """Train in the new folder ``run_dir``, which keeps its table inside (a movable
+        folder); a temporary folder, gone at exit, is never resumed: checkpoints at the end
+        only."""
+        run_dir.mkdir(parents=True)
+        table = run_dir / TABLE_FILE
+        write_table(frame, table)
+        with progress_logs(self.verbose), intermediate_checkpoints(not temporary):
+            return fit(cfg, run_dir, quiet=not self.verbose, data_path=table)
 
     def _remember(self, frame: pd.DataFrame) -> None:
         """The id values as given (the run names series by their text) and the time dtype."""
@@ -441,7 +449,8 @@ class LSTMForecaster:
                     "quantile or distribution `loss` (quantile, normal, student_t), or with "
                     "`conformal=True`"
                 )
-            keep += [f"stacklstm-lo-{name}", f"stacklstm-hi-{name}"]
+            if f"stacklstm-lo-{name}" not in keep:  # a level asked twice: its columns once
+                keep += [f"stacklstm-lo-{name}", f"stacklstm-hi-{name}"]
         out = long[keep].rename(columns=lambda c: c.replace("stacklstm", self.alias, 1))
         out = out.rename(columns={"unique_id": self.id_col, "ds": self.time_col})
         out[self.id_col] = out[self.id_col].map(lambda v: self._id_values.get(v, v))
@@ -472,7 +481,9 @@ class LSTMForecaster:
         last one ``horizon`` rows before its end. ``refit=False`` trains this estimator once,
         on each series' rows up to its first cut-off, and forecasts from every cut-off with
         the rows up to it; ``refit=True`` trains it again for every window, on the rows up
-        to that cut-off (the estimator keeps the last window's model).
+        to that cut-off. These runs are the cross-validation's own, in temporary folders:
+        the estimator is left as it was (its fitted model, ``run_dir`` and ``predict``
+        unchanged, or still unfitted).
 
         Args:
             df: The frame of :meth:`fit`, sorted or not (ordered by series and time here).
@@ -513,15 +524,14 @@ class LSTMForecaster:
                 in another run folder's own files.
         """
 
-        run_dir, path = self.run_dir, Path(path)
-        check_new_folder(path)
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise ValueError(f"cannot save to {path}: expected a new or empty folder")
-        shutil.copytree(run_dir, path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_FILE))
-        inside = self._table is not None and self._table.parent == run_dir
-        if self._table is not None and self._table.is_file() and not inside:
-            shutil.copyfile(self._table, path / TABLE_FILE)
-        return path
+        run_dir = self.run_dir
+        target = check_target(path, what="save", hint="expected a new or empty folder")
+        with staged(target, what="save") as work:  # complete or absent, never mixed
+            shutil.copytree(run_dir, work, ignore=shutil.ignore_patterns(LOCK_FILE))
+            inside = self._table is not None and self._table.parent == run_dir
+            if self._table is not None and self._table.is_file() and not inside:
+                shutil.copyfile(self._table, work / TABLE_FILE)
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | Path, *, alias: str = "stacklstm") -> LSTMForecaster:

@@ -9,12 +9,14 @@ rows, their targets emptied), so the forecast from a cut-off reads only the rows
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..checks import check_positive_int
+from ..data.rows import _regular_grid
 from .frames import cutoff_positions, positions, sort_series
 
 if TYPE_CHECKING:
@@ -34,14 +36,11 @@ def cross_validate(
     check_positive_int("step_size", step_size)
     if not isinstance(refit, bool):
         raise TypeError(f"refit must be True or False, got {refit!r}")
-    if refit and model._out_dir is not None:
-        raise ValueError(
-            "refit=True trains one run per window, but `run_dir` names one run folder; "
-            "leave `run_dir` unset (each run then lives in a temporary folder)"
-        )
+    model = _scratch_copy(model)  # the estimator's own fitted model is left as it was
     frame, cfg = model._run_frame(df, static_df)
     data = cfg.data
     frame = sort_series(frame, data.id_column, data.time_column).reset_index(drop=True)
+    _refuse_gaps(frame, data.id_column, data.time_column)
     cuts = cutoff_positions(frame, data.id_column, data.horizon, n_windows, step_size)
     cuts["unique_id"] = [data.target[0] if v is None else str(v) for v in cuts["series"]]
     key = _series_key(frame, data.id_column, data.target[0])
@@ -60,6 +59,39 @@ def cross_validate(
         model._fit_run(frame[pos <= limit].reset_index(drop=True), cfg)
         pieces.append(_round_forecasts(model, table, frame, key, pos, chosen))
     return pd.concat(pieces, ignore_index=True)
+
+
+def _refuse_gaps(frame: pd.DataFrame, id_col: str | None, time_col: str | None) -> None:
+    """Raise ValueError if a series' time stamps miss steps of its regular grid: cut-offs
+    are counted in rows (as statsforecast does) and the horizon in time steps, which agree
+    only without gaps."""
+    if time_col is None:
+        return
+    groups = [(None, frame)] if id_col is None else frame.groupby(id_col, sort=False, observed=True)
+    for name, part in groups:
+        times = part[time_col].to_numpy()
+        if times.dtype.kind == "M" or times.dtype.kind in "iu":
+            grid = _regular_grid(times)
+            if grid is not None and len(grid[0]) != len(times):
+                missing = np.setdiff1d(grid[0], times)[0]
+                missing = pd.Timestamp(missing) if times.dtype.kind == "M" else missing
+                where = "the series" if name is None else f"series {name!r}"
+                raise ValueError(
+                    f"{where} misses {len(grid[0]) - len(times)} time step(s) of its grid "
+                    f"(step {grid[1]}), the first {missing}; "
+                    "cross_validation counts cut-offs in rows, so fill the gaps first (e.g. "
+                    "utilsforecast.preprocessing.fill_gaps, with the targets interpolated)"
+                )
+
+
+def _scratch_copy(model: LSTMForecaster) -> LSTMForecaster:
+    """An unfitted estimator with ``model``'s settings whose runs live in temporary folders
+    (never in ``model``'s ``run_dir``)."""
+    scratch = copy.copy(model)
+    scratch._out_dir = scratch._cleanup = None
+    scratch._release()
+    scratch.report_ = None
+    return scratch
 
 
 def _series_key(frame: pd.DataFrame, id_col: str | None, target: str) -> pd.Series:
@@ -95,7 +127,8 @@ def _round_forecasts(
     if len(got) != expected:
         short = wanted.merge(got[["unique_id", "cutoff"]].drop_duplicates(), how="left",
                              indicator=True)  # fmt: skip
-        lacking = short[short["_merge"] == "left_only"].head(3).to_dict("records")
+        lacking = short[short["_merge"] == "left_only"][["unique_id", "cutoff"]]
+        lacking = lacking.head(3).to_dict("records")
         raise ValueError(
             f"no forecast from the cut-off(s) {lacking}: a cut-off needs a full input window "
             f"of {data.window} rows (+1 with difference) up to it; lower n_windows or "

@@ -15,7 +15,11 @@ The input contract (``ExportedForecaster.input_shape``):
   needed to difference its first step). A run with padded windows (``start_padding``
   ``"repeat"`` in its ``config.json``, a panel's default) takes a series shorter than that
   with NaN in the rows before its first row: the program repeats the first complete row in
-  their place, as training did (a NaN after it still gives NaN out).
+  their place, as training did (a NaN after it still gives NaN out). So a caller tells a
+  padded window from a bad one before the call: padding is NaN in every column of the
+  leading rows only (``np.isnan(w).all(axis=1)`` true for rows ``0 .. k-1`` and false
+  after); any other NaN is a missing value and gives a NaN forecast. Infinite values are
+  refused with a ``ValueError`` (as ``stacklstm predict`` refuses them).
 - ``phase`` ``(batch,)`` integers, only for a run trained deseasonalised (``deseasonalize``,
   metadata ``seasonal`` not null): the seasonal phase of each window's **last row** (the
   forecast origin), ``0 .. season - 1``: the number of time steps from the metadata's

@@ -233,7 +233,11 @@ class ExportedForecaster:
                 f"{self.input_steps}{extra}, {len(self.columns)}) holding the columns "
                 f"{list(self.columns)} in original units, got shape {x.shape}"
             )
+        _refuse_infinite("windows", x)
         batch = x.shape[0]
+        if batch == 0:  # nothing to forecast (nor ids, phases, ... to check against)
+            q = np.zeros((0, self.horizon, len(self.targets), len(self.quantiles)))
+            return np.zeros((0, self.horizon, len(self.targets))), q if self.quantiles else None
         given = {
             "windows": x,
             "phase": self._phases(batch, phase, last_time),
@@ -241,9 +245,9 @@ class ExportedForecaster:
             "future": self._future(future, batch),
             "static": self._static(static, batch),
         }
-        if batch == 0:
-            q = np.zeros((0, self.horizon, len(self.targets), len(self.quantiles)))
-            return np.zeros((0, self.horizon, len(self.targets))), q if self.quantiles else None
+        for name in ("future", "static"):
+            if given[name] is not None:
+                _refuse_infinite(name, given[name])
         with jax.enable_x64(True):  # the program takes and returns float64
             out = self._call(*(given[name] for name in self.inputs))
         if self.quantiles:
@@ -354,6 +358,17 @@ class ExportedForecaster:
                 raise ValueError(f"got {values.shape[0]} phases for {batch} windows")
         phases = values.astype(np.int64).reshape(-1) % self.season
         return np.broadcast_to(phases, (batch,)).astype(np.int32)
+
+
+def _refuse_infinite(name: str, values: np.ndarray) -> None:
+    """Raise ValueError if ``values`` holds +-inf (NaN is the contract's missing value)."""
+    bad = np.argwhere(np.isinf(values))
+    if bad.size:
+        raise ValueError(
+            f"{name} hold {bad.shape[0]} infinite value(s), the first at index "
+            f"{tuple(int(i) for i in bad[0])}; expected finite values (or NaN for a missing "
+            "row, which gives NaN out)"
+        )
 
 
 def _some(names: tuple[str, ...]) -> str:

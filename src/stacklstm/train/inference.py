@@ -20,7 +20,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +42,10 @@ from ..data import (
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from ..intervals import Forecast, to_forecast
 from .checkpoint import RunCheckpoints, abstract_target
-from .files import CONFIG_FILE, MEMBERS_DIR, SELECTION_DIR
+from .files import BEST_DIR, CONFIG_FILE, MEMBERS_DIR, METRICS_FILE, SELECTION_DIR
 from .memory import check_series_fit, memory_errors_as_data_errors
 from .plan import run_model
-from .rundir import RunInfo, check_config_unchanged, read_run_info
+from .rundir import RunInfo, check_config_unchanged, read_metrics, read_run_info
 from .step import (
     Batch,
     abstract_state,
@@ -309,9 +311,12 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
         kind = "best" if ckpts.latest_step("best") is not None else "latest"
         if ckpts.latest_step(kind) is None:
             raise ValueError(f"{run_dir} holds no checkpoint")
+        newest = ckpts.latest_step(kind)  # an edited config.json: said before restoring
+        check_config_unchanged(run_dir, info, ckpts.saved_config(kind, newest), newest)
         # the newest complete one now, even while a `train` of this run writes newer ones
-        step, state, _, _ = ckpts.restore_newest(kind, target)
-        if kind == "latest":  # no epoch has ended yet
+        step, state, _, progress = ckpts.restore_newest(kind, target)
+        if kind == "latest":  # no epoch has ended yet, or the folder is incomplete
+            _check_no_epoch_lost(run_dir, step, progress)
             log.warning(
                 "%s has no best checkpoint yet (no epoch has ended); forecasting with the "
                 "latest one, step %d%s", run_dir, step,
@@ -321,6 +326,23 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
         check_config_unchanged(run_dir, info, kept, step)
     freq = kept.get("freq") if isinstance(kept, dict) else None
     return TrainedRun(run_dir, info, model, state.params, {"kind": kind, "step": step}, mesh, freq)
+
+
+def _check_no_epoch_lost(run_dir: Path, step: int, progress: Any) -> None:
+    """Refuse a run without a best checkpoint whose records say an epoch ended: its newest
+    checkpoint names a best step, or ``metrics.jsonl`` an epoch ended after ``step`` (a
+    partial copy of the folder, say); forecasting from ``step`` would be an older model."""
+    records = [json.loads(line) for line in read_metrics(run_dir / METRICS_FILE, sys.maxsize)]
+    ended = [r.get("step") for r in records if isinstance(r, dict) and r.get("kind") == "epoch"]
+    best_step = getattr(progress, "best_step", None)
+    if best_step is None and not any(isinstance(s, int) and s > step for s in ended):
+        return
+    raise ValueError(
+        f"{run_dir} is incomplete: {METRICS_FILE} or its checkpoints record a finished epoch "
+        f"(at step {best_step if best_step is not None else max(ended)}), but "
+        f"{BEST_DIR}/ is missing and the newest checkpoint is step {step}; copy the whole "
+        "run folder (or resume the run to train it again)"
+    )
 
 
 def forecast(run: TrainedRun | EnsembleRun, windows: WindowSet, predict_step=None) -> np.ndarray:

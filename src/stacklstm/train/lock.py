@@ -39,6 +39,26 @@ def _holder(path: Path) -> str:
     return "pid unknown"
 
 
+def _open_lock_file(path: Path, mode: int) -> int:
+    """Open an existing lock file without blocking; anything but a plain file (a FIFO, a
+    device, a folder) is refused, never waited on.
+
+    Raises:
+        RunInUseError: ``path`` is not a plain file.
+        OSError: It cannot be opened (FileNotFoundError: removed meanwhile).
+    """
+    import stat
+
+    fd = os.open(path, mode | os.O_CLOEXEC | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunInUseError(
+            f"{path} is not a plain file, so the run folder cannot be locked; remove it"
+        )
+    os.set_blocking(fd, True)
+    return fd
+
+
 class RunLock:
     """The held lock of a run folder; :meth:`release` (or the ``with`` block's end) drops it.
 
@@ -75,7 +95,7 @@ class RunLock:
                 created = True
             except FileExistsError:
                 try:
-                    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                    fd = _open_lock_file(path, os.O_RDWR)
                 except FileNotFoundError:
                     continue
             try:
@@ -107,7 +127,7 @@ class RunLock:
 
         path = Path(run_dir) / LOCK_FILE
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = _open_lock_file(path, os.O_RDONLY)
         except OSError:
             return  # no lock file (or none readable): nobody to wait for
         try:

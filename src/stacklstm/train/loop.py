@@ -123,6 +123,9 @@ def _restore(plan: RunPlan, lock: RunLock | None) -> _Opened:
     saved = read_run_info(plan.out_dir)  # config.json as it is now (checked against the flags)
     ckpts = RunCheckpoints(plan.out_dir, config=run_copy(plan.info, plan.freq))
     target = abstract_target(plan.abstract, replicated(plan.mesh))
+    newest = ckpts.latest_step("latest")  # an edited config.json: said before restoring
+    if newest is not None:
+        check_config_unchanged(plan.out_dir, saved, ckpts.saved_config("latest", newest), newest)
     # the newest checkpoint that reads back intact (a garbled newer one is named, dropped)
     state, dropout_key, progress = ckpts.restore_intact("latest", target)
     step = int(state.step)

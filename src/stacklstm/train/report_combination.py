@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -164,13 +165,37 @@ def saved_weights(run_dir: str | Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise ValueError(f"the combination needs the weights of {path}, which is missing; "
                          f"{again}") from None  # fmt: skip
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); {again}") from None
     entry = report.get(combine.NAME) if isinstance(report, dict) else None
     if not isinstance(entry, dict) or not entry.get("weights"):
         raise ValueError(
             f"{path} holds no combination weights (the run was evaluated before the report "
             f"had them, or no forecaster had a finite validation error); {again}"
         )
+    per_series = entry.get("per_series") or {}
+    tables = {"weights": entry["weights"]} | {
+        f"per_series[{k!r}].weights": s.get("weights")
+        for k, s in (per_series.items() if isinstance(per_series, dict) else ())
+        if isinstance(s, dict) and s.get("weights") is not None
+    }
+    for where, table in tables.items():
+        if not _usable_weights(table):
+            raise ValueError(
+                f"{path}: the combination's {where} must map names to finite weights >= 0, "
+                f"at least one of them positive, got {table!r} (edited?); {again}"
+            )
     return entry
+
+
+def _usable_weights(table: object) -> bool:
+    """Whether ``table`` is ``{name: weight}`` with finite weights >= 0, one of them > 0."""
+    if not isinstance(table, dict) or not table:
+        return False
+    values = list(table.values())
+    if not all(isinstance(w, int | float) and not isinstance(w, bool) for w in values):
+        return False
+    return all(math.isfinite(w) and w >= 0 for w in values) and any(w > 0 for w in values)
 
 
 def predict_combination(

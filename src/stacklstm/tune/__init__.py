@@ -31,6 +31,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import math
 import time
@@ -105,6 +107,49 @@ def open_study(
                 raise SettingError(f"cannot open the study storage {storage!r}: {first}") from err
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def _search_key(base: RunConfig, dims: SearchSpace, data_path: str | Path | None) -> dict:
+    """What makes the trials of a study comparable: the table (its bytes' SHA-256; None:
+    the bundled data), the settings every trial starts from and the searched settings."""
+    digest = None
+    if data_path is not None:
+        sha = hashlib.sha256()
+        with open(data_path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+        digest = sha.hexdigest()
+    return {
+        "table_sha256": digest,
+        "settings": json.dumps(base.to_dict(), sort_keys=True, default=str),
+        "searched": sorted(f"{d.section}.{d.name}" for d in dims.dimensions),
+    }
+
+
+def check_same_search(
+    the_study: Any, storage: str, base: RunConfig, dims: SearchSpace, data_path: Any
+) -> None:
+    """Record what the study searches (the first worker), or refuse a worker that searches
+    something else: another table, other base settings or another space (its trials would
+    be ranked against the others' and could name the wrong table in ``best.toml``).
+
+    Raises:
+        SettingError: The study was started on another search; the message says what differs.
+    """
+    key = _search_key(base, dims, data_path)
+    known = the_study.user_attrs.get("stacklstm_search")
+    if known is None:
+        the_study.set_user_attr("stacklstm_search", key)
+        return
+    labels = {"table_sha256": "the table's contents", "settings": "the base settings",
+              "searched": "the searched settings"}  # fmt: skip
+    differs = [labels[k] for k in labels if known.get(k) != key[k]]
+    if differs:
+        raise SettingError(
+            f"the study {the_study.study_name!r} in {storage} differs from this worker's "
+            f"search in {' and '.join(differs)}, so their trials would not compare: use "
+            "another study name or search folder, or the same table and settings"
+        )
 
 
 @dataclass(frozen=True)
@@ -182,6 +227,7 @@ def tune(
         out_dir.mkdir(parents=True, exist_ok=True)
         storage = f"sqlite:///{(out_dir / STUDY_FILE).absolute()}"
     the_study = open_study(storage, study, heartbeat)
+    check_same_search(the_study, storage, base, dims, data_path)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     interrupted: list[int] = []  # the trial a Ctrl-C or SIGTERM stopped
@@ -301,5 +347,5 @@ def _plot(the_study: Any, out_dir: Path) -> None:
 
 __all__ = [
     "DEFAULT_HEARTBEAT", "DEFAULT_STUDY", "Dimension", "SearchSpace", "TuneResult",
-    "best_overrides", "default_space", "open_study", "to_toml", "tune",
+    "best_overrides", "check_same_search", "default_space", "open_study", "to_toml", "tune",
 ]  # fmt: skip

@@ -77,6 +77,21 @@ def _label(choice: Any) -> Any:
     return choice
 
 
+#: Settings a search cannot vary: trials are ranked (and pruned) by their validation loss,
+#: which these change the units, rows or meaning of, so their trials would not compare.
+NOT_SEARCHED: dict[tuple[str, str], str] = {
+    **{("data", name): "it changes the units of the validation loss" for name in (
+        "target", "scaler", "normalize", "difference", "deseasonalize", "season",
+        "target_transform")},
+    **{("data", name): "it changes the rows the validation loss is computed on" for name in (
+        "horizon", "val_fraction", "val_size", "test_fraction", "test_size")},
+    **{("train", name): "it changes what the validation loss measures" for name in (
+        "loss", "loss_weight", "quantiles")},
+    ("train", "ensemble"): "a search prunes trials on one model's validation losses; tune "
+    "with ensemble = 1, then train the best settings with `ensemble`",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class SearchSpace:
     """The dimensions of a search, each checked against the config it will be applied to."""
@@ -107,6 +122,11 @@ class SearchSpace:
                 if name not in known:
                     raise SettingError(
                         f"{where}: unknown setting; expected some of: {', '.join(known)}"
+                    )
+                if (section, name) in NOT_SEARCHED:
+                    raise SettingError(
+                        f"{where} cannot be searched: {NOT_SEARCHED[section, name]}; set it "
+                        f"in [{section}] (or on the command line) and search the rest"
                     )
                 dim = _dimension(section, name, spec, where)
                 for value in dim.choices or (dim.low, dim.high):
