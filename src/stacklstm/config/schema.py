@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..checks import SettingTypeError, is_int, reject_unknown_keys
+from ..losses import POINT_LOSSES as POINT_LOSSES
 
 ScalerKind = Literal["standard", "minmax", "robust", "mean", "naive", "seasonal_naive", "none"]
 #: The ``scaler`` setting: a kind, or ``"auto"`` (for a panel ``"naive"`` without a season
@@ -27,9 +28,8 @@ ScalerSetting = Literal[
 ]
 NormalizeKind = Literal["none", "window"]
 GapPolicy = Literal["interpolate", "reject"]
+#: The names of :data:`stacklstm.losses.LOSSES` (a test keeps the two equal).
 LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
-#: The losses whose model gives a point forecast only (intervals need ``conformal``).
-POINT_LOSSES = ("mse", "mae", "huber")
 BaselineKind = Literal["naive", "all"]
 CombinationKind = Literal["weighted", "median"]
 RetrainKind = Literal["auto", "all", "on", "off"]

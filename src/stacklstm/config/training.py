@@ -19,6 +19,7 @@ from ..checks import (
     check_real,
     check_sizes,
 )
+from ..losses import LOSSES, loss_help
 from .schema import (
     AUTO,
     MAX_ENSEMBLE,
@@ -111,12 +112,7 @@ class TrainConfig(_Section):
         0.05, help="share of all steps for the learning-rate warm-up, in [0, 1)"
     )
     clip_norm: float = setting(1.0, help="clip gradients to this global norm")
-    loss: LossKind = setting(
-        "mse",
-        help="training loss: mse, mae, huber (delta 1, in scaled units) give point forecasts; "
-        "quantile (pinball loss), normal and student_t (negative log-likelihood) also give "
-        "prediction intervals",
-    )
+    loss: LossKind = setting("mse", help=loss_help())
     loss_weight: LossWeightKind = setting(
         "auto",
         help="how a panel's series weigh in the training loss: 'mase' weighs each series' "
@@ -202,7 +198,7 @@ class TrainConfig(_Section):
         check_real("weight_decay", self.weight_decay, 0.0)
         check_fraction("warmup_fraction", self.warmup_fraction)
         check_real("clip_norm", self.clip_norm, 0.0, open_low=True)
-        check_choice("loss", self.loss, get_args(LossKind))
+        check_choice("loss", self.loss, tuple(LOSSES))
         for name in ("quantiles", "interval_levels"):
             object.__setattr__(self, name, check_levels(name, getattr(self, name)))
         check_bool("conformal", self.conformal)

@@ -18,16 +18,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..config import POINT_LOSSES, TrainConfig
+from ..config import TrainConfig
+from ..losses import INTERVAL_LOSSES, LOSSES, POINT_LOSSES
 
 Array = jax.Array
-#: The losses whose model gives intervals by itself.
-INTERVAL_LOSSES = ("quantile", "normal", "student_t")
 #: Smallest scale of a distribution head, in scaled (model) units.
 MIN_SCALE = 1e-4
 #: Smallest degrees of freedom of the Student-t head (its variance exists above 2).
 MIN_DF = 2.0
-_PARAMS = {"normal": 2, "student_t": 3}
+#: Outputs per step and target of the distribution heads (the quantile head's: its levels).
+_PARAMS = {n: loss.n_params for n, loss in LOSSES.items() if not loss.point and loss.n_params}
 
 
 def level_key(level: float) -> str:

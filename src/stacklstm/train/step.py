@@ -33,9 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..config import POINT_LOSSES, TrainConfig
+from ..config import TrainConfig
 from ..inputs import ForecastInputs
 from ..intervals import OutputHead
+from ..losses import LOSSES, POINT_LOSSES
 
 Array = jax.Array
 PyTree = Any
@@ -217,15 +218,9 @@ def forecast_loss(kind: str | OutputHead, pred: Array, y: Array) -> Array:
         )
     flat = y.reshape(batch, horizon * n_targets)  # horizon-major: index k * n_targets + j
     error = pred.astype(jnp.float32) - flat.astype(jnp.float32)
-    if kind == "mse":
-        per_entry = jnp.square(error)
-    elif kind == "mae":
-        per_entry = jnp.abs(error)
-    elif kind == "huber":
-        per_entry = optax.huber_loss(error, delta=1.0)
-    else:
-        raise ValueError(f"loss must be 'mse', 'mae' or 'huber', got {kind!r}")
-    return jnp.mean(per_entry, axis=-1)
+    if kind not in POINT_LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(POINT_LOSSES)}, got {kind!r}")
+    return jnp.mean(LOSSES[kind].per_entry(error), axis=-1)
 
 
 def _check_weight(per_window: Array, weight: Array) -> None:
