@@ -63,6 +63,9 @@ def main() -> None:
     versions = [None] if args.baseline is None else [None, args.baseline]
     cases = [c for c in args.cases.split(",") if c]
     walls: dict[str, list[float]] = {}
+    from stacklstm.bench.summary import machine_line
+
+    print(f"Machine: {machine_line()}")
     with tempfile.TemporaryDirectory() as scratch:
         for k in range(args.repeats):
             for case in cases:

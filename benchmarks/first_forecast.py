@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -128,14 +127,6 @@ def time_process(system: str, data: Path, horizon: int, steps: int | None, env: 
     return wall, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:  # Linux; elsewhere the platform's word
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -149,7 +140,9 @@ def main() -> None:
         return worker(args.worker, args.data, args.horizon, args.steps)
     systems = [s for s in args.systems.split(",") if s]
     walls: dict[tuple[str, str], list[float]] = {}
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; load before: {os.getloadavg()[0]:.2f}")
+    from stacklstm.bench.summary import machine_line  # the parent only: workers start bare
+
+    print(f"Machine: {machine_line()}; load before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "panel.parquet"
         make_panel(data)

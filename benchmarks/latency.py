@@ -139,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         f"head 32,16; {len(next(iter(samples.values())))} calls per path; jax {jax.__version__}, "
         f"torch {torch_version}, python {sys.version.split()[0]}"
     )
+    from stacklstm.bench.summary import machine_line
+
+    print(f"Machine: {machine_line()}")
     print()
     print("| path | median µs | p90 µs | median / artifact's |")
     print("|---|---:|---:|---:|")

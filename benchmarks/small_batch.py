@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> str:
                 f"| {b} | {name} | {one_text} | {split_text} | {one / split:.2f} | {fwd_text} "
                 f"| {plan['rows']}, {plan['units']} |"
             )
-    table = "\n".join(lines)
+    from stacklstm.bench.summary import machine_line
+
+    table = "\n".join([f"Machine: {machine_line()}", "", *lines])
     print(table)
     return table
 

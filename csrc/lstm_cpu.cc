@@ -1057,6 +1057,18 @@ PyObject* build_info(PyObject*, PyObject*) {
                        "jaxlib", STACKLSTM_JAXLIB_VERSION);
 }
 
+// oneMKL's version, the code path it chose for this CPU (its "Processor" string: AVX2,
+// AVX-512, AVX-512 with AMX, ...) and its thread count: what the benchmarks print beside
+// their figures, so that no reader takes one CPU's ratio for all.
+PyObject* blas_info(PyObject*, PyObject*) {
+  MKLVersion version;
+  mkl_get_version(&version);
+  char text[512] = {0};
+  mkl_get_version_string(text, sizeof text - 1);
+  return Py_BuildValue("{s:s,s:s,s:i}", "blas", text, "code_path", version.Processor,
+                       "max_threads", mkl_get_max_threads());
+}
+
 // The split plan_for chooses for (batch, hidden, pool threads): {"rows": n, "units": n}.
 PyObject* split_plan(PyObject*, PyObject* args) {
   long long batch, hidden, threads;
@@ -1079,6 +1091,8 @@ PyObject* unit_split(PyObject*, PyObject* args) {
 PyMethodDef methods[] = {
     {"handlers", handlers, METH_NOARGS, "The XLA FFI handlers of the CPU LSTM kernel."},
     {"build_info", build_info, METH_NOARGS, "The FFI API and jaxlib versions of this build."},
+    {"blas_info", blas_info, METH_NOARGS,
+     "oneMKL's version, the code path it chose for this CPU and its thread count."},
     {"plan", split_plan, METH_VARARGS,
      "plan(batch, hidden, threads): how a call's recurrence is split over threads."},
     {"unit_split", unit_split, METH_VARARGS,

@@ -80,6 +80,10 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
 
 
+def _blas_text(blas: dict[str, Any] | None) -> str:
+    return "none (no compiled kernel)" if not blas else f"{blas['blas']} ({blas['code_path']})"
+
+
 def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
     """The report: one table per workload, peers as columns, ``ms (ratio x)`` in each cell."""
     m = run["machine"]
@@ -87,7 +91,9 @@ def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
         "# stacklstm benchmark",
         "",
         f"`{run['command']}`  ",
-        f"{m['cpu_model']}, {m['cores']} cores; jax {m['versions'].get('jax')}, "
+        f"{m['cpu_model']}, {m['cores']} cores ({' '.join(m.get('vector_extensions', []))}); "
+        f"LSTM path {m.get('kernel_path')}; BLAS {_blas_text(m.get('blas'))}; "
+        f"jax {m['versions'].get('jax')}, "
         f"flax {m['versions'].get('flax')}, torch {m['versions'].get('torch')}, "
         f"keras {m['versions'].get('keras')}; {run['settings']['threads']} threads per worker; "
         f"{run['settings']['repeats']} repetitions x "
@@ -143,16 +149,59 @@ def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU model, cores, platform and the versions of the libraries (without importing them)."""
-    cpu = platform.processor() or "unknown CPU"
+#: The vector extensions that decide the kernel's and the BLAS's speed, as Linux names them
+#: in ``/proc/cpuinfo`` (x86: AVX2/FMA, AVX-512, AMX; ARM: NEON as ``asimd``, SVE).
+VECTOR_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+                "asimd", "sve")  # fmt: skip
+
+
+def cpu_info() -> tuple[str, list[str]]:
+    """``(CPU model, its vector extensions among VECTOR_FLAGS)``, read from ``/proc/cpuinfo``
+    on Linux (elsewhere the platform's processor name and no extensions)."""
+    cpu, flags = platform.processor() or platform.machine() or "unknown CPU", set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" or (key.strip() == "Model" and not flags):
+                cpu = value.strip()  # x86's model name, or an ARM board's Model line
+            elif key.strip() in ("flags", "Features") and not flags:
+                flags = set(value.split())
     except OSError:
         pass
+    return cpu, [f for f in VECTOR_FLAGS if f in flags]
+
+
+def kernel_info() -> dict[str, Any]:
+    """The LSTM path for float32 here (``native`` or ``xla``) and the BLAS the compiled
+    kernel uses with the code path it chose on this CPU (imports jax)."""
+    from ..kernels import info
+    from ..kernels.native import blas_info
+
+    return {"kernel_path": info().path, "blas": blas_info()}
+
+
+def machine_line(kernel: dict[str, Any] | None = None) -> str:
+    """One line naming the machine a figure was measured on: CPU model, cores, vector
+    extensions, the LSTM path and the BLAS with its code path (pass :func:`kernel_info`'s
+    answer, or it is computed here, importing jax)."""
+    cpu, flags = cpu_info()
+    kernel = kernel_info() if kernel is None else kernel
+    blas = kernel.get("blas")
+    blas_text = _blas_text(blas)
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {' '.join(flags) or 'no AVX2/AVX-512/NEON flags'}; "
+        f"LSTM path {kernel.get('kernel_path')}; BLAS {blas_text}"
+    )
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, its vector extensions, cores, platform, the LSTM path and BLAS, and the
+    versions of the libraries."""
+    cpu, flags = cpu_info()
+    try:
+        kernel = kernel_info()
+    except Exception as err:  # a description must not stop a benchmark
+        kernel = {"kernel_path": f"unknown ({type(err).__name__})", "blas": None}
     versions = {}
     for dist in ("stacklstm", "jax", "jaxlib", "flax", "optax", "numpy", "torch", "keras"):
         try:
@@ -161,6 +210,8 @@ def machine_info() -> dict[str, Any]:
             versions[dist] = None
     return {
         "cpu_model": cpu,
+        "vector_extensions": flags,
+        **kernel,
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),

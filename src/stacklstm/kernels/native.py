@@ -36,7 +36,7 @@ import threading
 import warnings
 from importlib import metadata
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -197,6 +197,25 @@ def wanted(dtype, acc_dtype) -> bool:
             "'auto' to fall back to the pure-JAX path where it cannot."
         )
     return why_not is None
+
+
+def blas_info() -> dict[str, Any] | None:
+    """The BLAS the compiled kernel links, as it runs on this CPU: ``{"blas": oneMKL's
+    version, "code_path": the instruction set it chose here (AVX2, AVX-512, ...),
+    "max_threads": int}``; None where the kernel is not built (or is an older build).
+
+    Example:
+        >>> info = blas_info()
+        >>> info is None or info["blas"].startswith("Intel")
+        True
+    """
+    try:
+        from . import _lstm_cpu
+    except ImportError:
+        return None
+    if not hasattr(_lstm_cpu, "blas_info"):
+        return None
+    return dict(_lstm_cpu.blas_info())
 
 
 class KernelInfo(NamedTuple):
