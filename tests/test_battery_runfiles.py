@@ -259,7 +259,10 @@ def test_an_edited_calibration_file_is_recalibrated_and_an_old_one_still_loads(t
 # --------------------------------------------------------------------------- checkpoints
 
 
-def test_checkpoint_every_0_saves_every_epoch_end_with_the_same_numbers(trained_run, tmp_path):
+def test_checkpoint_every_0_saves_every_epoch_end_with_the_same_numbers(
+    trained_run, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("STACKLSTM_CHECKPOINT_SECONDS", "0")  # every epoch end
     run = tmp_path / "run"
     on_disk = []
     cfg = dataclasses.replace(TINY_RUN, train=dataclasses.replace(TINY_RUN.train,
@@ -277,6 +280,30 @@ def test_checkpoint_every_0_saves_every_epoch_end_with_the_same_numbers(trained_
         for a, b in zip(ours[which][1], reference[which][1], strict=True):
             np.testing.assert_array_equal(a, b)
     assert ours["metrics"] == reference["metrics"]
+
+
+def test_short_epochs_checkpoint_every_checkpoint_seconds_with_the_same_numbers(
+    trained_run, tmp_path, monkeypatch
+):
+    from stacklstm.train import trainer
+
+    clock = iter(range(0, 1000, 6))  # each reading of the clock 6 "seconds" later
+    monkeypatch.setattr(trainer, "_clock", lambda: next(clock))
+    monkeypatch.setenv("STACKLSTM_CHECKPOINT_SECONDS", "10")
+    run = tmp_path / "run"
+    cfg = dataclasses.replace(TINY_RUN, train=dataclasses.replace(TINY_RUN.train,
+                                                                  checkpoint_every=0))  # fmt: skip
+    on_disk = []
+    fit(cfg, run, quiet=True, callbacks=[lambda end: on_disk.append(_complete_steps(run))])
+    # start 0; epoch 1 ends at 6 (6 s after the start: not due), epoch 2 at 12: the run's end
+    assert on_disk == [[0], [0]] and _complete_steps(run) == [0, 48]
+    ours, reference = _saved(run), _saved(trained_run.out_dir)
+    for which in ("latest", "best"):
+        for a, b in zip(ours[which][1], reference[which][1], strict=True):
+            np.testing.assert_array_equal(a, b)
+    monkeypatch.setenv("STACKLSTM_CHECKPOINT_SECONDS", "soon")
+    with pytest.raises(ValueError, match="STACKLSTM_CHECKPOINT_SECONDS must be a number"):
+        trainer.checkpoint_seconds()
 
 
 def _full_disk_at_best_commit(monkeypatch, step):

@@ -166,7 +166,7 @@ def test_run_dir_keeps_a_self_contained_run_the_cli_reads(tmp_path):
     assert code == 0, err
     assert json.loads((tmp_path / "moved" / "report.json").read_text())["test"]["model"] == before
     assert LSTMForecaster.load(moved).predict().equals(expected)
-    with pytest.raises(ValueError, match="already holds a run"):  # refused, and kept
+    with pytest.raises(ValueError, match=r"not empty; load the run in it"):  # refused, kept
         LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=moved).fit(_panel(ids=("a",)))
     assert (tmp_path / "moved" / "config.json").is_file()
 

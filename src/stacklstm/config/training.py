@@ -167,7 +167,9 @@ class TrainConfig(_Section):
     )
     log_every: int = setting(50, help="steps between metrics.jsonl lines (and NaN checks)")
     checkpoint_every: int = setting(
-        1000, help="steps between checkpoints besides each epoch end (0: epoch ends only)"
+        1000,
+        help="steps between checkpoints besides the epoch ends (an epoch end saves once the last "
+        "checkpoint is 10 s old; 0: epoch ends only)",
     )
     skip_nonfinite: bool = setting(
         False, help="skip updates whose loss or gradients are NaN/Inf instead of stopping"
