@@ -138,6 +138,10 @@ def test_future_and_static_covariates_come_from_futr_df_and_static_df():
     assert not np.allclose(other["stacklstm"], out["stacklstm"])  # the future values are read
     with pytest.raises(ValueError, match="horizon"):
         model.predict()  # no future rows in the training frame
+    new = df[df["unique_id"] == "a"].assign(unique_id="z")  # a series the run never saw
+    said = r"df has series the model was not trained on \(\['z'\]\) and lacks the static "
+    with pytest.raises(ValueError, match=said):
+        model.predict(df=new, futr_df=future.assign(unique_id=["z"] * 3 + ["b"] * 3))
 
 
 def test_one_series_without_id_or_time_column_steps_in_whole_numbers():

@@ -76,3 +76,20 @@ def test_mixed_ids_and_a_clashing_alias_are_named():
     assert np.isfinite(
         LSTMForecaster(**SETTINGS, alias="lstm").fit(_panel()).predict()["lstm"]
     ).all()
+
+
+def test_a_history_of_one_row_per_series_forecasts_at_the_runs_time_step(fitted, tmp_path):
+    from stacklstm.train import predict
+
+    df = _panel()
+    last = df.sort_values("ds").groupby("unique_id").tail(1)
+    out = fitted.predict(df=last)  # too short to show a time step: the training data's
+    ends = last.set_index("unique_id")["ds"]
+    for name, rows in out.groupby("unique_id"):
+        expected = pd.date_range(ends[name], periods=4, freq="D")[1:]
+        assert list(rows["ds"]) == list(expected)
+    last.to_parquet(tmp_path / "last.parquet")
+    wide = predict(fitted.run_dir, tmp_path / "last.parquet")  # the every-origin table
+    for name, rows in out.groupby("unique_id"):
+        at = wide[wide["id"] == name].iloc[-1]
+        np.testing.assert_allclose(rows["stacklstm"], [at[f"y_h{k}"] for k in (1, 2, 3)])

@@ -326,6 +326,14 @@ class LSTMForecaster:
                 missing = [n for n in data.static_features if n not in frame.columns]
                 if missing:
                     keep = [*([data.id_column] if data.id_column else []), *missing]
+                    if data.id_column is not None:
+                        known = set(self._statics[data.id_column])
+                        new = sorted(set(frame[data.id_column]) - known, key=str)
+                        if new:
+                            raise ValueError(
+                                f"df has series the model was not trained on ({new[:5]}) and "
+                                f"lacks the static column(s) {missing}: give them in df"
+                            )
                     frame, _ = merge_statics(frame, self._statics[keep], data.id_column)
         if futr_df is not None:
             frame = with_future_rows(frame, futr_df, data, self._statics)

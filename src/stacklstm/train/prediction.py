@@ -164,7 +164,7 @@ def predict(
         kept = [name for name in order if name not in left]
         if not kept:
             frame = merge(None, fallback_rows, order)
-            return _finish(frame, cfg, series, (), combine, format, output, source)
+            return _finish(frame, cfg, series, (), combine, format, output, source, run.freq)
         series = select_series(series, kept)
     windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
     if format == "long" and not combine:  # the future alone: each series' last window
@@ -187,7 +187,7 @@ def predict(
     frame = pd.DataFrame(columns)
     if fallback_rows is not None:
         frame = merge(frame, fallback_rows, order)
-    return _finish(frame, cfg, series, out.levels, combine, format, output, source)
+    return _finish(frame, cfg, series, out.levels, combine, format, output, source, run.freq)
 
 
 def _finish(
@@ -199,9 +199,12 @@ def _finish(
     format: str,
     output: str | Path | None,
     source: Path,
+    run_freq: str | None = None,
 ) -> pd.DataFrame:
-    """The wide ``frame`` as ``format`` asks, written to ``output`` if given."""
-    step = "1" if cfg.time_column is None else series.freq
+    """The wide ``frame`` as ``format`` asks, written to ``output`` if given; the time step
+    is the table's, or where the table is too short to show one (a row per series), the
+    training data's (``run_freq``)."""
+    step = "1" if cfg.time_column is None else (series.freq or run_freq)
     frame.attrs["freq"] = step  # the time step, for to_long (None: irregular stamps)
     if format == "long":
         percents = [100 * level for level, _, _ in interval_pairs(levels)]
