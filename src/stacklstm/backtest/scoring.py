@@ -131,8 +131,7 @@ def fold_forecasts(plan: BacktestPlan) -> tuple[dict[str, Any], list[dict[str, A
         names = statistical[0].keys()
         forecasts = {
             "model": forecast(run, windows),
-            "last_value": windows.last_value,
-            "seasonal_naive": windows.seasonal_naive(season),
+            **baselines.naive_forecasts(windows, season),
             **{
                 name: None if any(s[name] is None for s in statistical)
                 else np.concatenate([s[name][rows] for s in statistical])

@@ -40,11 +40,14 @@ from ..checks import SettingError, check_choice
 from ..config import BaselineKind
 from ..intervals import Forecast, calibrate, conformal_offsets
 from . import cache, worker
+from .registry import BASELINES as BASELINES
+from .registry import NAIVE as NAIVE
+from .registry import STATISTICAL as STATISTICAL
+from .registry import naive_forecasts as naive_forecasts
+from .registry import statistical_models as statistical_models
 
 log = logging.getLogger(__name__)
 
-NAIVE = ("last_value", "seasonal_naive")
-STATISTICAL = ("auto_ets", "auto_arima", "auto_theta")
 INSTALL = "pip install 'stacklstm[baselines]'"
 
 
@@ -104,22 +107,6 @@ def residual_intervals(
     # report's business (its coverage column shows it), not a warning to the user
     calibration = conformal_offsets(y_val, Forecast(val_point).with_levels(quantiles), warn=False)
     return calibrate(Forecast(point), calibration)
-
-
-def statistical_models(season: int, n_fit: int) -> dict[str, Any]:
-    """``{name: statsforecast model}`` with season length ``season``, unfitted.
-
-    AutoARIMA searches with the approximation that R's ``auto.arima`` uses by default for
-    long or long-season series (``n_fit > 150`` rows or ``season > 12``): an exact search
-    with season 52 on 1600 weekly rows takes over ten minutes.
-    """
-    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
-
-    return {
-        "auto_ets": AutoETS(season_length=season),
-        "auto_arima": AutoARIMA(season_length=season, approximation=n_fit > 150 or season > 12),
-        "auto_theta": AutoTheta(season_length=season),
-    }
 
 
 #: ``(name, forecasts done, forecasts in all, stage)``: a statistical baseline's progress

@@ -24,6 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from ..baselines.registry import BASELINES
 from ..data import Series, WindowSet
 from ..intervals import Forecast, interval_pairs
 from .rundir import atomic_write
@@ -31,14 +32,7 @@ from .rundir import atomic_write
 log = logging.getLogger(__name__)
 
 #: One colour per forecaster, the same in every plot; red is the model's alone.
-COLORS = {
-    "model": "tab:red",
-    "last_value": "tab:gray",
-    "seasonal_naive": "tab:olive",
-    "auto_ets": "tab:blue",
-    "auto_arima": "tab:green",
-    "auto_theta": "tab:purple",
-}
+COLORS = {"model": "tab:red", **{name: b.colour for name, b in BASELINES.items()}}
 
 #: Up to this many test windows of a series, each one's forecast path is drawn; more are
 #: thinned to one every ``horizon`` windows back from the last, paths that tile the test rows.

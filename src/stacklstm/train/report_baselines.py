@@ -44,10 +44,7 @@ def baseline_forecasts(
 ) -> dict[str, np.ndarray | None]:
     """``{name: (n, horizon, n_targets)}`` of the naive baselines from the origins of
     ``windows``, and the ``statistical`` ones (of :func:`statistical_splits`) if given."""
-    out: dict[str, np.ndarray | None] = {
-        "last_value": windows.last_value,
-        "seasonal_naive": windows.seasonal_naive(season),
-    }
+    out: dict[str, np.ndarray | None] = {**baselines.naive_forecasts(windows, season)}
     if statistical is not None:
         out.update(statistical)
     return out
