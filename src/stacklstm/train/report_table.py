@@ -95,14 +95,19 @@ def _retrain_lines(retrain: dict[str, Any] | None) -> list[str]:
         ]
     if every:
         return [
-            f"the saved model was then trained again on every row for {retrain['epochs']} "
-            f"epochs (chosen on validation); test and val score the model of "
+            f"the saved model was then trained again on every row for "
+            f"{_epochs(retrain['epochs'])} (chosen on validation); test and val score the model of "
             f"{retrain['selection']}/, which did not train on them"
         ]
     return [
-        f"model: retrained for {retrain['epochs']} epochs (chosen on validation) on the "
+        f"model: retrained for {_epochs(retrain['epochs'])} (chosen on validation) on the "
         f"training and validation windows; val scores the model of {retrain['selection']}/"
     ]
+
+
+def _epochs(n: int) -> str:
+    """``"1 epoch"``, ``"11 epochs"``."""
+    return f"{n} epoch" if n == 1 else f"{n} epochs"
 
 
 #: Why a metric can be undefined (None in ``report.json``, ``n/a`` in the table).
