@@ -106,3 +106,11 @@ def test_cross_validation_refuses_a_frame_with_gaps():
     said = r"series 'b' misses 1 time step\(s\) of its grid \(step D\), the first 2020-02-10"
     with pytest.raises(ValueError, match=said):
         model.cross_validation(gappy, n_windows=2)
+
+
+def test_cross_validation_names_a_duplicate_row_as_the_caller_numbers_it():
+    df = _panel(ids=("a", "b"), seed=2).sample(frac=1.0, random_state=1).reset_index(drop=True)
+    twice = pd.concat([df, df.iloc[[5]]], ignore_index=True)  # row 5 again, as row len(df)
+    model = LSTMForecaster(**{**TINY, "epochs": 1})
+    with pytest.raises(ValueError, match=rf"the first at rows \[5, {len(df)}\] of df"):
+        model.cross_validation(twice, n_windows=2)

@@ -39,6 +39,7 @@ def cross_validate(
     model = _scratch_copy(model)  # the estimator's own fitted model is left as it was
     frame, cfg = model._run_frame(df, static_df)
     data = cfg.data
+    _refuse_duplicates(frame, data.id_column, data.time_column)  # rows named as the user's
     frame = sort_series(frame, data.id_column, data.time_column).reset_index(drop=True)
     _refuse_gaps(frame, data.id_column, data.time_column)
     cuts = cutoff_positions(frame, data.id_column, data.horizon, n_windows, step_size)
@@ -59,6 +60,22 @@ def cross_validate(
         model._fit_run(frame[pos <= limit].reset_index(drop=True), cfg)
         pieces.append(_round_forecasts(model, table, frame, key, pos, chosen))
     return pd.concat(pieces, ignore_index=True)
+
+
+def _refuse_duplicates(frame: pd.DataFrame, id_col: str | None, time_col: str | None) -> None:
+    """Raise ValueError if two rows of a series share a time stamp, naming them by their
+    position in the caller's frame (before it is sorted)."""
+    if time_col is None:
+        return
+    keys = [c for c in (id_col, time_col) if c is not None]
+    twice = frame.duplicated(keys, keep=False).to_numpy()
+    if twice.any():
+        rows = np.flatnonzero(twice)[:4].tolist()
+        first = frame.iloc[rows[0]][keys].to_dict()
+        raise ValueError(
+            f"df has {int(twice.sum())} rows whose series and time stamp repeat, the first at "
+            f"rows {rows} of df ({first}); give each series one row per time stamp"
+        )
 
 
 def _refuse_gaps(frame: pd.DataFrame, id_col: str | None, time_col: str | None) -> None:
