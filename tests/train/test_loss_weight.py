@@ -2,6 +2,8 @@
 its seasonal naive error on its training rows (squared for mse), resolved from ``auto``,
 computed on the training rows only, and entering the updates."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -76,6 +78,11 @@ def test_mase_weights_by_hand_from_the_training_rows_only():
     np.testing.assert_allclose(short, expected / expected.mean(), rtol=1e-6)
     with pytest.raises(ValueError, match="season"):
         ws.mase_weights(season=0, power=2.0)
+    tiny = WindowSet(dataclasses.replace(held, model=model * 1e-300), origin, series,
+                     np.zeros((7, 1)), np.zeros((7, 1)), window=3, horizon=2,
+                     difference=False)  # fmt: skip
+    got = tiny.mase_weights(season=4, power=2.0)  # s ** -2 overflows: capped, never NaN
+    assert np.isfinite(got).all() and got.mean() == pytest.approx(1.0)
 
 
 def test_auto_is_mase_for_a_panel_with_mse_and_none_otherwise(tmp_path):

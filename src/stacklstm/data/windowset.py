@@ -20,6 +20,9 @@ from ..inputs import ForecastInputs
 from ..metrics import seasonal_scale
 from . import season as seasons
 
+#: The largest loss weight of a series before the normalisation (``s ** -power`` of
+#: :meth:`WindowSet.mase_weights`): a series of values near 1e-300 would weigh inf.
+MAX_WEIGHT = 1e30
 #: The fields of a :class:`WindowSet` with one entry per window.
 _PER_WINDOW = ("origin", "series", "anchor", "level")
 
@@ -286,7 +289,8 @@ class WindowSet:
         ``s`` is the scale of MASE in the units the model's loss is measured in (the seasonal
         pattern does not change a change over a whole season), so with ``power`` 2 and the
         squared error, each series' loss counts as the squared MASE of its errors would. A
-        series whose ``s`` is 0 or not finite weighs 1 before the normalisation.
+        series whose ``s`` is 0 or not finite weighs 1 before the normalisation, and ``s **
+        -power`` is capped at :data:`MAX_WEIGHT`.
 
         Example:
             >>> held = HeldSeries(
@@ -316,8 +320,9 @@ class WindowSet:
                 if len(values) < 2:  # no change to measure
                     continue
                 s = seasonal_scale(values[:, None], season)[0]  # MASE's, lag 1 if too short
-                if np.isfinite(s) and s > 0:
-                    inverse.append(s**-power)
+                if np.isfinite(s) and s > 0:  # capped: a series of values near 1e-300
+                    with np.errstate(over="ignore"):  # would weigh inf, and the mean NaN
+                        inverse.append(min(np.float64(s) ** -power, MAX_WEIGHT))
             if inverse:
                 per_series[i] = np.mean(inverse)
         weight = per_series[self.series]
