@@ -30,6 +30,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -223,8 +224,21 @@ void project(const float* x, const float* w_ih, float* out, int64_t rows, int64_
   }
 }
 
+// Whether the recurrent GEMMs use oneMKL's packed API (the default) or plain cblas_sgemm on
+// the unpacked weight (STACKLSTM_PACKED_GEMM=0): a measurement switch, read once, for CPUs
+// where the packed API may take a slower code path than sgemm (the numbers agree to float32
+// rounding; tests/kernels/test_dispatch.py holds both to the oracle).
+bool packed_gemm_on() {
+  static const bool on = [] {
+    const char* value = std::getenv("STACKLSTM_PACKED_GEMM");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return on;
+}
+
 // A weight packed once for oneMKL's packed GEMM, reused by every step of one call:
-// C (m, n) = beta * C + A (m, k) @ op(w).
+// C (m, n) = beta * C + A (m, k) @ op(w). Without packing (packed_gemm_on() false) it keeps
+// the weight's address (a buffer that outlives it) and calls cblas_sgemm.
 class PackedWeight {
  public:
   PackedWeight() = default;
@@ -237,7 +251,12 @@ class PackedWeight {
   // Packs w: (k, n) row-major, or (n, k) with trans. Never throws; false when out of memory.
   bool pack(const float* w, CBLAS_TRANSPOSE trans, int64_t m, int64_t n, int64_t k) {
     mkl_free(data_);
+    data_ = nullptr;
     m_ = m, n_ = n, k_ = k;
+    if (!packed_gemm_on()) {
+      plain_ = w, trans_ = trans;
+      return true;
+    }
     const size_t bytes =
         cblas_sgemm_pack_get_size(CblasBMatrix, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k);
     data_ = static_cast<float*>(mkl_malloc(bytes, 64));
@@ -246,8 +265,14 @@ class PackedWeight {
                        1.0f, w, trans == CblasNoTrans ? (MKL_INT)n : (MKL_INT)k, data_);
     return data_ != nullptr;
   }
-  bool ok() const { return data_ != nullptr; }
+  bool ok() const { return data_ != nullptr || plain_ != nullptr; }
   void multiply(const float* a, float beta, float* c) const {
+    if (plain_ != nullptr) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_, (MKL_INT)m_, (MKL_INT)n_, (MKL_INT)k_,
+                  1.0f, a, (MKL_INT)k_, plain_, trans_ == CblasNoTrans ? (MKL_INT)n_ : (MKL_INT)k_,
+                  beta, c, (MKL_INT)n_);
+      return;
+    }
     cblas_sgemm_compute(CblasRowMajor, CblasNoTrans, CblasPacked, (MKL_INT)m_, (MKL_INT)n_,
                         (MKL_INT)k_, a, (MKL_INT)k_, data_, (MKL_INT)n_, beta, c, (MKL_INT)n_);
   }
@@ -255,6 +280,8 @@ class PackedWeight {
  private:
   int64_t m_ = 0, n_ = 0, k_ = 0;
   float* data_ = nullptr;
+  const float* plain_ = nullptr;  // the unpacked weight, when packing is off
+  CBLAS_TRANSPOSE trans_ = CblasNoTrans;
 };
 
 // Threads: the calls run on XLA's intra-op thread pool (the FFI ThreadPool), with oneMKL
@@ -1065,8 +1092,9 @@ PyObject* blas_info(PyObject*, PyObject*) {
   mkl_get_version(&version);
   char text[512] = {0};
   mkl_get_version_string(text, sizeof text - 1);
-  return Py_BuildValue("{s:s,s:s,s:i}", "blas", text, "code_path", version.Processor,
-                       "max_threads", mkl_get_max_threads());
+  return Py_BuildValue("{s:s,s:s,s:i,s:N}", "blas", text, "code_path", version.Processor,
+                       "max_threads", mkl_get_max_threads(), "packed_gemm",
+                       PyBool_FromLong(packed_gemm_on()));
 }
 
 // The split plan_for chooses for (batch, hidden, pool threads): {"rows": n, "units": n}.

@@ -56,12 +56,13 @@ print(json.dumps({{
 """
 
 
-@pytest.mark.parametrize("instructions", [None, "AVX2"])
-def test_the_dispatched_path_gives_the_oracles_numbers_on_each_blas_code_path(instructions):
+@pytest.mark.parametrize(("instructions", "packed"), [(None, None), ("AVX2", None), (None, "0")])
+def test_the_dispatched_path_gives_the_oracles_numbers_on_each_blas_code_path(instructions, packed):
     """Whatever CPU the tests run on, the path the dispatch picks (no kernels.use) has the
     oracle's values and the pure-JAX path's gradients; with oneMKL held to its AVX2 code
     path (MKL_ENABLE_INSTRUCTIONS=AVX2, what an AVX2-only CPU such as AMD's EPYC gets) as
-    well as on the one it chose for this CPU."""
+    well as on the one it chose for this CPU, and with plain sgemm in place of the packed
+    GEMM (STACKLSTM_PACKED_GEMM=0)."""
     import json
     import os
     import subprocess
@@ -71,6 +72,8 @@ def test_the_dispatched_path_gives_the_oracles_numbers_on_each_blas_code_path(in
     env = {k: v for k, v in os.environ.items() if k not in ("STACKLSTM_KERNEL",)}
     if instructions is not None:
         env["MKL_ENABLE_INSTRUCTIONS"] = instructions
+    if packed is not None:
+        env["STACKLSTM_PACKED_GEMM"] = packed
     tests = str(Path(__file__).resolve().parents[1])
     done = subprocess.run([sys.executable, "-c", _DISPATCHED.format(tests=tests)], env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
@@ -81,4 +84,5 @@ def test_the_dispatched_path_gives_the_oracles_numbers_on_each_blas_code_path(in
         assert got["blas"]["blas"].startswith("Intel(R) oneAPI Math Kernel Library")
         if instructions == "AVX2":
             assert "AVX2" in got["blas"]["code_path"], got["blas"]
+        assert got["blas"]["packed_gemm"] is (packed is None)
     assert got["values"] < 2e-5 and got["grads"] < 1e-4, got

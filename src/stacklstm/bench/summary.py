@@ -81,7 +81,10 @@ def _fmt(value: float) -> str:
 
 
 def _blas_text(blas: dict[str, Any] | None) -> str:
-    return "none (no compiled kernel)" if not blas else f"{blas['blas']} ({blas['code_path']})"
+    if not blas:
+        return "none (no compiled kernel)"
+    packed = "" if blas.get("packed_gemm", True) else ", plain sgemm (STACKLSTM_PACKED_GEMM=0)"
+    return f"{blas['blas']} ({blas['code_path']}{packed})"
 
 
 def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
