@@ -20,7 +20,7 @@ from stacklstm._quiet import dropping_dependency_noise
 from stacklstm.metrics import forecast_metrics, mae, rmse
 from stacklstm.train import evaluate_run, fit, predict
 from stacklstm.train.calibration import CALIBRATION_FILE
-from stacklstm.train.plots import plot_loss
+from stacklstm.train.loss_plot import plot_loss
 
 # --------------------------------------------------------------------------- metrics
 

@@ -15,15 +15,9 @@ import pytest
 from helpers import _main, _panel
 from stacklstm.data import DataConfig, make_splits, prepare_series
 from stacklstm.intervals import Forecast
-from stacklstm.train import plots
-from stacklstm.train.plots import (
-    FutureForecast,
-    forecast_figure,
-    loss_figure,
-    plot_forecast,
-    plot_loss,
-    read_metric_records,
-)
+from stacklstm.train import loss_plot
+from stacklstm.train.loss_plot import loss_figure, plot_loss, read_metric_records
+from stacklstm.train.plots import FutureForecast, forecast_figure, plot_forecast
 
 
 def test_a_torn_metrics_line_is_skipped_and_named(tmp_path, caplog):
@@ -312,8 +306,8 @@ def test_a_loss_plot_of_negative_likelihood_losses_is_written_without_a_log_scal
     selection, retrained = tmp_path / "s.jsonl", tmp_path / "r.jsonl"
     for path in (selection, retrained):
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    plots.plot_loss(tmp_path / "loss.png", selection, retrained=retrained)
+    loss_plot.plot_loss(tmp_path / "loss.png", selection, retrained=retrained)
     assert (tmp_path / "loss.png").stat().st_size > 0
-    fig = plots.loss_figure(selection, retrained=[-1.0, -2.0])
+    fig = loss_plot.loss_figure(selection, retrained=[-1.0, -2.0])
     assert fig.axes[0].get_yscale() == "linear"
     assert fig.axes[0].get_title() == "no positive finite loss to show on a log scale"

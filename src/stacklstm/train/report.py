@@ -52,7 +52,8 @@ from .files import (
 )
 from .future import future_forecast
 from .inference import load_selection, load_series
-from .plots import plot_forecast, plot_loss
+from .loss_plot import plot_loss
+from .plots import plot_forecast
 from .report_baselines import (
     add_interval_scores,
     baseline_forecasts,
