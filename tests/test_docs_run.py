@@ -1,4 +1,4 @@
-"""The README and docs/*.md run as written: every shell and Python block in them is executed.
+"""The README and docs/**/*.md run as written: every shell and Python block in them is executed.
 
 Each file's fenced blocks are parsed (the language tag kept); ```python blocks run in one
 namespace and ```bash / ```sh / ```console blocks in bash, in document order, inside a fresh
@@ -40,7 +40,8 @@ import pytest
 from helpers import cache_env
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The pages of docs/ and of its subfolders (docs/reference/: the API reference, no blocks yet).
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # What the documents' relative paths name, copied into each group's folder.
 COPIED = ("examples", "benchmarks", "docs")
 

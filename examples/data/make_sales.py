@@ -1,4 +1,4 @@
-"""Write the small synthetic sales tables that the README's command lines train on.
+"""Write the small synthetic sales tables that the command lines of docs/ train on.
 
 Seeded, so every run writes the same bytes::
 

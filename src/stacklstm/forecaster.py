@@ -58,10 +58,11 @@ Dtype = Any
 class Forecaster(StackSettings):
     """A stacked-LSTM forecaster with known-future and static covariates (see the module).
 
+    ``lstm_hidden_size``, ``num_lstm_layers``, ``linear_layer_sizes``, ``mean_aggregation``,
+    ``output_size``, ``bidirectional``, ``dropout_rate``, ``dtype``, ``param_dtype`` and
+    ``remat`` are as in ``LSTMModel``, with the same defaults.
+
     Attributes:
-        lstm_hidden_size, num_lstm_layers, linear_layer_sizes, mean_aggregation,
-        output_size, bidirectional, dropout_rate, dtype, param_dtype, remat: as in
-            ``LSTMModel``, with the same defaults.
         future_steps: Horizon steps of the future covariates (``future``'s time axis).
         n_future: Known-future covariates per step (0: ``future`` is not given).
         n_static: Static covariates per series (0: ``static`` is not given).

@@ -64,7 +64,8 @@ def smooth(y: Array, alpha: Array, gamma: Array, season: int) -> tuple[Array, Ar
     Args:
         y: ``(batch, time, n)`` positive values (with ``time < season`` the phases the
             window does not reach start with a factor of 1).
-        alpha, gamma: ``(n,)`` level and seasonal smoothing coefficients in (0, 1).
+        alpha: ``(n,)`` level smoothing coefficients in (0, 1).
+        gamma: ``(n,)`` seasonal smoothing coefficients in (0, 1).
         season: ``m >= 1`` (1: no seasonal pattern; ``gamma`` is unused).
 
     Returns:
@@ -101,10 +102,12 @@ def smooth(y: Array, alpha: Array, gamma: Array, season: int) -> tuple[Array, Ar
 class ESHybrid(StackSettings):
     """Exponential smoothing normalising the stacked LSTM's windows (see the module).
 
+    ``lstm_hidden_size``, ``num_lstm_layers``, ``linear_layer_sizes``, ``mean_aggregation``,
+    ``output_size``, ``bidirectional``, ``dropout_rate``, ``dtype``, ``param_dtype`` and
+    ``remat`` are as in ``LSTMModel``; ``output_size`` is ``horizon * n_targets``
+    (horizon-major).
+
     Attributes:
-        lstm_hidden_size, num_lstm_layers, linear_layer_sizes, mean_aggregation,
-        output_size, bidirectional, dropout_rate, dtype, param_dtype, remat: as in
-            ``LSTMModel``; ``output_size`` is ``horizon * n_targets`` (horizon-major).
         season: The seasonal period ``m`` of the smoothing (1: level only). A window
             should hold at least one season (it starts the seasonal factors).
         n_targets: The first ``n_targets`` input features are the targets.

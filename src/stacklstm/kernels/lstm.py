@@ -25,7 +25,8 @@ arguments, picks the path and handles padding, reversal and rematerialisation.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -219,13 +220,13 @@ def _chunked_recurrence(p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_d
 
 
 def lstm_layer(
-    params,
+    params: LSTMLayerParams | Mapping[str, Array],
     x: Array,
     state: LSTMState,
     seq_lengths: Array | None = None,
     reverse: bool = False,
     *,
-    dtype=None,
+    dtype: Any = None,
     unroll: int | None = None,
     remat: bool | int = False,
     time_major: bool = False,
