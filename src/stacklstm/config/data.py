@@ -18,6 +18,7 @@ from ..checks import (
     check_names,
     check_positive_int,
 )
+from ..scalers import SCALERS, scaler_help
 from .schema import (
     AUTO,
     CALENDAR_PREFIX,
@@ -78,12 +79,7 @@ class DataConfig(_Section):
     )
     scaler: ScalerSetting = setting(
         "auto",
-        help="per-column scaling fitted on the training rows: standard (mean, standard "
-        "deviation), minmax, robust (median, interquartile range), mean (0, mean absolute "
-        "value), naive (mean, mean absolute step from one row to the next), seasonal_naive "
-        "(mean, mean absolute change over one season: MASE's scale), none; 'auto': for a "
-        "panel (id_column) naive without a season (season 1), seasonal_naive with a season "
-        "of 2-4 (quarters), else standard",
+        help=scaler_help(),
     )
     normalize: NormalizeKind = setting(
         "window", help="'window': subtract each window's last target value from that target"
@@ -395,7 +391,7 @@ class DataConfig(_Section):
 
     def _check_choices(self) -> None:
         """Scaler, normalisation, gaps, differencing, season, deseasonalising, transform."""
-        check_choice("scaler", self.scaler, get_args(ScalerSetting))
+        check_choice("scaler", self.scaler, ("auto", *SCALERS))
         check_choice("normalize", self.normalize, get_args(NormalizeKind))
         check_choice("start_padding", self.start_padding, get_args(PaddingKind))
         check_choice("gaps", self.gaps, get_args(GapPolicy))

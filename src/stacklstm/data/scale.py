@@ -10,7 +10,7 @@ import numpy as np
 
 from ..checks import DataError, is_int
 from ..config import ScalerKind
-from ..metrics import seasonal_scale
+from ..scalers import SCALERS
 from .season import SeasonalPattern
 
 
@@ -66,25 +66,10 @@ class Scaler:
             raise ValueError(f"expected values of shape (rows, {len(columns)}), got {values.shape}")
         if values.shape[0] == 0:
             raise DataError("cannot fit the scaler on zero training rows")
-        if kind == "standard":
-            center, spread = values.mean(axis=0), values.std(axis=0)
-        elif kind == "minmax":
-            center = values.min(axis=0)
-            spread = values.max(axis=0) - center
-        elif kind == "robust":
-            q25, center, q75 = np.percentile(values, [25.0, 50.0, 75.0], axis=0)
-            spread = q75 - q25
-        elif kind == "mean":
-            center, spread = np.zeros(values.shape[1]), np.abs(values).mean(axis=0)
-        elif kind in ("naive", "seasonal_naive"):  # the scale of MASE, at lag 1 or season
-            center = values.mean(axis=0)
-            lag = season if kind == "seasonal_naive" else 1
-            spread = seasonal_scale(values, lag) if len(values) > 1 else np.zeros(values.shape[1])
-        elif kind == "none":
-            center, spread = np.zeros(values.shape[1]), np.ones(values.shape[1])
-        else:
-            allowed = ", ".join(repr(k) for k in get_args(ScalerKind))
+        if kind not in SCALERS:
+            allowed = ", ".join(repr(k) for k in SCALERS)
             raise DataError(f"scaler must be one of {allowed}, got {kind!r}")
+        center, spread = SCALERS[kind].statistics(values, season)
         scale = np.where((spread > 0) & np.isfinite(spread), spread, 1.0)
         return cls(kind, tuple(columns), int(n_targets), center.astype(np.float64), scale)
 
