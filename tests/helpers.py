@@ -474,3 +474,18 @@ def _run(capsys, *argv):
 
 def _report(run_dir):
     return json.loads((Path(run_dir) / "report.json").read_text())
+
+
+def check_registry_setting(section_cls, section: str, field: str, names, unknown: str) -> None:
+    """A registry's ``names`` are the setting ``section.field``'s choices and each is named
+    (``name (...)``) in its help; ``unknown`` is refused."""
+    import pytest
+
+    from stacklstm.config import RunConfig
+
+    text = section_cls.__dataclass_fields__[field].metadata["help"]
+    for name in names:
+        assert f"{name} (" in text, name
+        RunConfig().replace({section: {field: name}})  # accepted
+    with pytest.raises(ValueError, match=field):
+        RunConfig().replace({section: {field: unknown}})
