@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 
@@ -127,7 +127,7 @@ class Scaler:
             raise DataError(f"scaler columns must be a list of column names, got {columns!r}")
         columns = tuple(columns)
         n = len(columns)
-        if data["kind"] not in get_args(ScalerKind):
+        if data["kind"] not in SCALERS:
             raise DataError(f"unknown scaler kind {data['kind']!r}")
         if center.shape != (n,) or scale.shape != (n,) or not is_int(n_targets):
             n_targets = None  # reported as not an integer in 1..n below

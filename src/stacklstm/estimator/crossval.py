@@ -87,7 +87,7 @@ def _refuse_gaps(frame: pd.DataFrame, id_col: str | None, time_col: str | None) 
     groups = [(None, frame)] if id_col is None else frame.groupby(id_col, sort=False, observed=True)
     for name, part in groups:
         times = part[time_col].to_numpy()
-        if times.dtype.kind == "M" or times.dtype.kind in "iu":
+        if times.dtype.kind in "Miu":  # date-times or whole numbers (else: row order)
             grid = _regular_grid(times)
             if grid is not None and len(grid[0]) != len(times):
                 missing = np.setdiff1d(grid[0], times)[0]

@@ -33,7 +33,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..train.lock import LOCK_FILE, RunInUseError, RunLock
+from ..train.lock import LOCK_FILE, RunInUseError, RunLock, lock_holder
 from ..train.outputs import check_new_folder
 
 #: The suffix of the private folder beside a target (``.<name>.stacklstm-staging``).
@@ -117,9 +117,10 @@ def staged(target: str | Path, *, what: str) -> Iterator[Path]:
         stage.mkdir(exist_ok=True)
         lock = RunLock.acquire(stage)
     except RunInUseError:
+        holder = lock_holder(stage / LOCK_FILE)
         raise RunInUseError(
-            f"cannot {what} to {target}: another process is writing it now ({_holder(stage)}); "
-            "wait for it to end or choose another folder"
+            f"cannot {what} to {target}: another process is writing it now ({holder}); wait "
+            "for it to end or choose another folder"
         ) from None
     except OSError as err:
         _remove_empty(made_parents)
@@ -135,12 +136,6 @@ def staged(target: str | Path, *, what: str) -> Iterator[Path]:
         lock.release()
         if not target.exists():
             _remove_empty(made_parents)
-
-
-def _holder(stage: Path) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        return f"pid {int((stage / LOCK_FILE).read_text().strip())}"
-    return "pid unknown"
 
 
 def _remove_empty(folders: list[Path]) -> None:

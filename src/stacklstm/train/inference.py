@@ -309,9 +309,10 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
     target = abstract_target(abstract, replicated(mesh))
     with RunCheckpoints(run_dir, read_only=True) as ckpts:
         kind = "best" if ckpts.latest_step("best") is not None else "latest"
-        if ckpts.latest_step(kind) is None:
+        newest = ckpts.latest_step(kind)
+        if newest is None:
             raise ValueError(f"{run_dir} holds no checkpoint")
-        newest = ckpts.latest_step(kind)  # an edited config.json: said before restoring
+        # an edited config.json: said before restoring
         check_config_unchanged(run_dir, info, ckpts.saved_config(kind, newest), newest)
         # the newest complete one now, even while a `train` of this run writes newer ones
         step, state, _, progress = ckpts.restore_newest(kind, target)

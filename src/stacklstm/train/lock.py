@@ -32,7 +32,8 @@ class RunInUseError(ValueError):
     """Another process holds the run folder's lock (a user error: exit status 2)."""
 
 
-def _holder(path: Path) -> str:
+def lock_holder(path: Path) -> str:
+    """``"pid N"`` of the process named in the lock file ``path`` (``"pid unknown"``)."""
     with contextlib.suppress(OSError, ValueError):
         pid = int(path.read_text().strip() or "x")
         return f"pid {pid}"
@@ -105,7 +106,7 @@ class RunLock:
                 if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise
                 raise RunInUseError(
-                    f"{run_dir} is in use by another `stacklstm train` ({_holder(path)}); wait "
+                    f"{run_dir} is in use by another `stacklstm train` ({lock_holder(path)}); wait "
                     "for it to end or choose another `out_dir`"
                 ) from None
             try:  # the file we locked must still be the one at `path` (not removed meanwhile)
@@ -134,7 +135,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             raise RunInUseError(
-                f"{run_dir} is in use by another `stacklstm train` ({_holder(path)}); wait "
+                f"{run_dir} is in use by another `stacklstm train` ({lock_holder(path)}); wait "
                 "for it to end or choose another `out_dir`"
             ) from None
         finally:

@@ -114,11 +114,8 @@ def _search_key(base: RunConfig, dims: SearchSpace, data_path: str | Path | None
     the bundled data), the settings every trial starts from and the searched settings."""
     digest = None
     if data_path is not None:
-        sha = hashlib.sha256()
         with open(data_path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                sha.update(block)
-        digest = sha.hexdigest()
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
     return {
         "table_sha256": digest,
         "settings": json.dumps(base.to_dict(), sort_keys=True, default=str),
