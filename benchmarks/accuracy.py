@@ -8,7 +8,7 @@ seasonal naive MAE of the rows before the test) and RMSE.
 
 How the targets are made identical: the test windows are those of
 :func:`stacklstm.data.make_splits` on the untransformed series (``test_fraction=0.2``,
-``val_fraction=0.15``). stacklstm is trained through :func:`stacklstm.train.fit` (the code
+``val_fraction=0.15``). stacklstm is trained through :func:`stacklstm.run.fit` (the code
 path of ``stacklstm train``), whose report forecasts from the same test origins (the code
 checks that they are equal, and fails otherwise). The baselines forecast from those origins:
 last value and seasonal naive from :class:`~stacklstm.data.WindowSet`, and statsforecast's
@@ -475,7 +475,7 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
     """Train one model (cached in ``work``): ``{"forecast": (n, horizon, 1) original units,
     "fit_s", "steps", "epochs", "stop_reason"}``; a library seed ensemble (the setting
     ``ensemble``) also gives ``"members"``: ``(N, n, horizon, 1)`` its members' forecasts."""
-    from stacklstm.train import fit
+    from stacklstm.run import fit
 
     cfg = run_config(task, recipe, seed)
     transform = make_transform(task.y, recipe, task.spec.season, task.n_train)

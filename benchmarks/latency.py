@@ -44,8 +44,8 @@ def build(args: argparse.Namespace):
     from stacklstm.config import DataConfig, ModelConfig
     from stacklstm.data import Scaler
     from stacklstm.forecaster import build_model
+    from stacklstm.forecasting.export import artifact_metadata, export_forecast
     from stacklstm.interop import to_torch
-    from stacklstm.train.export import artifact_metadata, export_forecast
 
     cfg = DataConfig(window=args.window)
     model_cfg = ModelConfig(

@@ -15,10 +15,10 @@ The forecasters, on identical targets:
 * ``stats``: statsforecast's AutoETS, AutoARIMA and AutoTheta with the series' season,
   seasonal naive, and ``median``: the median of the three statistical models, on every
   series;
-* ``local``: one stacklstm model per series, trained by :func:`stacklstm.train.fit` (the code
+* ``local``: one stacklstm model per series, trained by :func:`stacklstm.run.fit` (the code
   path of ``stacklstm train``) on a table of ``x`` alone with the library's defaults plus
   the recipe's settings, and forecasting from the last row with
-  :func:`stacklstm.train.predict`. It runs on a fixed sample of each frequency (``--sample``
+  :func:`stacklstm.forecasting.predict`. It runs on a fixed sample of each frequency (``--sample``
   series, drawn with ``numpy.random.default_rng(SAMPLE_SEED)``) and several seeds, so that a
   difference in mean MASE can be set against the seed noise;
 * ``global``: one stacklstm model per frequency over all its series (``id_column``);
@@ -270,7 +270,7 @@ def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dic
     run, its selection's, which did not train on them), and the series that got ``predict``'s
     fallback forecast (too short for the panel's window):
     ``({id: (h,) list}, {id: (h,) list}, [id])``."""
-    from stacklstm.train import predict
+    from stacklstm.forecasting import predict
 
     columns = [f"y_h{k}" for k in range(1, horizon + 1)]
 
@@ -298,7 +298,7 @@ def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
              with_id: bool) -> dict[str, Any]:  # fmt: skip
     """One ``fit`` on ``items`` (one series, or a panel with ``with_id``) and its forecasts;
     ``{"forecasts": {id: list}, "fit_s": s, "error": message or None}``."""
-    from stacklstm.train import fit
+    from stacklstm.run import fit
 
     h = items[0].h
     scratch = Path(tempfile.mkdtemp(prefix="mcomp-"))

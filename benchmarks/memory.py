@@ -99,7 +99,7 @@ def run_child(python: str, argv: list[str], log: Path) -> dict:
 
 def import_floor(python: str) -> dict:
     code = (
-        "import resource, jax, stacklstm.train.loop; jax.numpy.zeros(1).block_until_ready(); "
+        "import resource, jax, stacklstm.run.loop; jax.numpy.zeros(1).block_until_ready(); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)

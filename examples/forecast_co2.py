@@ -14,7 +14,8 @@ import os
 import tempfile
 
 from stacklstm.data import DataConfig
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig, fit
+from stacklstm.run import fit
+from stacklstm.train import ModelConfig, RunConfig, TrainConfig
 
 
 def main(quick: bool = False, out: str | None = None) -> dict:

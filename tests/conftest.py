@@ -15,7 +15,8 @@ from helpers import (
     _main,
     _saved,
 )
-from stacklstm.train import fit, read_run_info
+from stacklstm.run import fit
+from stacklstm.rundir import read_run_info
 
 
 @pytest.fixture(scope="session", autouse=True)

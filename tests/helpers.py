@@ -29,9 +29,10 @@ from stacklstm.forecaster import build_model
 from stacklstm.intervals import OutputHead
 from stacklstm.kernels import native
 from stacklstm.kernels.lstm import LSTMState
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig, read_run_info
+from stacklstm.rundir import read_run_info
+from stacklstm.rundir.files import METRICS_FILE
+from stacklstm.train import ModelConfig, RunConfig, TrainConfig
 from stacklstm.train.checkpoint import RunCheckpoints
-from stacklstm.train.rundir import METRICS_FILE
 from stacklstm.train.step import Batch, init_state, make_optimizer, make_train_step
 
 # The JAX settings of the suite's compilation cache (conftest.py turns it on) and the

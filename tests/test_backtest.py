@@ -13,7 +13,7 @@ from stacklstm import backtest as bt
 from stacklstm.checks import DataError, SettingError
 from stacklstm.cli import main
 from stacklstm.data import prepare_series, read_table
-from stacklstm.train import predict
+from stacklstm.forecasting import predict
 from test_baselines import statsforecast_cv
 
 
@@ -29,7 +29,7 @@ FLAGS = ["--target", "y", "--time-column", "none", "--window", "6", "--horizon",
 
 
 def test_refit_never_trains_once_and_scores_like_statsforecast(tmp_path, monkeypatch, capsys):
-    import stacklstm.train.loop as loop
+    import stacklstm.run.loop as loop
 
     data = _write_series(tmp_path / "s.csv")
     fits = []

@@ -14,7 +14,9 @@ from stacklstm import baselines, config
 from stacklstm.checks import SettingError
 from stacklstm.cli import main
 from stacklstm.data import DataConfig, make_splits, prepare_series, read_table
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig, fit, predict
+from stacklstm.forecasting import predict
+from stacklstm.run import fit
+from stacklstm.train import ModelConfig, RunConfig, TrainConfig
 
 
 def statsforecast_cv(history: np.ndarray, origins: np.ndarray, horizon: int, refit) -> dict:
@@ -231,8 +233,9 @@ def test_forecast_parts_equal_separate_fits_report_progress_and_are_reused(monke
 def test_report_intervals_come_from_the_validation_fit_once(all_run, monkeypatch, tmp_path):
     import shutil
 
+    from stacklstm.forecasting import baseline_forecasts as report_baselines
     from stacklstm.intervals import interval_scores
-    from stacklstm.train import evaluate_run, report_baselines
+    from stacklstm.report import evaluate_run
 
     run, data, cfg, _ = all_run
     report = json.loads((run / "report.json").read_text())

@@ -20,8 +20,9 @@ from stacklstm import baselines, tune
 from stacklstm.checks import SettingError
 from stacklstm.config import MAX_ENSEMBLE, RunConfig, TrainConfig
 from stacklstm.configfile import load_config, read_config
+from stacklstm.run import fit
+from stacklstm.rundir import read_run_info
 from stacklstm.signals import Interrupted, handling_signals
-from stacklstm.train import fit, read_run_info
 
 
 def _one_error_line(code, out, err):

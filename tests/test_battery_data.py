@@ -19,7 +19,8 @@ from stacklstm.data import (
     select_series,
     windows,
 )
-from stacklstm.train import memory, read_run_info
+from stacklstm.rundir import read_run_info
+from stacklstm.train import memory
 
 _PANEL = DataConfig(target=("y",), id_column="id", window=2, horizon=1, val_size=3, test_size=3)
 

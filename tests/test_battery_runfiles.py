@@ -17,10 +17,12 @@ import pytest
 
 from helpers import TINY_RUN, _complete_steps, _main, _metric_lines, _saved, tiny_run
 from stacklstm._quiet import dropping_dependency_noise
+from stacklstm.forecasting import predict
+from stacklstm.forecasting.calibration import CALIBRATION_FILE
 from stacklstm.metrics import forecast_metrics, mae, rmse
-from stacklstm.train import evaluate_run, fit, predict
-from stacklstm.train.calibration import CALIBRATION_FILE
-from stacklstm.train.loss_plot import plot_loss
+from stacklstm.plots.loss import plot_loss
+from stacklstm.report import evaluate_run
+from stacklstm.run import fit
 
 # --------------------------------------------------------------------------- metrics
 
@@ -358,7 +360,8 @@ def test_readers_say_in_one_line_when_they_forecast_before_any_epoch_ended(tmp_p
     import shutil
 
     from helpers import TINY_RUN
-    from stacklstm.train import fit, load_run
+    from stacklstm.forecasting import load_run
+    from stacklstm.run import fit
 
     run = tmp_path / "run"
     fit(TINY_RUN, run, quiet=True, stop_after_steps=3)  # stopped inside the first epoch
@@ -378,7 +381,7 @@ def test_readers_say_in_one_line_when_they_forecast_before_any_epoch_ended(tmp_p
 
 
 def test_a_partial_copy_without_the_best_and_newest_checkpoints_is_refused(trained_run, tmp_path):
-    from stacklstm.train import load_run
+    from stacklstm.forecasting import load_run
 
     copy = tmp_path / "copy"
     shutil.copytree(trained_run.out_dir, copy)

@@ -13,9 +13,10 @@ import pytest
 
 from helpers import _main, cache_env
 from stacklstm.data import bundled_dataset_path
-from stacklstm.train.lock import LOCK_FILE, RunInUseError, RunLock
-from stacklstm.train.outputs import check_new_folder, check_output
-from stacklstm.train.rundir import CONFIG_FILE, run_folder_owner
+from stacklstm.rundir.info import CONFIG_FILE
+from stacklstm.rundir.lock import LOCK_FILE, RunInUseError, RunLock
+from stacklstm.rundir.outputs import check_new_folder, check_output
+from stacklstm.rundir.owners import run_folder_owner
 from test_panel import PANEL_FLAGS, panel_csv
 
 

@@ -13,9 +13,9 @@ import pytest
 from helpers import _main
 from stacklstm import baselines
 from stacklstm.data import bundled_dataset_path, make_splits, prepare_series, read_table
-from stacklstm.train import predict
-from stacklstm.train.inference import load_series
-from stacklstm.train.rundir import read_run_info
+from stacklstm.forecasting import predict
+from stacklstm.forecasting.inference import load_series
+from stacklstm.rundir.info import read_run_info
 
 
 def _co2(run_dir):
@@ -244,7 +244,7 @@ class _Windows:
 
 
 def test_panel_weights_per_series_fall_back_to_the_pooled_ones():
-    from stacklstm.train.report_combination import combined, fit_weights
+    from stacklstm.forecasting.combination import combined, fit_weights
 
     val = _Windows(np.array([10.0, 12.0, 20.0]).reshape(3, 1, 1), [0, 0, 2])
     model = np.array([11.0, 13.0, 24.0]).reshape(3, 1, 1)  # errors 1, 1 | 4
@@ -278,7 +278,7 @@ def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run
     from helpers import TINY
     from helpers import _panel as panel
     from stacklstm.estimator import LSTMForecaster
-    from stacklstm.train import evaluate_run
+    from stacklstm.report import evaluate_run
 
     model = LSTMForecaster(**TINY, combination="median", run_dir=tmp_path / "fit").fit(panel())
     report = evaluate_run(model.run_dir)

@@ -1,5 +1,5 @@
 """LSTMForecaster: the DataFrame API on the fit/predict path of the command line, checked
-against stacklstm.train.predict on the same run folder. (Cross-validation, the settings and
+against stacklstm.forecasting.predict on the same run folder. (Cross-validation, the settings and
 the frames are tests/estimator/.)"""
 
 import gc
@@ -17,7 +17,7 @@ import pytest
 import stacklstm
 from helpers import TINY, _main, _panel, cache_env
 from stacklstm.estimator import TABLE_FILE, LSTMForecaster
-from stacklstm.train import predict
+from stacklstm.forecasting import predict
 
 
 @pytest.fixture(scope="module")

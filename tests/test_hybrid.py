@@ -15,12 +15,13 @@ from stacklstm import serving
 from stacklstm.checks import DataError, SettingError
 from stacklstm.config import ModelConfig, RunConfig
 from stacklstm.forecaster import build_model
+from stacklstm.forecasting import predict
+from stacklstm.forecasting.export import export_run
+from stacklstm.forecasting.inference import load_run, load_series
 from stacklstm.hybrid import ESHybrid, smooth
 from stacklstm.model import LSTMModel
-from stacklstm.train import fit, predict
-from stacklstm.train.export import export_run
-from stacklstm.train.inference import load_run, load_series
-from stacklstm.train.rundir import read_run_info
+from stacklstm.run import fit
+from stacklstm.rundir.info import read_run_info
 
 
 def _smooth_loop(y, alpha, gamma, m):

@@ -14,8 +14,8 @@ from stacklstm.config import DataConfig
 from stacklstm.data import prepare_series
 from stacklstm.data.season import resolve_data_config
 from stacklstm.data.windows import make_inference_windows, make_splits
-from stacklstm.train.export import export_run
-from stacklstm.train.rundir import read_run_info
+from stacklstm.forecasting.export import export_run
+from stacklstm.rundir.info import read_run_info
 
 # exact values: no scaling, no window normalisation, no seasonal pattern
 EXACT = {"target": ("v",), "time_column": None, "id_column": "id", "scaler": "none",
@@ -118,7 +118,7 @@ def padded_run(tmp_path_factory):
 
 
 def test_a_padded_panel_trains_on_and_forecasts_its_short_series(padded_run):
-    from stacklstm.train import predict
+    from stacklstm.forecasting import predict
 
     model, _ = padded_run
     assert read_run_info(model.run_dir).config.data.start_padding == "repeat"
@@ -131,7 +131,7 @@ def test_a_padded_panel_trains_on_and_forecasts_its_short_series(padded_run):
 
 def test_the_export_of_a_padded_run_takes_the_missing_rows_as_nan(padded_run, tmp_path):
     pytest.importorskip("flatbuffers")
-    from stacklstm.train import predict
+    from stacklstm.forecasting import predict
 
     model, df = padded_run
     path = tmp_path / "padded.stacklstm"

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from helpers import _assert_same_run, _main, _saved
-from stacklstm.train import read_run_info
-from stacklstm.train.loop import fit
+from stacklstm.run.loop import fit
+from stacklstm.rundir import read_run_info
 
 PANEL_FLAGS = [
     "--id-column", "store", "--target", "sales", "--time-column", "day", "--window", "4",

@@ -32,7 +32,7 @@ def test_interrupted_predict_and_evaluate_never_suggest_resume(trained_run, monk
     for command in ("evaluate", "predict"):
         args = [command, trained_run.out_dir, "--quiet"]
         if command == "predict":
-            monkeypatch.setattr("stacklstm.train.inference.load_run", _interrupt)
+            monkeypatch.setattr("stacklstm.forecasting.inference.load_run", _interrupt)
         code, out, err = _main(*args)
         assert (code, out, err) == (130, "", "stacklstm: interrupted\n"), command
 

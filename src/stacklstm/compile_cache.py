@@ -2,7 +2,7 @@
 shapes (another ``stacklstm train``, ``predict``, or ``LSTMForecaster.fit`` in a new process)
 loads its compiled steps from disk instead of compiling them again.
 
-:func:`enable` is called by :func:`stacklstm.train.fit` and by the code that loads a run to
+:func:`enable` is called by :func:`stacklstm.run.fit` and by the code that loads a run to
 forecast from it; importing ``stacklstm`` (or using the layers alone) changes nothing. The
 cache lives in ``$STACKLSTM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stacklstm/jax``, else
 ``~/.cache/stacklstm/jax``. ``STACKLSTM_COMPILE_CACHE=0`` turns it off; a cache folder the

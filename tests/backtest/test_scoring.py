@@ -10,7 +10,7 @@ from stacklstm.data import make_splits, prepare_series, read_table
 
 def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_path):
     from stacklstm import baselines
-    from stacklstm.train import read_run_info
+    from stacklstm.rundir import read_run_info
 
     data = _panel_table(tmp_path / "panel.csv")
     cfg = _cfg("all").replace({"data": {"id_column": "id"}})

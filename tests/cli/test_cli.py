@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import stacklstm.train.loop as loop
+import stacklstm.run.loop as loop
 from helpers import (
     _JSON,
     CRASH_FLAGS,
@@ -34,9 +34,10 @@ from helpers import (
 from stacklstm.cli import main
 from stacklstm.cli.flags import _floats, _ints, _names
 from stacklstm.data import DataConfig, bundled_dataset_path
-from stacklstm.train import ModelConfig, TrainConfig, read_run_info
+from stacklstm.rundir import read_run_info
+from stacklstm.rundir.info import CONFIG_FILE
+from stacklstm.train import ModelConfig, TrainConfig
 from stacklstm.train.checkpoint import RunCheckpoints
-from stacklstm.train.rundir import CONFIG_FILE
 
 # The tiny run of train/test_loop.py (same settings, so a shared compilation cache can hit).
 TINY_FLAGS, TINY_RUN = tiny_run()

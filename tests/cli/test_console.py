@@ -16,7 +16,7 @@ def test_held_lines_wait_for_the_training_loop_or_are_dropped(capsys):
     handler.emit(_record("stacklstm.data.rows", "filled 59 rows"))
     handler.emit(_record("stacklstm.train.plan", "season 12"))
     assert capsys.readouterr().err == ""  # held while the inputs are checked
-    handler.emit(_record("stacklstm.train.loop", "epoch 1"))
+    handler.emit(_record("stacklstm.run.loop", "epoch 1"))
     assert capsys.readouterr().err == "filled 59 rows\nseason 12\nepoch 1\n"
     handler.emit(_record("stacklstm.data.rows", "later"))  # released: written at once
     assert capsys.readouterr().err == "later\n"

@@ -84,7 +84,7 @@ def test_a_second_process_loads_the_compiled_steps_instead_of_compiling(tmp_path
     code = f"""
         import json, jax
         from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
-        from stacklstm.train import fit
+        from stacklstm.run import fit
         hits = []
         jax.monitoring.register_event_listener(
             lambda name, **kw: hits.append(name) if "cache_hits" in name else None)

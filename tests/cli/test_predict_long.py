@@ -7,7 +7,7 @@ import pytest
 
 from helpers import _main, tiny_run
 from stacklstm.estimator import LSTMForecaster
-from stacklstm.train import predict
+from stacklstm.forecasting import predict
 
 TINY_FLAGS, _ = tiny_run()
 
@@ -73,7 +73,7 @@ def test_an_unknown_format_is_a_usage_error(co2_run):
 
 
 def test_long_format_carries_the_combination_column():
-    from stacklstm.train.prediction import to_long
+    from stacklstm.forecasting.prediction import to_long
 
     wide = pd.DataFrame({
         "id": ["a", "a", "b"], "origin": [3, 4, 9],

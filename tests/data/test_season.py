@@ -194,8 +194,8 @@ def test_log1p_transform_inverts_exactly_and_clips_at_zero():
 
 
 def test_auto_settings_are_recorded_and_resume_bit_identically(tmp_path):
-    from stacklstm.train import fit
-    from stacklstm.train.rundir import read_run_info
+    from stacklstm.run import fit
+    from stacklstm.rundir.info import read_run_info
 
     rng = np.random.default_rng(0)
     values = 50 + 0.3 * np.arange(96) + np.tile(PATTERN * 3, 16) + rng.normal(0, 0.5, 96)

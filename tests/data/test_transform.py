@@ -82,7 +82,8 @@ def test_unresolved_auto_is_refused_by_make_splits():
 
 
 def test_an_auto_run_records_its_choice_and_equals_the_explicit_run(tmp_path):
-    from stacklstm.train import fit, predict
+    from stacklstm.forecasting import predict
+    from stacklstm.run import fit
 
     path = tmp_path / "m.csv"
     monthly(GROWING).to_csv(path, index=False)
@@ -159,7 +160,8 @@ def test_per_series_needs_a_panel():
 def test_a_panels_auto_run_is_per_series_and_equals_the_logged_run_when_every_series_grows(
     tmp_path,
 ):
-    from stacklstm.train import fit, predict
+    from stacklstm.forecasting import predict
+    from stacklstm.run import fit
 
     path = tmp_path / "p.csv"
     _panel(GROWING, GROWING * 3 + 1).to_csv(path, index=False)
@@ -199,7 +201,8 @@ def test_the_default_logs_each_series_of_a_seasonal_panel_and_nothing_else():
 
 
 def test_a_default_panel_run_records_per_series_and_equals_the_per_series_run(tmp_path):
-    from stacklstm.train import fit, predict
+    from stacklstm.forecasting import predict
+    from stacklstm.run import fit
 
     path = tmp_path / "p.csv"
     _panel(GROWING, STEADY).to_csv(path, index=False)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from helpers import _leaves, cache_env, make_toy, tiny_run
-from stacklstm.train import load_run
+from stacklstm.forecasting import load_run
+from stacklstm.rundir.files import METRICS_FILE
 from stacklstm.train.checkpoint import RunCheckpoints
-from stacklstm.train.rundir import METRICS_FILE
 
 # The tiny run of test_train.py / cli/test_cli.py: 24 steps per epoch, dropout on (so the
 # processes must also draw the same dropout masks as one device does).
@@ -40,7 +40,8 @@ if platform.machine() in ("x86_64", "aarch64"):  # gloo's busy event loop: idle 
             return None
     idle = [t for t in os.listdir("/proc/self/task") if policy(t) == os.SCHED_IDLE]
     assert len(idle) == 1, idle
-from stacklstm.train import RunConfig, fit
+from stacklstm.train import RunConfig
+from stacklstm.run import fit
 cfg = RunConfig().replace({
     "data": {"window": 6, "season": 52, "deseasonalize": False},
     "model": {"hidden_size": 8, "num_layers": 2, "linear_layer_sizes": (8,), "dropout": 0.2},

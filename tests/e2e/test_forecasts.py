@@ -12,9 +12,11 @@ import pytest
 from helpers import _main, monthly
 from stacklstm import serving
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
-from stacklstm.train import evaluate_run, fit, load_run, predict
-from stacklstm.train.calibration import CALIBRATION_FILE
-from stacklstm.train.export import export_run
+from stacklstm.forecasting import load_run, predict
+from stacklstm.forecasting.calibration import CALIBRATION_FILE
+from stacklstm.forecasting.export import export_run
+from stacklstm.report import evaluate_run
+from stacklstm.run import fit
 
 
 def _noisy_series(path, n=3000, noise_scale_in_test=1.0, seed=0):
@@ -158,7 +160,7 @@ def test_pure_seasonality_plus_noise_beats_seasonal_naive_with_a_margin(tmp_path
     ratio 0.71 at best. With the library's defaults (deseasonalised, season and window from
     the monthly stamps) the model must come within 0.85 of seasonal naive's MAE (it scored
     0.64 here; the same run with ``deseasonalize=False`` scored 1.20)."""
-    from stacklstm.train import fit
+    from stacklstm.run import fit
 
     rng = np.random.default_rng(1)
     pattern = 5 * np.sin(2 * np.pi * np.arange(12) / 12) + np.array([0, 1, -2, 0, 2, 0] * 2)

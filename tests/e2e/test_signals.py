@@ -22,7 +22,7 @@ from helpers import (
     _saved,
     cache_env,
 )
-from stacklstm.train import load_run
+from stacklstm.forecasting import load_run
 
 RESUME = "; continue with: stacklstm train --out {run} --resume"
 

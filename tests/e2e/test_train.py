@@ -35,8 +35,9 @@ from helpers import (
     cache_env,
     tiny_run,
 )
-from stacklstm.train import fit, load_run
-from stacklstm.train.lock import LOCK_FILE
+from stacklstm.forecasting import load_run
+from stacklstm.run import fit
+from stacklstm.rundir.lock import LOCK_FILE
 
 TINY_FLAGS = tiny_run()[0]
 ENSEMBLE = ENSEMBLE_RUN  # the run of the `ensemble` fixture (tests/conftest.py)

@@ -7,7 +7,7 @@ import pytest
 import stacklstm.estimator.crossval as crossval
 from helpers import TINY, _panel
 from stacklstm.estimator import LSTMForecaster
-from stacklstm.train import predict
+from stacklstm.forecasting import predict
 
 
 @pytest.fixture

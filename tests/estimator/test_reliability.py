@@ -79,7 +79,7 @@ def test_mixed_ids_and_a_clashing_alias_are_named():
 
 
 def test_a_history_of_one_row_per_series_forecasts_at_the_runs_time_step(fitted, tmp_path):
-    from stacklstm.train import predict
+    from stacklstm.forecasting import predict
 
     df = _panel()
     last = df.sort_values("ds").groupby("unique_id").tail(1)

@@ -16,7 +16,7 @@ import stacklstm.estimator.core as core
 from helpers import TINY, _panel
 from stacklstm.estimator import LSTMForecaster
 from stacklstm.estimator.staging import STAGING_SUFFIX, staged
-from stacklstm.train.lock import RunInUseError
+from stacklstm.rundir.lock import RunInUseError
 
 SETTINGS = {**TINY, "retrain": "off"}
 
@@ -75,7 +75,7 @@ def test_a_fit_while_another_process_writes_the_folder_is_refused_at_once(tmp_pa
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from stacklstm.train.lock import RunLock
+            from stacklstm.rundir.lock import RunLock
             lock = RunLock.acquire({str(stage)!r})
             print("locked", flush=True)
             sys.stdin.read()

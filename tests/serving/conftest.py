@@ -2,7 +2,7 @@
 
 import pytest
 
-from stacklstm.train.export import export_run
+from stacklstm.forecasting.export import export_run
 
 
 @pytest.fixture(scope="module")

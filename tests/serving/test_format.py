@@ -7,7 +7,7 @@ import pytest
 
 from stacklstm import serving
 from stacklstm.data.season import SeasonalPattern, _steps_between
-from stacklstm.train.export import seasonal_metadata
+from stacklstm.forecasting.export import seasonal_metadata
 
 pytest.importorskip("flatbuffers", reason="jax.export serialisation needs flatbuffers")
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from stacklstm.config import TrainConfig
-from stacklstm.intervals import Forecast
-from stacklstm.train.calibration import (
+from stacklstm.forecasting.calibration import (
     calibration_checksum,
     fit_calibration,
     read_calibration,
     write_calibration,
 )
+from stacklstm.intervals import Forecast
 
 
 def _validation():

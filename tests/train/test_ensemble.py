@@ -11,11 +11,22 @@ from helpers import _main, _report, tiny_run
 from stacklstm.checks import SettingError
 from stacklstm.config import RunConfig, TrainConfig
 from stacklstm.data import make_splits
+from stacklstm.forecasting import (
+    EnsembleRun,
+    TrainedRun,
+    load_run,
+    predict,
+)
+from stacklstm.forecasting.ensemble import (
+    load_model,
+    median_forecast,
+    member_config,
+    rank_members,
+)
+from stacklstm.forecasting.export import export_run
+from stacklstm.forecasting.inference import load_series
 from stacklstm.intervals import Forecast
-from stacklstm.train import EnsembleRun, TrainedRun, load_run, predict, read_run_info
-from stacklstm.train.ensemble import load_model, median_forecast, member_config, rank_members
-from stacklstm.train.export import export_run
-from stacklstm.train.inference import load_series
+from stacklstm.rundir import read_run_info
 
 FLAGS, TINY = tiny_run()
 LEVELS = (0.1, 0.5, 0.9)
@@ -133,7 +144,7 @@ def test_an_ensemble_backtest_forecasts_each_fold_with_its_members_median(tmp_pa
     it, and each fold's model forecast is the median of its members' (scored as such)."""
     from stacklstm import backtest as bt
     from stacklstm.data import make_inference_windows
-    from stacklstm.train.inference import forecast
+    from stacklstm.forecasting.inference import forecast
 
     out = tmp_path / "bt"
     code, _, err = _main("backtest", "--out", out, "--ensemble", "2", "--folds", "2",

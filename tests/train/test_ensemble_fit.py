@@ -6,8 +6,9 @@ import pytest
 
 from helpers import _report
 from stacklstm.data import make_splits
-from stacklstm.train import evaluate_run, read_run_info
-from stacklstm.train.inference import load_series
+from stacklstm.forecasting.inference import load_series
+from stacklstm.report import evaluate_run
+from stacklstm.rundir import read_run_info
 
 STEPS = 48  # per member: 2 epochs of 24 steps
 

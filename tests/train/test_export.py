@@ -15,11 +15,12 @@ import pytest
 from helpers import _main
 from stacklstm import serving
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
-from stacklstm.train import export as export_module
-from stacklstm.train import fit, predict
-from stacklstm.train.export import export_run
-from stacklstm.train.inference import load_series
-from stacklstm.train.rundir import read_run_info
+from stacklstm.forecasting import export as export_module
+from stacklstm.forecasting import predict
+from stacklstm.forecasting.export import export_run
+from stacklstm.forecasting.inference import load_series
+from stacklstm.run import fit
+from stacklstm.rundir.info import read_run_info
 
 pytest.importorskip("flatbuffers", reason="jax.export serialisation needs flatbuffers")
 

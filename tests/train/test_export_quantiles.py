@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from stacklstm.forecasting.export_quantiles import model_quantiles, student_t_ppf
 from stacklstm.intervals import OutputHead
-from stacklstm.train.export_quantiles import model_quantiles, student_t_ppf
 
 
 def test_student_t_ppf_equals_scipys_stdtrit():

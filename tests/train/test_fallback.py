@@ -6,7 +6,12 @@ import pytest
 
 from stacklstm.config import DataConfig
 from stacklstm.data import prepare_series
-from stacklstm.train.fallback import fallback_frame, fallback_ids, merge, seasonal_naive
+from stacklstm.forecasting.fallback import (
+    fallback_frame,
+    fallback_ids,
+    merge,
+    seasonal_naive,
+)
 
 
 def test_seasonal_naive_repeats_the_last_season_or_the_last_value():
@@ -67,7 +72,7 @@ def test_a_panel_whose_every_series_needs_the_fallback(tmp_path):
     from helpers import TINY
     from helpers import _panel as panel
     from stacklstm.estimator import LSTMForecaster
-    from stacklstm.train import predict
+    from stacklstm.forecasting import predict
 
     model = LSTMForecaster(**TINY, run_dir=tmp_path / "run").fit(panel())
     short = pd.DataFrame({"unique_id": ["new"] * 5, "ds": pd.date_range("2020-01-01", periods=5),

@@ -1,6 +1,6 @@
 """The names of what stacklstm writes into its folders: one place, each name once."""
 
-from stacklstm.train import files, owners
+from stacklstm.rundir import files, owners
 
 
 def test_every_folder_entry_has_one_distinct_name():

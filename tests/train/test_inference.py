@@ -5,10 +5,11 @@ import pandas as pd
 
 from helpers import TINY_RUN
 from stacklstm.data import bundled_dataset_path, make_splits, prepare_series, read_table
+from stacklstm.forecasting import TrainedRun, load_run, predict
+from stacklstm.forecasting.ensemble import load_model
+from stacklstm.forecasting.inference import load_series
 from stacklstm.intervals import to_forecast
-from stacklstm.train import TrainedRun, evaluate_run, load_run, predict
-from stacklstm.train.ensemble import load_model
-from stacklstm.train.inference import load_series
+from stacklstm.report import evaluate_run
 from stacklstm.train.step import make_predict_step
 
 
@@ -29,7 +30,7 @@ def test_predict_csv_reproduces_the_evaluation_forecasts(trained_run, tmp_path):
 
 def test_predict_from_the_newest_window_alone_labelled_by_whole_number_years(tmp_path):
     from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
-    from stacklstm.train import fit
+    from stacklstm.run import fit
 
     years = np.arange(1700, 1900)
     table = pd.DataFrame({"year": years, "v": np.sin(years / 7.0) + years / 100.0})

@@ -8,10 +8,11 @@ import sys
 import pytest
 
 import stacklstm.cli.commands as cli_commands
-import stacklstm.train.lock as lock_module
+import stacklstm.rundir.lock as lock_module
 from helpers import _main, tiny_run
-from stacklstm.train.lock import LOCK_FILE, RunInUseError, RunLock
-from stacklstm.train.rundir import CONFIG_FILE, check_new_run_dir, creating_run_dir
+from stacklstm.rundir.folder import check_new_run_dir, creating_run_dir
+from stacklstm.rundir.info import CONFIG_FILE
+from stacklstm.rundir.lock import LOCK_FILE, RunInUseError, RunLock
 
 HOLD_LOCK = """
 import fcntl, os, sys, time

@@ -26,9 +26,10 @@ from helpers import (
 )
 from stacklstm.data import DataError
 from stacklstm.forecaster import build_model
-from stacklstm.train import FitResult, fit, load_run
+from stacklstm.forecasting import load_run
+from stacklstm.run import FitResult, fit
+from stacklstm.rundir.files import METRICS_FILE
 from stacklstm.train.checkpoint import BEST_DIR, RunCheckpoints
-from stacklstm.train.rundir import METRICS_FILE
 from stacklstm.train.step import init_state, make_optimizer, make_schedule
 
 
@@ -100,7 +101,7 @@ def test_resume_of_a_finished_run_only_rewrites_the_report(trained_run):
 def test_resuming_a_finished_run_says_so_and_a_failed_report_says_what_is_safe(
     trained_run, tmp_path, monkeypatch
 ):
-    import stacklstm.train.report as report
+    import stacklstm.report.evaluate as report
 
     run = tmp_path / "run"
     shutil.copytree(trained_run.out_dir, run)

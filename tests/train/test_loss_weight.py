@@ -11,8 +11,8 @@ import pytest
 from helpers import _leaves
 from stacklstm.config import RunConfig
 from stacklstm.data.windowset import HeldSeries, WindowSet
-from stacklstm.train import load_run
-from stacklstm.train.loop import fit
+from stacklstm.forecasting import load_run
+from stacklstm.run.loop import fit
 from stacklstm.train.plan import make_plan
 
 

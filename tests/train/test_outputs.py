@@ -8,8 +8,9 @@ import threading
 import pytest
 
 from helpers import _main
-from stacklstm.train.outputs import check_output, is_stream, write_output
-from stacklstm.train.rundir import CONFIG_FILE, umask_mode
+from stacklstm.rundir.folder import umask_mode
+from stacklstm.rundir.info import CONFIG_FILE
+from stacklstm.rundir.outputs import check_output, is_stream, write_output
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 import os
 
-from stacklstm.train.owners import owned_words, run_folder_owner
+from stacklstm.rundir.owners import owned_words, run_folder_owner
 
 
 def test_a_run_folders_entries_are_owned_and_the_users_own_files_are_not(tmp_path):

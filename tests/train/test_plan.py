@@ -12,9 +12,9 @@ from stacklstm.checks import DataError
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
 from stacklstm.data.rows import check_length
 from stacklstm.data.season import require_resolved
+from stacklstm.rundir.info import write_run_info
 from stacklstm.train.plan import make_plan
 from stacklstm.train.resolve import planned_batch, planned_window, resolve_run_config
-from stacklstm.train.rundir import write_run_info
 
 MODEL = ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=())
 

@@ -15,9 +15,9 @@ import pytest
 from helpers import _main, _panel
 from stacklstm.data import DataConfig, make_splits, prepare_series
 from stacklstm.intervals import Forecast
-from stacklstm.train import loss_plot
-from stacklstm.train.loss_plot import loss_figure, plot_loss, read_metric_records
-from stacklstm.train.plots import FutureForecast, forecast_figure, plot_forecast
+from stacklstm.plots import loss as loss_plot
+from stacklstm.plots.forecast import FutureForecast, forecast_figure, plot_forecast
+from stacklstm.plots.loss import loss_figure, plot_loss, read_metric_records
 
 
 def test_a_torn_metrics_line_is_skipped_and_named(tmp_path, caplog):

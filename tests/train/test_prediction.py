@@ -5,7 +5,7 @@ import pytest
 
 
 def test_to_long_by_hand_two_targets_monthly_steps_and_levels():
-    from stacklstm.train.prediction import to_long
+    from stacklstm.forecasting.prediction import to_long
 
     wide = pd.DataFrame({
         "id": ["s", "s", "t"],

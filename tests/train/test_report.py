@@ -7,7 +7,7 @@ import pytest
 
 from helpers import TINY_RUN
 from stacklstm.data import bundled_dataset_path, make_splits, prepare_series, read_table
-from stacklstm.train import predict
+from stacklstm.forecasting import predict
 
 
 def test_report_baselines_match_a_hand_computation(trained_run):
@@ -37,7 +37,7 @@ def test_the_statistical_baselines_show_one_bar_each_on_a_terminal(monkeypatch):
     import io
     import logging
 
-    from stacklstm.train import report_baselines
+    from stacklstm.forecasting import baseline_forecasts as report_baselines
 
     class Terminal(io.StringIO):
         def isatty(self):

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from stacklstm.train import FitResult
-from stacklstm.train.ensemble_fit import EnsembleResult
+from stacklstm.run import FitResult
+from stacklstm.run.ensemble_fit import EnsembleResult
 
 
 def test_fit_results_hold_the_documented_fields_and_are_frozen():

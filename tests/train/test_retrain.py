@@ -13,10 +13,11 @@ from helpers import _assert_same_run, _leaves, _saved
 from stacklstm.checks import SettingError
 from stacklstm.config import RunConfig, TrainConfig
 from stacklstm.data import DataError
-from stacklstm.train import load_run, read_run_info
-from stacklstm.train.loop import fit
+from stacklstm.forecasting import load_run
+from stacklstm.run.loop import fit
+from stacklstm.run.retrain import RetrainResult
+from stacklstm.rundir import read_run_info
 from stacklstm.train.plan import make_plan
-from stacklstm.train.retrain import RetrainResult
 
 
 def panel_csv(path):
@@ -200,7 +201,7 @@ def test_all_scores_both_splits_with_the_selection_which_did_not_train_on_them(r
 
 
 def test_all_forecasts_from_the_model_that_saw_the_newest_rows(table, retrained_all):
-    from stacklstm.train import predict
+    from stacklstm.forecasting import predict
 
     run, _ = retrained_all
     mine = predict(run, table, format="long")

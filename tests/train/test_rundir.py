@@ -8,16 +8,18 @@ import numpy as np
 import pytest
 
 from stacklstm.data import Scaler
-from stacklstm.train import LAYOUT_VERSION, RunConfig
-from stacklstm.train.rundir import (
-    CONFIG_FILE,
-    RunInfo,
+from stacklstm.rundir.folder import (
     atomic_write,
     atomic_write_text,
     check_new_run_dir,
+)
+from stacklstm.rundir.info import (
+    CONFIG_FILE,
+    RunInfo,
     read_run_info,
     write_run_info,
 )
+from stacklstm.train import LAYOUT_VERSION, RunConfig
 
 
 def _info():
@@ -106,7 +108,7 @@ def test_edits_to_config_json_are_refused_naming_the_changed_keys(trained_run, t
 
 
 def test_a_table_inside_the_run_folder_is_stored_relative_and_resolved_where_it_is(tmp_path):
-    from stacklstm.train.rundir import run_data_path
+    from stacklstm.rundir.info import run_data_path
 
     run = tmp_path / "run"
     table = run / "data.parquet"
@@ -145,7 +147,7 @@ def test_an_older_run_folder_with_an_absolute_data_path_loads_as_it_did(tmp_path
 
 
 def test_a_new_run_folder_may_hold_just_its_own_table(tmp_path):
-    from stacklstm.train.rundir import creating_run_dir
+    from stacklstm.rundir.folder import creating_run_dir
 
     run = tmp_path / "run"
     run.mkdir()

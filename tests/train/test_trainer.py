@@ -8,7 +8,9 @@ import stacklstm.train.plan as plan
 import stacklstm.train.trainer as trainer
 from helpers import CRASH_RUN, TINY_RUN, _leaves, _metric_lines
 from stacklstm.data import bundled_dataset_path, make_splits, prepare_series, read_table
-from stacklstm.train import NonFiniteError, fit, load_run
+from stacklstm.forecasting import load_run
+from stacklstm.run import fit
+from stacklstm.train import NonFiniteError
 from stacklstm.train.checkpoint import RunCheckpoints
 from stacklstm.train.step import StepMetrics
 

@@ -58,8 +58,8 @@ from typing import Any
 
 from ..checks import SettingError
 from ..config import RunConfig
-from ..train import loop
-from ..train.files import (
+from ..run import loop
+from ..rundir.files import (
     BACKTEST_FILE,
     BACKTEST_PLOT,
     CONFIG_FILE,
@@ -67,7 +67,7 @@ from ..train.files import (
     REPORT_FILE,
     fold_dir_name,
 )
-from ..train.rundir import atomic_write_text
+from ..rundir.folder import atomic_write_text
 from .folds import (
     BacktestPlan,
     check_refit,
@@ -125,7 +125,7 @@ def backtest(
     """Rolling-origin backtest of the model ``cfg`` describes, next to the baselines.
 
     Args:
-        cfg: Data, model and training settings, as for :func:`stacklstm.train.fit`
+        cfg: Data, model and training settings, as for :func:`stacklstm.run.fit`
             (``test_fraction`` is not used: the folds are the test).
         out_dir: The backtest folder: absent or empty, or an earlier one with ``resume``.
         folds: Cut-offs (see the module's docstring); default :data:`DEFAULT_FOLDS`.
@@ -135,7 +135,7 @@ def backtest(
         resume: Continue the backtest in ``out_dir``; settings left as None take the saved
             values, and the others must equal them.
         quiet: No progress bars.
-        callbacks: Epoch callbacks of every fold's :func:`~stacklstm.train.fit`.
+        callbacks: Epoch callbacks of every fold's :func:`~stacklstm.run.fit`.
 
     Returns:
         BacktestResult; ``backtest.json`` and ``backtest.png`` are written in ``out_dir``.

@@ -22,7 +22,7 @@ from ..checks import DataError, SettingError, check_positive_int, is_int
 from ..config import DEFAULT_FOLDS, DataConfig, RunConfig
 from ..data import bundled_dataset_path, read_table
 from ..data.splits import split_rows
-from ..train.files import PLAN_FILE
+from ..rundir.files import PLAN_FILE
 from ..train.plan import check_settings, refuse_resume
 from ..train.resolve import prepare_resolved
 

@@ -14,11 +14,16 @@ from matplotlib.figure import Figure
 
 from .. import baselines
 from ..data import make_inference_windows
+from ..forecasting.inference import forecast, load_run
 from ..metrics import forecast_metrics, seasonal_scale
-from ..train.files import fold_dir_name
-from ..train.inference import forecast, load_run
-from ..train.plots import color_of, legend_below, plain_log_axis, save_figure
-from ..train.report import UNDEFINED, score_forecasts
+from ..plots.forecast import (
+    color_of,
+    legend_below,
+    plain_log_axis,
+    save_figure,
+)
+from ..report.evaluate import UNDEFINED, score_forecasts
+from ..rundir.files import fold_dir_name
 from .folds import BacktestPlan
 
 #: The metrics summarised over folds.
@@ -255,7 +260,7 @@ def format_table(result: dict[str, Any]) -> str:
 
 def _undefined_notes(summary: dict[str, Any], keys: Sequence[str]) -> list[str]:
     """One note line per shown metric that a forecaster with forecasts has no mean of
-    (``n/a``: undefined in some fold), saying why (:data:`stacklstm.train.report.UNDEFINED`)."""
+    (``n/a``: undefined in some fold), saying why (:data:`stacklstm.report.evaluate.UNDEFINED`)."""
 
     lines = []
     for key in keys:

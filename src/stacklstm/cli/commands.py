@@ -58,8 +58,8 @@ def precheck(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     from .. import distributed
-    from ..train.lock import unique_dir
-    from ..train.outputs import check_new_folder
+    from ..rundir.lock import unique_dir
+    from ..rundir.outputs import check_new_folder
 
     if args.resume and args.out is None:
         raise UsageError("train: --resume needs --out RUN_DIR, the run to continue")
@@ -80,10 +80,10 @@ def _train(args: argparse.Namespace) -> int:
 def _train_in(args: argparse.Namespace, out: Path) -> int:
     from .. import distributed
     from ..config.schema import default_baselines
-    from ..train.files import SELECTION_DIR
-    from ..train.loop import fit
-    from ..train.retrain import selecting
-    from ..train.rundir import read_run_info
+    from ..run.loop import fit
+    from ..run.retrain import selecting
+    from ..rundir.files import SELECTION_DIR
+    from ..rundir.info import read_run_info
 
     data = args.data
     if args.config is not None:
@@ -117,7 +117,7 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from ..train.outputs import check_new_folder
+    from ..rundir.outputs import check_new_folder
     from ..tune import tune
 
     space, data = None, args.data
@@ -142,8 +142,8 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from ..train.files import REPORT_FILE
-    from ..train.report import evaluate_run
+    from ..report.evaluate import evaluate_run
+    from ..rundir.files import REPORT_FILE
 
     report = evaluate_run(args.run_dir, args.data)
     print(report.table)
@@ -153,8 +153,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     from ..backtest import backtest, read_plan
-    from ..train.files import BACKTEST_FILE
-    from ..train.outputs import check_new_folder
+    from ..rundir.files import BACKTEST_FILE
+    from ..rundir.outputs import check_new_folder
 
     if not args.resume:
         check_new_folder(args.out)
@@ -179,8 +179,8 @@ def _backtest(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from ..train.files import PREDICTIONS_FILE
-    from ..train.prediction import predict
+    from ..forecasting.prediction import predict
+    from ..rundir.files import PREDICTIONS_FILE
 
     output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
     frame = predict(args.run_dir, args.data, output, ids=args.ids, format=args.format,
@@ -192,7 +192,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ..train.export import EXPORT_FILE, export_run
+    from ..forecasting.export import EXPORT_FILE, export_run
 
     # as typed: a path written `dir/` names a folder, which Path() would hide
     output = args.output if args.output else str(Path(args.run_dir) / EXPORT_FILE)

@@ -24,7 +24,7 @@ class _HeldLogs(logging.Handler):
         self.held: list[logging.LogRecord] | None = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.held is not None and not record.name.startswith("stacklstm.train.loop"):
+        if self.held is not None and not record.name.startswith("stacklstm.run.loop"):
             self.held.append(record)
             return
         self.flush_held()
@@ -50,8 +50,8 @@ def _fail(message: str) -> None:
 
 def _interrupted_words(signum: int) -> str:
     """The one line (after ``stacklstm: ``) an interrupted command prints."""
-    from ..train.files import PLAN_FILE
-    from ..train.rundir import is_resumable
+    from ..rundir.files import PLAN_FILE
+    from ..rundir.folder import is_resumable
 
     words = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
     out = _RUNNING.get("train_out")

@@ -2,10 +2,11 @@
 format of statsforecast and neuralforecast (``unique_id, ds, y`` and covariate columns).
 
 It trains and forecasts through the same calls as the command line: the frame, cut to the
-run's columns, is written as a Parquet table and handed to :func:`stacklstm.train.fit` and
-:func:`stacklstm.train.predict` (``format="long"``, :func:`stacklstm.train.prediction.to_long`),
-so its run folder is an ordinary one that ``stacklstm evaluate``, ``predict`` and ``export``
-read, and :meth:`LSTMForecaster.load` loads a folder the command line trained.
+run's columns, is written as a Parquet table and handed to :func:`stacklstm.run.fit` and
+:func:`stacklstm.forecasting.predict` (``format="long"``,
+:func:`stacklstm.forecasting.prediction.to_long`), so its run folder is an ordinary one
+that ``stacklstm evaluate``, ``predict`` and ``export`` read, and
+:meth:`LSTMForecaster.load` loads a folder the command line trained.
 
 Where the files go: the run folder holds its training table as ``data.parquet``, and its
 ``config.json`` names the table relative to the folder, so the folder is self-contained:
@@ -30,11 +31,11 @@ import pandas as pd
 
 from ..config import RunConfig
 from ..data import read_table
-from ..train.inference import table_path
-from ..train.lock import LOCK_FILE
-from ..train.loop import fit
-from ..train.prediction import level_name, predict, to_long
-from ..train.rundir import read_run_info
+from ..forecasting.inference import table_path
+from ..forecasting.prediction import level_name, predict, to_long
+from ..run.loop import fit
+from ..rundir.info import read_run_info
+from ..rundir.lock import LOCK_FILE
 from ..train.trainer import intermediate_checkpoints
 from .crossval import cross_validate
 from .frames import (
@@ -139,7 +140,7 @@ class LSTMForecaster:
         if level is not None:
             self.settings["level"] = list(level)
             self._overrides["train"]["interval_levels"] = levels_as_fractions(level)
-        #: The run's report (:class:`~stacklstm.train.Report`) after ``fit(df, report=True)``.
+        #: The run's report (:class:`~stacklstm.report.Report`) after ``fit(df, report=True)``.
         self.report_: Any = None
         self._out_dir = None if run_dir is None else Path(run_dir)
         self._base_config(time=True, ids=True, statics=())  # a bad setting: refused now
@@ -207,7 +208,7 @@ class LSTMForecaster:
         if len(data.target) != 1:
             raise ValueError(
                 f"{run_dir} forecasts {len(data.target)} targets ({', '.join(data.target)}); "
-                "LSTMForecaster forecasts one target_col: use stacklstm.train.predict"
+                "LSTMForecaster forecasts one target_col: use stacklstm.forecasting.predict"
             )
 
     # ------------------------------------------------------------------ fit
@@ -392,7 +393,7 @@ class LSTMForecaster:
         Raises:
             ValueError: Not fitted; a level the model has no interval for (trained without
                 intervals, or at other levels); the data problems of
-                :func:`stacklstm.train.predict` (too few future rows, say).
+                :func:`stacklstm.forecasting.predict` (too few future rows, say).
         """
         self.run_dir  # noqa: B018  (refuses an unfitted estimator)
         if X_df is not None:

@@ -2,7 +2,7 @@
 statsforecast's ``StatsForecast.cross_validation``, so the two frames merge on
 ``unique_id, ds, cutoff`` row for row.
 
-The forecasts come from :func:`stacklstm.train.predict` over the frame cut at each series'
+The forecasts come from :func:`stacklstm.forecasting.predict` over the frame cut at each series'
 last cut-off (with known-future covariates, the ``horizon`` rows after it stay as its future
 rows, their targets emptied), so the forecast from a cut-off reads only the rows up to it.
 """

@@ -8,7 +8,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from ..train.lock import LOCK_FILE
+from ..rundir.lock import LOCK_FILE
 
 __all__ = ["archive_run", "unpack_run"]
 

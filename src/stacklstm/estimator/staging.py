@@ -2,7 +2,7 @@
 ``run_dir``, ``save``'s ``path``).
 
 The work is done in a private folder beside the target, ``.<name>.stacklstm-staging``, held
-with the same OS lock as a run folder (:class:`~stacklstm.train.lock.RunLock`), and moved to
+with the same OS lock as a run folder (:class:`~stacklstm.rundir.lock.RunLock`), and moved to
 the target by one ``rename`` when it is complete. So:
 
 - the target is either absent (or the empty folder it was) or complete: an interrupted or
@@ -33,8 +33,13 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..train.lock import LOCK_FILE, RunInUseError, RunLock, lock_holder
-from ..train.outputs import check_new_folder
+from ..rundir.lock import (
+    LOCK_FILE,
+    RunInUseError,
+    RunLock,
+    lock_holder,
+)
+from ..rundir.outputs import check_new_folder
 
 #: The suffix of the private folder beside a target (``.<name>.stacklstm-staging``).
 STAGING_SUFFIX = ".stacklstm-staging"

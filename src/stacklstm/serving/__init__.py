@@ -1,6 +1,6 @@
 """Forecast from an exported model with jax and numpy only: no Flax, Optax, Orbax or pandas.
 
-``stacklstm export RUN_DIR --output FILE`` (:func:`stacklstm.train.export.export_run`) writes
+``stacklstm export RUN_DIR --output FILE`` (:func:`stacklstm.forecasting.export.export_run`) writes
 one self-contained file: a ``jax.export`` program (StableHLO, a symbolic batch dimension,
 lowered for CPU and CUDA) that maps raw input windows in the run's original units to forecasts
 in original units, with the fitted scaling, the differencing and the window normalisation

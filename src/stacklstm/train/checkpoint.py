@@ -1,6 +1,6 @@
 """Orbax checkpoints of the training state, with the loop's bookkeeping (:mod:`.progress`).
 
-Layout inside the run folder (see :mod:`stacklstm.train.rundir` for the rest)::
+Layout inside the run folder (see :mod:`stacklstm.rundir.info` for the rest)::
 
     out_dir/checkpoints/<step>/       latest checkpoints (the newest two are kept)
     out_dir/checkpoints_best/<step>/  the checkpoint with the best validation loss
@@ -41,8 +41,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 import jax
 import numpy as np
 
+from ..rundir.files import BEST_DIR, LATEST_DIR
 from ..signals import deferred, test_hook
-from .files import BEST_DIR, LATEST_DIR
 from .progress import Progress
 
 T = TypeVar("T")
@@ -271,7 +271,7 @@ class RunCheckpoints:
 
     def saved_config(self, which: Which, step: int) -> dict | None:
         """What checkpoint ``step`` keeps of its run (``config.json`` and the data's time
-        step, see :func:`~stacklstm.train.rundir.run_copy`); None for a checkpoint written
+        step, see :func:`~stacklstm.rundir.info.run_copy`); None for a checkpoint written
         before checkpoints kept it."""
         path = self.directory(which) / str(step) / CONFIG_ITEM / "metadata"
         try:

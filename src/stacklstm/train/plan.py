@@ -1,7 +1,7 @@
 """The plan of a training run: every setting checked and resolved, the data read and split,
 the model built and its state's shapes known, before anything is written or allocated.
 
-:func:`make_plan` is phase 1 of :func:`~stacklstm.train.fit`; a seed ensemble
+:func:`make_plan` is phase 1 of :func:`~stacklstm.run.fit`; a seed ensemble
 (:mod:`.ensemble_fit`) makes one plan for all its members.
 """
 
@@ -32,16 +32,18 @@ from ..data import (
 from ..distributed import check_batch_size, make_mesh
 from ..forecaster import build_model
 from ..intervals import OutputHead
-from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
-from .resolve import planned_batch, planned_window, prepare_resolved, resolve_run_config
-from .rundir import (
+from ..rundir.folder import (
+    check_new_run_dir,
+)
+from ..rundir.info import (
     RunInfo,
     check_config_unchanged,
-    check_new_run_dir,
     newest_saved_config,
     read_run_info,
     run_data_path,
 )
+from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
+from .resolve import planned_batch, planned_window, prepare_resolved, resolve_run_config
 from .step import TrainState, abstract_state, check_state_fits, example_inputs, make_optimizer
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class RunPlan:
         out_dir: The run folder.
         data_path: The table, absolute (None: the bundled data); ``config.json`` stores it
             relative to the run folder when it lies inside it
-            (:func:`~stacklstm.train.rundir.run_data_path`).
+            (:func:`~stacklstm.rundir.info.run_data_path`).
         train: The training windows.
         val: The validation windows.
         info: What ``config.json`` holds (settings, data path, fitted scalers).

@@ -25,7 +25,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -37,6 +37,9 @@ from ..config import TrainConfig
 from ..inputs import ForecastInputs
 from ..intervals import OutputHead
 from ..losses import LOSSES, POINT_LOSSES
+
+if TYPE_CHECKING:
+    from ..data import WindowSet
 
 Array = jax.Array
 PyTree = Any
@@ -340,3 +343,32 @@ def padded_batches(
         xb = jax.tree.map(lambda a, start=start, stop=stop, pad=pad: rows(a, start, stop, pad), x)
         weight = np.concatenate([np.ones(stop - start, np.float32), np.zeros(pad, np.float32)])
         yield Batch(xb, rows(y, start, stop, pad), weight), stop - start
+
+
+#: Bytes of gathered batches that may wait on the device (dispatched, not yet run) before
+#: the host waits for them: JAX dispatches ahead, and each waiting batch holds its inputs.
+QUEUE_BYTES = 32 * 2**20
+
+
+def sync_every(windows: WindowSet, batch_size: int) -> int:
+    """Batches to dispatch between two host syncs: as many as :data:`QUEUE_BYTES` of inputs
+    hold (1 to 256), so waiting batches stay bounded whatever the window."""
+    batch_bytes = 4 * batch_size * windows.window * windows.n_columns  # float32 inputs
+    return max(1, min(256, QUEUE_BYTES // max(batch_bytes, 1)))
+
+
+def window_batches(
+    windows: WindowSet, batch_size: int, *, targets: bool = True
+) -> Iterator[tuple[Batch, int]]:
+    """In-order batches of exactly ``batch_size`` windows, each gathered when it is reached
+    (:meth:`~stacklstm.data.WindowSet.gather`), the last padded with zero weight.
+
+    The same batches as :func:`~stacklstm.train.step.padded_batches` over ``windows.x`` and
+    ``windows.y``, without ever holding every window. ``targets=False``: ``y`` is zeros.
+
+    Yields:
+        ``(batch, n_real)``: the batch and how many of its rows are real windows.
+    """
+    for rows in windows.chunks(batch_size):
+        x, y = windows.gather(rows, targets=targets)
+        yield from padded_batches(x, y, batch_size)

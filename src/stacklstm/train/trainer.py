@@ -1,4 +1,4 @@
-"""Phases 3 and 4 of :func:`~stacklstm.train.fit`: the step loop over an opened run (shuffled
+"""Phases 3 and 4 of :func:`~stacklstm.run.fit`: the step loop over an opened run (shuffled
 batches, the NaN guard, log lines, checkpoints) and the end of each epoch (evaluation, early
 stopping, callbacks)."""
 
@@ -29,16 +29,15 @@ from ..distributed import (
     host_values,
     shard_batch,
 )
+from ..rundir.files import (
+    METRICS_FILE,
+)
+from ..rundir.lock import RunLock
 from ..signals import check as check_signals
 from ..signals import test_hook
 from .checkpoint import RunCheckpoints
-from .inference import sync_every, window_batches
-from .lock import RunLock
 from .plan import RunPlan
 from .progress import Progress
-from .rundir import (
-    METRICS_FILE,
-)
 from .step import (
     Batch,
     StepMetrics,
@@ -46,10 +45,12 @@ from .step import (
     make_eval_step,
     make_schedule,
     make_train_step,
+    sync_every,
+    window_batches,
 )
 
 # the loop's logger: its first line tells the command line that training has begun
-log = logging.getLogger("stacklstm.train.loop")
+log = logging.getLogger("stacklstm.run.loop")
 
 
 @dataclass
@@ -153,7 +154,7 @@ def evaluate_loss(eval_step, params: Any, windows: WindowSet, batch_size: int, m
     """Mean loss over all ``windows`` (padding masked out), gathered a batch at a time.
 
     Every process passes all ``windows``; the result is the same on every process. The
-    host syncs every few batches (:func:`~stacklstm.train.inference.sync_every`, so that
+    host syncs every few batches (:func:`~stacklstm.train.step.sync_every`, so that
     the batches waiting on the device stay bounded), and sums on the host at the end.
     """
     host, sums = [], []

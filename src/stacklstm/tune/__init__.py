@@ -44,11 +44,16 @@ from typing import Any
 
 from ..checks import SettingError, check_positive_int
 from ..config import RunConfig
-from ..train import loop
-from ..train.files import HISTORY_PLOT, IMPORTANCE_PLOT, STUDY_FILE, TRIALS_TABLE
+from ..plots.forecast import save_figure
+from ..run import loop
+from ..rundir.files import (
+    HISTORY_PLOT,
+    IMPORTANCE_PLOT,
+    STUDY_FILE,
+    TRIALS_TABLE,
+)
+from ..rundir.folder import atomic_write_text
 from ..train.plan import check_settings
-from ..train.plots import save_figure
-from ..train.rundir import atomic_write_text
 from .best import to_toml, write_best
 from .space import Dimension, SearchSpace, default_space
 

@@ -20,8 +20,8 @@ from typing import Any
 from ..checks import SettingError
 from ..config import SECTIONS, RunConfig
 from ..configfile import DATA_FILE_KEY
-from ..train.files import BEST_CONFIG
-from ..train.rundir import atomic_write_text
+from ..rundir.files import BEST_CONFIG
+from ..rundir.folder import atomic_write_text
 
 log = logging.getLogger("stacklstm.tune")
 

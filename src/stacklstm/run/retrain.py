@@ -3,7 +3,7 @@
 Early stopping picks the epoch whose model scores best on the validation windows, but that
 model never saw the validation rows: the most recent ones, which matter most to a forecast.
 With ``retrain="on"`` (the default ``"auto"`` for a panel with validation windows and one
-model) :func:`~stacklstm.train.fit` trains two ordinary runs, one after the other::
+model) :func:`~stacklstm.run.fit` trains two ordinary runs, one after the other::
 
     RUN_DIR/selection/       the run chosen on validation: the settings as given (but
                              retrain="off", baselines="naive"), with early stopping; its
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import RunConfig
-from .files import CONFIG_FILE, SELECTION_DIR
+from ..rundir.files import CONFIG_FILE, SELECTION_DIR
+from ..rundir.info import finished_progress, newest_step
 from .results import FitResult
-from .rundir import finished_progress, newest_step
 
 __all__ = [
     "RetrainResult",
@@ -95,7 +95,7 @@ def lines_said_once() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class RetrainResult(FitResult):
-    """What :func:`~stacklstm.train.fit` did with ``retrain="on"``.
+    """What :func:`~stacklstm.run.fit` did with ``retrain="on"``.
 
     The fields are the retrained run's (``out_dir``, ``epochs``, ``best_step``,
     ``stop_reason``, ``report``), but ``step`` and ``skipped`` count both runs and
@@ -104,7 +104,7 @@ class RetrainResult(FitResult):
     "stop_after_steps"``.
 
     Attributes:
-        selection: The selection run's :class:`~stacklstm.train.FitResult` (its report is
+        selection: The selection run's :class:`~stacklstm.run.FitResult` (its report is
             None when it had finished before this call: it is in its folder).
     """
 

@@ -36,8 +36,8 @@ import numpy as np
 
 from .. import baselines, combine
 from ..data import WindowSet
-from .files import REPORT_FILE
-from .report_baselines import series_slices, statistical_of
+from ..rundir.files import REPORT_FILE
+from .baseline_forecasts import series_slices, statistical_of
 
 Forecasts = dict[str, np.ndarray | None]
 

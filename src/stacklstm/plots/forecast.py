@@ -3,7 +3,7 @@ and its future forecast), and the helpers every plot shares (one colour per fore
 legend below, dates and log axes); ``loss.png`` is :mod:`.loss_plot`'s.
 
 Each plot is built by a function that returns the :class:`matplotlib.figure.Figure`
-(:func:`forecast_figure`, :func:`~stacklstm.train.loss_plot.loss_figure`), so that tests can
+(:func:`forecast_figure`, :func:`~stacklstm.plots.loss.loss_figure`), so that tests can
 read what is drawn, and
 written by a ``plot_*`` function. Figures are made without pyplot (Agg renders them when
 saved): no global figure state, nothing to close.
@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from ..baselines.registry import BASELINES
 from ..data import Series, WindowSet
 from ..intervals import Forecast, interval_pairs
-from .rundir import atomic_write
+from ..rundir.folder import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ of the members' quantiles at each level; since every member's quantiles ascend w
 so do the medians (no crossing is introduced). With ``conformal=True`` the ensemble's median
 forecast is calibrated on the validation windows, as a single model's is (for retrained
 members, the median of their selection runs' forecasts, which did not train on them:
-:func:`stacklstm.train.inference.load_selection`).
+:func:`stacklstm.forecasting.inference.load_selection`).
 
-:func:`stacklstm.train.inference.load_run` loads an ensemble's folder (as an
+:func:`stacklstm.forecasting.inference.load_run` loads an ensemble's folder (as an
 :class:`EnsembleRun`) as it loads a single run's; the loaded ensemble, the median and the
 members' folders and settings are defined there, beside the single run, and re-exported here
 with the report's helpers below. ``load_model`` is the former name of ``load_run``.
@@ -44,14 +44,14 @@ import numpy as np
 
 from ..config import RunConfig as RunConfig
 from ..intervals import Forecast as Forecast
-from .files import MEMBERS_DIR as MEMBERS_DIR
+from ..rundir.files import MEMBERS_DIR as MEMBERS_DIR
 from .inference import EnsembleRun as EnsembleRun
 from .inference import load_run as load_run
 from .inference import median_forecast as median_forecast
 from .inference import member_config as member_config
 from .inference import member_dir as member_dir
 
-#: The former name of :func:`stacklstm.train.inference.load_run` (which loads a single run or
+#: The former name of :func:`stacklstm.forecasting.inference.load_run` (which loads a single run or
 #: an ensemble and returns the loaded run, not a model); kept so older code keeps working.
 load_model = load_run
 

@@ -18,7 +18,7 @@ it back at the forecast steps' phases before ``expm1``, as ``predict`` does. The
 ``seasonal`` entry holds what a caller needs to compute phases from time stamps (the season,
 the time stamp of phase 0, the time step; see :func:`stacklstm.serving.origin_steps`).
 
-Every kind of single run exports (:mod:`stacklstm.train.export_program` builds the program;
+Every kind of single run exports (:mod:`stacklstm.forecasting.export_program` builds the program;
 its inputs come in the order of the metadata's ``inputs``):
 
 - **Panels** (``id_column``): the program holds each series' scaler, and for a
@@ -65,12 +65,13 @@ from ..config import DataConfig
 from ..data import PanelScaler, Scaler, covariate_sizes
 from ..data.season import SeasonalPattern
 from ..intervals import INTERVAL_LOSSES, Calibration, OutputHead, report_quantiles
+from ..rundir.files import MEMBERS_DIR
+from ..rundir.folder import atomic_write
+from ..rundir.info import read_run_info
+from ..rundir.outputs import check_output
 from .calibration import run_calibration
 from .export_program import ProgramSpec, forecast_function
-from .files import MEMBERS_DIR
 from .inference import TrainedRun, load_run
-from .outputs import check_output
-from .rundir import atomic_write, read_run_info
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +238,7 @@ def export_forecaster(
     run: TrainedRun, platforms: Sequence[str] = PLATFORMS
 ) -> tuple[jax.export.Exported, dict[str, Any]]:
     """A loaded run's ``(exported, metadata)``: its program takes what the run needs (see
-    :class:`~stacklstm.train.export_program.ProgramSpec`) and gives its point forecasts,
+    :class:`~stacklstm.forecasting.export_program.ProgramSpec`) and gives its point forecasts,
     and its quantiles when ``stacklstm predict`` gives them (a quantile or distribution
     loss with ``interval_levels``, or ``conformal``, whose offsets the program applies)."""
     cfg, train, scaler = run.info.config.data, run.info.config.train, run.info.scaler
@@ -279,7 +280,7 @@ def export_run(
     Raises:
         ValueError: Not a run folder, a seed ensemble's folder (export one of its members
             instead: ``RUN_DIR/members/0``, a single run), no checkpoint, or ``output`` is
-            refused by :func:`stacklstm.train.outputs.check_output`: a folder (or a path ending in
+            refused by :func:`stacklstm.rundir.outputs.check_output`: a folder (or a path ending in
             ``/``), in a folder that does not exist, or a file or folder of a run folder.
         OSError: ``output`` cannot be written.
     """

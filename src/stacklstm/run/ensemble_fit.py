@@ -1,16 +1,16 @@
 """Training a seed ensemble: its members one after another, each an ordinary run of ``fit``.
 
-:func:`~stacklstm.train.fit` hands a config with ``ensemble=N > 1`` to :func:`fit_ensemble`.
+:func:`~stacklstm.run.fit` hands a config with ``ensemble=N > 1`` to :func:`fit_ensemble`.
 It checks the settings and the data once (as ``fit`` does, before writing anything),
 creates the ensemble's folder (``config.json`` and ``members/``; see
-:mod:`stacklstm.train.ensemble`), then trains member ``k`` into ``members/<k>`` with
+:mod:`stacklstm.forecasting.ensemble`), then trains member ``k`` into ``members/<k>`` with
 ``seed + k``: a complete run folder with its own checkpoints, lock, metrics and report. So
 a crash or Ctrl-C loses at most what one single run would lose, and ``resume=True`` skips the
 finished members, resumes the unfinished one (bit-identical to an uninterrupted run) and
 starts the rest. Once every member has finished, the ensemble's report (the members' median
 against the baselines and against each member) is written into the ensemble's folder.
 
-With ``retrain="on"`` (a panel's default, :mod:`stacklstm.train.retrain`) each member is a
+With ``retrain="on"`` (a panel's default, :mod:`stacklstm.run.retrain`) each member is a
 retrained run: its own selection run in ``members/<k>/selection/`` chooses its epochs, and
 the member is trained again on the training and validation rows. The ensemble's report
 scores the validation split with the median of the members' selection runs, which did not
@@ -34,14 +34,15 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..distributed import is_primary, sync
+from ..forecasting.ensemble import member_config, member_dir
+from ..report.evaluate import evaluate_run
+from ..rundir.files import CONFIG_FILE, MEMBERS_DIR
+from ..rundir.folder import creating_run_dir
+from ..rundir.info import write_run_info
+from ..rundir.lock import RunLock
+from ..train.plan import make_plan
 from . import retrain
-from .ensemble import member_config, member_dir
-from .files import CONFIG_FILE, MEMBERS_DIR
-from .lock import RunLock
-from .plan import make_plan
-from .report import evaluate_run
 from .results import FitResult, finished_result
-from .rundir import creating_run_dir, write_run_info
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class EnsembleResult(FitResult):
     """What :func:`fit_ensemble` did.
 
     Attributes:
-        members: Each member's :class:`~stacklstm.train.FitResult`, for the members trained
+        members: Each member's :class:`~stacklstm.run.FitResult`, for the members trained
             or found finished so far (a member that had finished before this call has
             ``report=None``: its report is in its folder).
         step: Updates done in total, over all members.
@@ -79,14 +80,14 @@ def fit_ensemble(
 ) -> EnsembleResult:
     """Train the ``run_cfg.train.ensemble`` members of a seed ensemble into ``out_dir``.
 
-    Called by :func:`~stacklstm.train.fit` (same arguments, same errors); see
-    :mod:`stacklstm.train.ensemble` for the folder's layout and how it forecasts.
+    Called by :func:`~stacklstm.run.fit` (same arguments, same errors); see
+    :mod:`stacklstm.forecasting.ensemble` for the folder's layout and how it forecasts.
 
     Args:
         run_cfg: The settings, with ``ensemble`` members (``seed``: member 0's seed).
         out_dir: The ensemble's folder: absent or empty, or with ``resume=True`` an
             ensemble's folder.
-        fit_member: Trains one member into its folder: :func:`~stacklstm.train.fit` itself
+        fit_member: Trains one member into its folder: :func:`~stacklstm.run.fit` itself
             (passed in, so that this module stays below the loop that dispatches to it).
         resume: Skip the finished members, resume the unfinished one, train the rest.
         quiet: No progress bar.
@@ -156,7 +157,7 @@ def _member(
 ) -> FitResult | None:
     """Train, resume or skip member ``k`` (None: ``limit`` allows it no update). A retrained
     member (``retrain="on"``) may have begun in its ``selection/`` only; its updates count
-    both runs', as :class:`~stacklstm.train.retrain.RetrainResult` counts them."""
+    both runs', as :class:`~stacklstm.run.retrain.RetrainResult` counts them."""
     folder = member_dir(out_dir, k)
     started = (folder / CONFIG_FILE).is_file() or retrain.started(folder)
     current = retrain.steps_done(folder) if started else 0

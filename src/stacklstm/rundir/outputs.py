@@ -4,7 +4,7 @@
 symlink (its target is written, the link stays), a FIFO or a device such as ``/dev/stdout``
 (written as a stream, never replaced by a file), or ``-`` (standard output). It may not
 name a folder, a file or folder of a run folder (``config.json``, the checkpoints, the lock,
-...: see :func:`~stacklstm.train.rundir.run_folder_owner`), or the input table itself.
+...: see :func:`~stacklstm.rundir.owners.run_folder_owner`), or the input table itself.
 
 Example:
     >>> import tempfile, pathlib
@@ -24,7 +24,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .rundir import atomic_write, owned_words
+from .folder import atomic_write
+from .owners import owned_words
 
 STDOUT = "-"
 
@@ -49,7 +50,7 @@ def check_output(target: str | Path, inputs: Sequence[str | Path] = ()) -> None:
 
     Refused: a folder, or a path written as one (ending in ``/``, existing or not); a path
     in a folder that does not exist; a file or folder that a run folder (or a backtest or
-    search folder) owns, see :func:`~stacklstm.train.rundir.run_folder_owner`; and the same
+    search folder) owns, see :func:`~stacklstm.rundir.owners.run_folder_owner`; and the same
     file as one of ``inputs`` (the tables the output is made from), compared by device and
     inode, so a symlink or a hard link to an input is refused too. A symlink is judged by
     what it resolves to; ``-`` (standard output) is always accepted.
@@ -130,7 +131,7 @@ def write_output(target: str | Path, data: bytes, inputs: Sequence[str | Path] =
     :func:`check_output` (``inputs``: the tables the data is made from).
 
     A regular file (or a symlink's target) is replaced atomically with
-    :func:`~stacklstm.train.rundir.atomic_write` (mode: the replaced file's, or the umask's).
+    :func:`~stacklstm.rundir.folder.atomic_write` (mode: the replaced file's, or the umask's).
 
     Raises:
         ValueError: ``target`` is refused by :func:`check_output`.

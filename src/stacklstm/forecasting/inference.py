@@ -1,9 +1,9 @@
 """Inference from a run folder: load a single run or a seed ensemble, forecast windows.
 
 :func:`load_run` loads either kind of folder: a single run as a :class:`TrainedRun`, a seed
-ensemble (``ensemble=N``, see :mod:`stacklstm.train.ensemble`) as an :class:`EnsembleRun`,
+ensemble (``ensemble=N``, see :mod:`stacklstm.forecasting.ensemble`) as an :class:`EnsembleRun`,
 whose forecast is the median of its members'. Both offer ``forecast_quantiles``,
-``forecasts`` and ``members``. :func:`stacklstm.train.prediction.predict` (the ``stacklstm
+``forecasts`` and ``members``. :func:`stacklstm.forecasting.prediction.predict` (the ``stacklstm
 predict`` command) builds on it.
 
 Example:
@@ -23,7 +23,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,48 +41,31 @@ from ..data import (
 )
 from ..distributed import gather, make_mesh, replicated, shard_batch
 from ..intervals import Forecast, to_forecast
-from .checkpoint import RunCheckpoints, abstract_target
-from .files import BEST_DIR, CONFIG_FILE, MEMBERS_DIR, METRICS_FILE, SELECTION_DIR
-from .memory import check_series_fit, memory_errors_as_data_errors
-from .plan import run_model
-from .rundir import RunInfo, check_config_unchanged, read_metrics, read_run_info
-from .step import (
-    Batch,
+from ..rundir.files import (
+    BEST_DIR,
+    CONFIG_FILE,
+    MEMBERS_DIR,
+    METRICS_FILE,
+    SELECTION_DIR,
+)
+from ..rundir.info import (
+    RunInfo,
+    check_config_unchanged,
+    read_metrics,
+    read_run_info,
+)
+from ..train.checkpoint import RunCheckpoints, abstract_target
+from ..train.memory import check_series_fit, memory_errors_as_data_errors
+from ..train.plan import run_model
+from ..train.step import (
     abstract_state,
     make_optimizer,
     make_predict_step,
-    padded_batches,
+    sync_every,
+    window_batches,
 )
 
 log = logging.getLogger(__name__)
-
-#: Bytes of gathered batches that may wait on the device (dispatched, not yet run) before
-#: the host waits for them: JAX dispatches ahead, and each waiting batch holds its inputs.
-QUEUE_BYTES = 32 * 2**20
-
-
-def sync_every(windows: WindowSet, batch_size: int) -> int:
-    """Batches to dispatch between two host syncs: as many as :data:`QUEUE_BYTES` of inputs
-    hold (1 to 256), so waiting batches stay bounded whatever the window."""
-    batch_bytes = 4 * batch_size * windows.window * windows.n_columns  # float32 inputs
-    return max(1, min(256, QUEUE_BYTES // max(batch_bytes, 1)))
-
-
-def window_batches(
-    windows: WindowSet, batch_size: int, *, targets: bool = True
-) -> Iterator[tuple[Batch, int]]:
-    """In-order batches of exactly ``batch_size`` windows, each gathered when it is reached
-    (:meth:`~stacklstm.data.WindowSet.gather`), the last padded with zero weight.
-
-    The same batches as :func:`~stacklstm.train.step.padded_batches` over ``windows.x`` and
-    ``windows.y``, without ever holding every window. ``targets=False``: ``y`` is zeros.
-
-    Yields:
-        ``(batch, n_real)``: the batch and how many of its rows are real windows.
-    """
-    for rows in windows.chunks(batch_size):
-        x, y = windows.gather(rows, targets=targets)
-        yield from padded_batches(x, y, batch_size)
 
 
 @dataclass(frozen=True)
@@ -281,7 +264,7 @@ def load_run(run_dir: str | Path) -> TrainedRun | EnsembleRun:
 
 def load_selection(run_dir: str | Path) -> TrainedRun | EnsembleRun:
     """The selection run(s) of the retrained run in ``run_dir`` (``retrain="on"``,
-    :mod:`stacklstm.train.retrain`), which did not train on the validation rows: a single
+    :mod:`stacklstm.run.retrain`), which did not train on the validation rows: a single
     run's ``selection/``, or for a seed ensemble the median of its members' ``selection/``
     runs (an :class:`EnsembleRun` whose ``info`` is member 0's selection's: the scaler of the
     training rows).
@@ -356,7 +339,7 @@ def forecast_quantiles(
 ) -> Forecast:
     """Point forecasts and, for a quantile or distribution loss, uncalibrated quantiles of
     ``windows`` in original units (see :func:`stacklstm.intervals.to_forecast`); for a seed
-    ensemble (:class:`~stacklstm.train.ensemble.EnsembleRun`), the median of its members'.
+    ensemble (:class:`~stacklstm.forecasting.ensemble.EnsembleRun`), the median of its members'.
     The same as ``run.forecast_quantiles(windows, predict_step)``."""
     return run.forecast_quantiles(windows, predict_step)
 

@@ -32,7 +32,7 @@ from ..config import RunConfig
 from ..data import WindowSet
 from ..distributed import is_primary
 from ..intervals import Forecast, interval_scores, report_quantiles
-from .rundir import atomic_write
+from ..rundir.folder import atomic_write
 
 log = logging.getLogger(__name__)
 

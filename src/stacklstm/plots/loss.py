@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .plots import legend_below, plain_log_axis, save_figure
+from .forecast import legend_below, plain_log_axis, save_figure
 
 log = logging.getLogger(__name__)
 

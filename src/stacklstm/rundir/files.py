@@ -2,7 +2,7 @@
 
 A run folder (``stacklstm train``), a seed ensemble's folder, a backtest folder and a search
 folder (``stacklstm tune``) each hold the entries below; the modules that write them import
-their names from here, and :func:`stacklstm.train.rundir.run_folder_owner` reads them to refuse
+their names from here, and :func:`stacklstm.rundir.owners.run_folder_owner` reads them to refuse
 an output that would replace one.
 
 Example:
@@ -28,7 +28,7 @@ CALIBRATION_FILE = "calibration.json"
 BASELINES_FILE = "baselines.npz"
 MEMBERS_DIR = "members"
 #: A retrained run's first run, the one whose validation losses chose the epochs
-#: (``retrain``; see :mod:`stacklstm.train.retrain`).
+#: (``retrain``; see :mod:`stacklstm.run.retrain`).
 SELECTION_DIR = "selection"
 #: ``stacklstm predict``'s default output (the user's file: not owned by the run).
 PREDICTIONS_FILE = "predictions.csv"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import baselines, combine
-from .ensemble import table_lines
+from ..forecasting.ensemble import table_lines
 
 #: Every forecaster a report can hold, in the table's order.
 FORECASTERS = ("model", *baselines.NAIVE, *baselines.STATISTICAL, combine.NAME)

@@ -5,7 +5,7 @@ origin, maps the forecasts to original units and scores them next to the baselin
 :mod:`stacklstm.baselines` on exactly the same targets: last value and seasonal naive, and
 with ``baselines="all"`` statsforecast's AutoETS, AutoARIMA and AutoTheta (fitted on the
 training rows, forecasting from every validation and test origin without refitting), and
-their combination (:mod:`stacklstm.train.report_combination`). It writes ``report.json``,
+their combination (:mod:`stacklstm.forecasting.combination`). It writes ``report.json``,
 ``forecast.png`` and ``loss.png``.
 
 Example:
@@ -28,6 +28,24 @@ import numpy as np
 from .. import baselines, combine
 from ..data import WindowSet, make_splits
 from ..distributed import is_primary
+from ..forecasting.baseline_forecasts import (
+    add_interval_scores,
+    baseline_forecasts,
+    series_slices,
+    statistical_splits,
+)
+from ..forecasting.calibration import fit_calibration, write_calibration
+from ..forecasting.combination import combined, fit_weights
+from ..forecasting.ensemble import (
+    EnsembleRun,
+    load_run,
+    member_dir,
+    rank_members,
+)
+from ..forecasting.fallback import NAME as FALLBACK
+from ..forecasting.fallback import fallback_ids
+from ..forecasting.future import future_forecast
+from ..forecasting.inference import load_selection, load_series
 from ..intervals import (
     Forecast,
     calibrate,
@@ -36,12 +54,9 @@ from ..intervals import (
     report_quantiles,
 )
 from ..metrics import forecast_metrics, seasonal_scale
-from ..signals import test_hook
-from .calibration import fit_calibration, write_calibration
-from .ensemble import EnsembleRun, load_run, member_dir, rank_members
-from .fallback import NAME as FALLBACK
-from .fallback import fallback_ids
-from .files import (
+from ..plots.forecast import plot_forecast
+from ..plots.loss import plot_loss
+from ..rundir.files import (
     BASELINES_FILE,
     FORECAST_PLOT,
     LOSS_PLOT,
@@ -50,23 +65,14 @@ from .files import (
     REPORT_FILE,
     SELECTION_DIR,
 )
-from .future import future_forecast
-from .inference import load_selection, load_series
-from .loss_plot import plot_loss
-from .plots import plot_forecast
-from .report_baselines import (
-    add_interval_scores,
-    baseline_forecasts,
-    series_slices,
-    statistical_splits,
-)
-from .report_combination import combined, fit_weights
-from .report_table import COLUMNS as COLUMNS
-from .report_table import FORECASTERS as FORECASTERS
-from .report_table import UNDEFINED as UNDEFINED
-from .report_table import format_table as format_table
-from .rundir import atomic_write, finished_progress
-from .step import make_predict_step
+from ..rundir.folder import atomic_write
+from ..rundir.info import finished_progress
+from ..signals import test_hook
+from ..train.step import make_predict_step
+from .table import COLUMNS as COLUMNS
+from .table import FORECASTERS as FORECASTERS
+from .table import UNDEFINED as UNDEFINED
+from .table import format_table as format_table
 
 log = logging.getLogger(__name__)
 
@@ -151,13 +157,13 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     in-sample seasonal naive MAE; series whose scale is 0 are left out of the mean), and
     ``per_series`` holds the same metrics for each series. The statistical baselines
     (``baselines="all"``) are scored on the test only; the validation split has the model and
-    the naive baselines (:mod:`stacklstm.train.report_baselines`: with several processes,
+    the naive baselines (:mod:`stacklstm.forecasting.baseline_forecasts`: with several processes,
     only the one that writes the report computes them; the others' reports leave them None).
 
     The test scores hold ``"combination"`` too, point forecasts weighed by validation MAE
-    (:mod:`stacklstm.train.report_combination`; its weights in ``data["combination"]``).
+    (:mod:`stacklstm.forecasting.combination`; its weights in ``data["combination"]``).
 
-    A run retrained on every row (``retrain="all"``, the default, :mod:`stacklstm.train.retrain`)
+    A run retrained on every row (``retrain="all"``, the default, :mod:`stacklstm.run.retrain`)
     scores both splits (and fits the combination's weights and the conformal offsets on the
     validation one) with its selection run's model, which trained on neither, the windows
     cut with that run's scaler. One retrained on the training and validation rows
@@ -165,7 +171,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
     its selection's. ``report.data["retrain"]`` names the epochs chosen and the rows the
     saved model trained on (``"rows"``: ``"all"`` or ``"train+val"``).
 
-    For a seed ensemble (:mod:`stacklstm.train.ensemble`) the model is the median of the
+    For a seed ensemble (:mod:`stacklstm.forecasting.ensemble`) the model is the median of the
     members' forecasts, and ``report.data["ensemble"]`` lists every member's point metrics
     (scored as in its own report) with the best and worst member by test MASE.
 
@@ -177,7 +183,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         ``"per_series": {id: {"test": ..., "val": ...}}``, and ``"fallback": {id:
         "seasonal_naive"}`` for the table's series the model was not trained on (too short
         for their splits), which ``predict`` forecasts with the fallback
-        (:mod:`stacklstm.train.fallback`).
+        (:mod:`stacklstm.forecasting.fallback`).
 
     Raises:
         SettingError: ``baselines="all"`` without statsforecast installed.
@@ -365,7 +371,7 @@ def _report_settings(run: Any, scores: _Scores, source: Path) -> dict[str, Any]:
 
 def _retrain_data(run_dir: Path, ensemble: int = 1) -> dict[str, Any]:
     """``report.json``'s ``retrain``: the selection's folder, the epochs it chose and the
-    validation loss they scored there (:mod:`stacklstm.train.retrain`); for a seed ensemble,
+    validation loss they scored there (:mod:`stacklstm.run.retrain`); for a seed ensemble,
     each member's, in lists (member ``k``'s selection is ``members/<k>/selection``)."""
     if ensemble == 1:
         progress = finished_progress(run_dir / SELECTION_DIR) or {}

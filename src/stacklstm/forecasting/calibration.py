@@ -31,9 +31,9 @@ import numpy as np
 from ..config import TrainConfig
 from ..data import WindowSet, make_splits
 from ..intervals import Calibration, Forecast, calibrate, conformal_offsets, report_quantiles
-from .files import CALIBRATION_FILE
+from ..rundir.files import CALIBRATION_FILE
+from ..rundir.folder import atomic_write
 from .inference import TrainedRun, forecast_quantiles, load_series
-from .rundir import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -34,14 +34,39 @@ from ..distributed import (
     replicated,
     sync,
 )
-from .checkpoint import RunCheckpoints, abstract_target
+from ..forecasting.baseline_forecasts import prefetch_splits
+from ..report.evaluate import Report, evaluate_run
+from ..rundir.files import (
+    METRICS_FILE,
+    SELECTION_DIR,
+)
+from ..rundir.folder import (
+    atomic_write_text,
+    creating_run_dir,
+)
+from ..rundir.info import (
+    check_config_unchanged,
+    read_metrics,
+    read_run_info,
+    run_copy,
+    write_run_info,
+)
+from ..rundir.lock import RunLock
+from ..train.checkpoint import RunCheckpoints, abstract_target
+from ..train.plan import RETRAINED, RunPlan, make_plan
+from ..train.progress import Progress
+from ..train.step import (
+    init_state,
+)
+from ..train.trainer import (
+    EpochCallback,
+    EpochEnd,
+    NonFiniteError,
+    _Opened,
+    _Trainer,
+    evaluate_loss,
+)
 from .ensemble_fit import fit_ensemble
-from .files import SELECTION_DIR
-from .lock import RunLock
-from .plan import RETRAINED, RunPlan, make_plan
-from .progress import Progress
-from .report import Report, evaluate_run
-from .report_baselines import prefetch_splits
 from .results import FitResult, finished_result
 from .retrain import (
     RetrainResult,
@@ -51,20 +76,6 @@ from .retrain import (
     selection_config,
     started,
 )
-from .rundir import (
-    METRICS_FILE,
-    atomic_write_text,
-    check_config_unchanged,
-    creating_run_dir,
-    read_metrics,
-    read_run_info,
-    run_copy,
-    write_run_info,
-)
-from .step import (
-    init_state,
-)
-from .trainer import EpochCallback, EpochEnd, NonFiniteError, _Opened, _Trainer, evaluate_loss
 
 log = logging.getLogger(__name__)
 
@@ -180,14 +191,14 @@ def fit(
     ``metrics.jsonl`` (one JSON line per log interval and per epoch) and, once training has
     finished, ``report.json``, ``forecast.png`` and ``loss.png``. With ``ensemble=N > 1`` it
     is a seed ensemble's folder: N such runs under ``members/``, trained one after another
-    (:mod:`stacklstm.train.ensemble_fit`), and the report of their median forecast; the
-    result is then an :class:`~stacklstm.train.ensemble_fit.EnsembleResult`. With
+    (:mod:`stacklstm.run.ensemble_fit`), and the report of their median forecast; the
+    result is then an :class:`~stacklstm.run.ensemble_fit.EnsembleResult`. With
     ``retrain="all"`` (the default where there are validation windows) the run chosen on
     validation is trained first into ``selection/`` (its model scores the report) and the
     model of ``out_dir``, the one that forecasts, is then trained on every row for its best
     epoch count (``"on"``: on the training and validation rows, the test rows held out;
-    :mod:`stacklstm.train.retrain`); the result is then a
-    :class:`~stacklstm.train.retrain.RetrainResult`.
+    :mod:`stacklstm.run.retrain`); the result is then a
+    :class:`~stacklstm.run.retrain.RetrainResult`.
 
     Args:
         run_cfg: Data, model and training settings.
@@ -210,7 +221,7 @@ def fit(
     Raises:
         ValueError: A bad setting, data problem (``DataError``) or run folder problem, found
             before anything is written; or ``RunInUseError``: another ``fit`` holds the run
-            folder's lock (:mod:`stacklstm.train.lock`), which this one holds until it returns.
+            folder's lock (:mod:`stacklstm.rundir.lock`), which this one holds until it returns.
         NonFiniteError: The loss or gradients became NaN/Inf; the message names the steps
             and the last good checkpoint.
         OSError: Writing the run folder failed (e.g. a full disk): while creating it, nothing

@@ -1,6 +1,6 @@
 """Which folder that stacklstm writes owns a path: run folders, backtest folders and search
 folders are recognised by their files only, so that a command refuses to write into them
-(:func:`stacklstm.train.outputs.check_output`). Re-exported by :mod:`stacklstm.train.rundir`.
+(:func:`stacklstm.rundir.outputs.check_output`). Re-exported by :mod:`stacklstm.rundir.info`.
 """
 
 from __future__ import annotations

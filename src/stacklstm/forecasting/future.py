@@ -11,7 +11,7 @@ import numpy as np
 from ..checks import DataError
 from ..data import WindowSet, make_inference_windows, select_series
 from ..intervals import interval_pairs
-from .plots import FutureForecast
+from ..plots.forecast import FutureForecast
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
-"""What :func:`~stacklstm.train.fit` returns."""
+"""What :func:`~stacklstm.run.fit` returns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report import Report
-from .rundir import finished_progress, newest_step
+from ..report.evaluate import Report
+from ..rundir.info import finished_progress, newest_step
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Two layouts: ``wide`` (one row per origin, one column per target and horizon ste
 ``long`` (:func:`to_long`: the forecasting ecosystem's ``unique_id, ds, <model>`` rows of the
 next ``horizon`` steps after each series' last row, with ``<model>-lo-<level>`` and
 ``<model>-hi-<level>`` interval columns as statsforecast names them). ``combine=True`` adds
-the combination forecaster's forecasts (:mod:`stacklstm.train.report_combination`): wide
+the combination forecaster's forecasts (:mod:`stacklstm.forecasting.combination`): wide
 columns ``<target>_h<k>_combination``, a long column ``combination``.
 
 Example:
@@ -29,13 +29,13 @@ import pandas as pd
 from ..combine import NAME as COMBINATION
 from ..data import DataError, make_inference_windows, select_series
 from ..intervals import interval_pairs, level_key
+from ..rundir.outputs import check_output, write_output
 from . import inference
 from .calibration import interval_forecast, run_calibration
+from .combination import predict_combination, saved_weights
 from .fallback import fallback_frame, fallback_ids, merge
 from .future import last_windows
 from .inference import load_series, table_path
-from .outputs import check_output, write_output
-from .report_combination import predict_combination, saved_weights
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,9 @@ def predict(
     gives the forecast from its last row. A panel run forecasts every series of the table
     it was trained on (or those named in ``ids``); a series it was not trained on, or too
     short for one input window, gets the seasonal naive forecast from its last row instead
-    (:mod:`stacklstm.train.fallback`), named in a warning and in a ``forecaster`` column
+    (:mod:`stacklstm.forecasting.fallback`), named in a warning and in a ``forecaster`` column
     (with ``fallback=False``: named in a warning and left out). A seed ensemble
-    forecasts with the median of its members (:mod:`stacklstm.train.ensemble`).
+    forecasts with the median of its members (:mod:`stacklstm.forecasting.ensemble`).
 
     Uses :func:`stacklstm.data.make_inference_windows` with the run's saved scaler(s), so the
     forecast from an origin that is also a test origin equals the report's.
@@ -75,14 +75,14 @@ def predict(
         output: CSV to write (None: write nothing): a file, replaced atomically; a symlink,
             whose target is written; a FIFO or device, written as a stream; ``-``, standard
             output. Never a folder, a run folder's own file, or the table read (checked
-            before anything is computed). See :mod:`stacklstm.train.outputs`.
+            before anything is computed). See :mod:`stacklstm.rundir.outputs`.
         ids: For a panel run: forecast only these series (None: all).
         format: ``"wide"``: the frame below; ``"long"``: :func:`to_long` of it, the next
             ``horizon`` steps after each series' last row, as ``stacklstm``, with an
             interval per symmetric pair of the quantiles the run forecasts (its
             ``interval_levels``: ``stacklstm-lo-80`` and ``stacklstm-hi-80`` for 0.8).
         combine: Also forecast with the combination of the run's report
-            (:mod:`stacklstm.train.report_combination`): the weighted mean of the model's
+            (:mod:`stacklstm.forecasting.combination`): the weighted mean of the model's
             forecasts and the baselines' from the same origins (the seasonal naive; the
             statistical ones fitted once on each series' rows up to its first origin and
             forecasting from every origin without refitting), with the weights of the
@@ -96,7 +96,7 @@ def predict(
         ``<target>_h<k>`` for every target and horizon step ``k = 1..horizon``; a run with
         intervals adds ``<target>_h<k>_q<level>`` after each, one per quantile level
         (``co2_h1_q0.1``), calibrated with ``conformal`` (see
-        :mod:`stacklstm.train.calibration`). With ``combine``, ``<target>_h<k>_combination``
+        :mod:`stacklstm.forecasting.calibration`). With ``combine``, ``<target>_h<k>_combination``
         after those of each step (``co2_h1_combination``); in the long format a column
         ``combination`` after the model's. Where a series got the fallback forecast, a
         column ``forecaster`` after ``origin`` names what made each row (``"model"`` or
@@ -109,7 +109,7 @@ def predict(
         ValueError: ``format`` is neither ``"wide"`` nor ``"long"``.
         DataError: ``ids`` for a run on one series, empty, naming a series the table lacks,
             or selecting no series the run can forecast.
-        ValueError: ``output`` is refused by :func:`stacklstm.train.outputs.check_output`:
+        ValueError: ``output`` is refused by :func:`stacklstm.rundir.outputs.check_output`:
             a folder, a file or folder of a run folder, or the table itself.
         OSError: ``output`` cannot be written (for ``-``: standard output is closed).
         ValueError: ``combine`` for a run whose ``report.json`` has no combination weights
