@@ -11,8 +11,8 @@ import pytest
 from helpers import TINY, _panel
 from stacklstm import serving
 from stacklstm.config import DataConfig
+from stacklstm.config.auto import resolve_data_config
 from stacklstm.data import prepare_series
-from stacklstm.data.season import resolve_data_config
 from stacklstm.data.windows import make_inference_windows, make_splits
 from stacklstm.forecasting.export import export_run
 from stacklstm.rundir.info import read_run_info

@@ -11,12 +11,11 @@ import pytest
 from helpers import monthly
 from stacklstm.checks import DataError
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
+from stacklstm.config.auto import season_of_freq, window_for_season
 from stacklstm.data import make_inference_windows, make_splits, prepare_series, scaler_from_dict
 from stacklstm.data.season import (
     classical_pattern,
     is_seasonal,
-    season_of_freq,
-    window_for_season,
 )
 from stacklstm.train.resolve import resolve_data
 

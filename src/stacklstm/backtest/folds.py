@@ -20,6 +20,7 @@ import numpy as np
 from .. import baselines
 from ..checks import DataError, SettingError, check_positive_int, is_int
 from ..config import DEFAULT_FOLDS, DataConfig, RunConfig
+from ..config.auto import fold_retrain_of
 from ..data import bundled_dataset_path, read_table
 from ..data.splits import split_rows
 from ..rundir.files import PLAN_FILE
@@ -92,21 +93,19 @@ def fold_config(cfg: RunConfig, n_rows: int, cutoff: int, n_val: int | None = No
         rows = {"val_size": n_val, "test_size": n_test, "val_fraction": default.val_fraction,
                 "test_fraction": default.test_fraction}  # fmt: skip
     fold = cfg.replace(
-        {"data": rows, "train": {"baselines": "naive", "retrain": _fold_retrain(cfg, n_val)}}
+        {
+            "data": rows,
+            "train": {
+                "baselines": "naive",
+                "retrain": fold_retrain_of(
+                    cfg.train.retrain, cfg.data.id_column is not None, n_val
+                ),
+            },
+        }
     )
     if split_rows(n_rows, fold.data) != (n_fit - n_val, n_val, n_test):  # pragma: no cover
         raise RuntimeError(f"the fractions of the fold at {cutoff} do not give its rows back")
     return fold
-
-
-def _fold_retrain(cfg: RunConfig, n_val: int) -> str:
-    """A fold's ``retrain``: never on the rows after its cut-off, which it is scored on.
-    ``"all"`` becomes ``"on"`` (every row up to the cut-off), and ``"auto"`` is ``"on"`` for
-    a panel with validation rows, else ``"off"``, as a backtest always trained."""
-    retrain = cfg.train.retrain
-    if retrain == "all" or (retrain == "auto" and cfg.data.id_column is not None and n_val):
-        return "on"
-    return "off" if retrain == "auto" else retrain
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ..checks import (
     check_positive_int,
 )
 from ..scalers import SCALERS, scaler_help
+from .auto import padding_of, scaler_of, transform_of
 from .schema import (
     AUTO,
     CALENDAR_PREFIX,
@@ -33,12 +34,6 @@ from .schema import (
     _Section,
     setting,
 )
-
-#: Longest season for which ``scaler="auto"`` scales a panel's series by MASE's own scale
-#: (``seasonal_naive``): on the quarterly panels of the M3 and tourism competitions it beat
-#: ``standard`` by 3.8 % and 4.2 %, on M1's it was level; on the monthly panels it lost
-#: 2.6 % (M3) and 0.4 % (M1) and was level on tourism's (docs/mcomp.md).
-SHORT_SEASON = 4
 
 
 @dataclass(frozen=True)
@@ -193,7 +188,8 @@ class DataConfig(_Section):
     def scaler_kind(self) -> ScalerKind:
         """The scaler fitted (``scaler``; ``"auto"``, the season resolved: for a panel, MASE's
         own scale where the season is short, ``"naive"`` for season 1 and ``"seasonal_naive"``
-        for seasons 2 to :data:`SHORT_SEASON` (quarters); ``"standard"`` otherwise).
+        for seasons 2 to :data:`~stacklstm.config.auto.SHORT_SEASON` (quarters);
+        ``"standard"`` otherwise).
 
         Example:
             >>> DataConfig(season=1).scaler_kind, DataConfig(season=1, id_column="id").scaler_kind
@@ -203,11 +199,7 @@ class DataConfig(_Section):
             >>> DataConfig(season=12, id_column="id").scaler_kind
             'standard'
         """
-        if self.scaler != AUTO:
-            return self.scaler
-        if self.id_column is None or self.season == AUTO or int(self.season) > SHORT_SEASON:
-            return "standard"
-        return "naive" if self.season == 1 else "seasonal_naive"
+        return scaler_of(self)  # the rule of "auto": stacklstm.config.auto
 
     @property
     def mase_scaled(self) -> bool:
@@ -240,10 +232,7 @@ class DataConfig(_Section):
             >>> DataConfig(season=1, id_column="id").transform_kind
             'none'
         """
-        if self.target_transform != "seasonal_panel":
-            return self.target_transform
-        seasonal = self.season != AUTO and int(self.season) >= 2
-        return "per_series" if self.id_column is not None and seasonal else "none"
+        return transform_of(self)  # the rule of "seasonal_panel": stacklstm.config.auto
 
     @property
     def padded(self) -> bool:
@@ -254,9 +243,7 @@ class DataConfig(_Section):
             >>> DataConfig().padded, DataConfig(id_column="unique_id").padded
             (False, True)
         """
-        if self.start_padding == AUTO:
-            return self.id_column is not None
-        return self.start_padding == "repeat"
+        return padding_of(self)  # the rule of "auto": stacklstm.config.auto
 
     @property
     def min_input_rows(self) -> int:

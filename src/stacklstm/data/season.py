@@ -1,12 +1,5 @@
-"""Seasons: the season inferred from the time step, and deseasonalising the targets.
+"""Seasons: deseasonalising the targets, and the target transform's scale.
 
-Three things a run derives from its data before any window is built:
-
-* :func:`season_of_freq`: ``season="auto"`` becomes the usual period of the time step (12 for
-  monthly data, 4 quarterly, 52 weekly, 7 daily, 5 business-daily, 24 hourly; 1 for yearly
-  data, other steps and tables without regular time stamps).
-* :func:`window_for_season`: ``window="auto"`` becomes 2 seasons, at least
-  :data:`MIN_AUTO_WINDOW` and at most :data:`MAX_AUTO_WINDOW` (10 without a season).
 * :class:`SeasonalPattern`: with ``deseasonalize``, each series' additive seasonal pattern
   (a classical decomposition of its training rows) is subtracted from its targets before
   scaling and added back to the forecasts (:meth:`WindowSet.to_original
@@ -14,16 +7,16 @@ Three things a run derives from its data before any window is built:
   pattern is fitted and removed on the ``log1p`` scale (a multiplicative season). With
   ``season_test`` only the series whose season is significant (:func:`is_seasonal`) get one.
 
+What ``season="auto"`` and ``window="auto"`` become is :mod:`stacklstm.config.auto`'s; a
+run resolves them once (:mod:`stacklstm.train.resolve`) and the code here receives them
+resolved (:func:`require_resolved`).
+
 The phase of a row counts time steps from the first row of its series in the table the
 pattern was fitted on, so a later table of the same series (longer, or starting elsewhere on
 the same time grid) gets the same phases. Without regular time stamps it counts rows from the
 first row of the table.
 
 Example:
-    >>> season_of_freq("MS"), season_of_freq("7D"), season_of_freq("YS"), season_of_freq(None)
-    (12, 52, 1, 1)
-    >>> window_for_season(12), window_for_season(4), window_for_season(52), window_for_season(1)
-    (24, 8, 52, 10)
     >>> t = np.arange(24.0)
     >>> classical_pattern(0.5 * t + np.tile([1.0, -1.0, 3.0, -3.0], 6), 4)
     array([ 1., -1.,  3., -3.])
@@ -31,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,86 +36,6 @@ from ..checks import DataError
 from ..config import AUTO, DataConfig
 
 log = logging.getLogger(__name__)
-
-#: Bounds of ``window="auto"`` (2 seasons): no fewer input steps than this ...
-MIN_AUTO_WINDOW = 8
-#: ... and no more (one year of weekly data; longer seasons get this many steps). On the
-#: weekly CO2 record 52 steps scored as 104 did (test MASE 0.270 vs 0.273) in less time.
-MAX_AUTO_WINDOW = 52
-#: ``window="auto"`` without a season (season 1).
-NO_SEASON_WINDOW = 10
-
-
-def season_of_freq(freq: str | None) -> int:
-    """The usual season of a time step given as a pandas offset alias (``Series.freq``).
-
-    12 for months (``"MS"``, ``"ME"``), 4 for quarters, 52 for weeks (``"7D"``, ``"W-SUN"``),
-    7 for days, 5 for business days, 24 for hours; 1 for years, whole-number stamps, other
-    steps (multiples of a month divide 12: two-monthly data gets 6) and None.
-
-    Example:
-        >>> season_of_freq("QS"), season_of_freq("D"), season_of_freq("h"), season_of_freq("1")
-        (4, 7, 24, 1)
-    """
-    if freq is None or freq.lstrip("-").isdigit():  # no stamps, or whole-number stamps
-        return 1
-    try:
-        offset = pd.tseries.frequencies.to_offset(freq)
-    except ValueError:
-        return 1
-    code = offset.rule_code.split("-")[0].upper()
-    n = abs(int(offset.n))
-    months = {"MS": 1, "ME": 1, "M": 1, "BMS": 1, "BME": 1, "BM": 1, "QS": 3, "QE": 3, "Q": 3,
-              "BQS": 3, "BQE": 3, "BQ": 3}  # fmt: skip
-    if code in months:
-        step = months[code] * n
-        return 12 // step if step < 12 and 12 % step == 0 else 1
-    if code == "W":
-        return 52 if n == 1 else 1
-    if code == "B":
-        return 5 if n == 1 else 1
-    try:
-        delta = pd.Timedelta(offset)
-    except ValueError:  # years and other calendar steps
-        return 1
-    return {pd.Timedelta(days=7): 52, pd.Timedelta(days=1): 7, pd.Timedelta(hours=1): 24}.get(
-        delta, 1
-    )
-
-
-def window_for_season(season: int) -> int:
-    """``window="auto"``: 2 seasons, clipped to ``[MIN_AUTO_WINDOW, MAX_AUTO_WINDOW]``;
-    :data:`NO_SEASON_WINDOW` for season 1."""
-    if season < 2:
-        return NO_SEASON_WINDOW
-    return int(min(max(2 * season, MIN_AUTO_WINDOW), MAX_AUTO_WINDOW))
-
-
-def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
-    """``cfg`` with ``season``, ``window``, ``start_padding`` and ``scaler`` given as ``"auto"``
-    (and ``target_transform`` given as ``"seasonal_panel"``) replaced by their values for data
-    whose time step is ``freq`` (``Series.freq``); ``cfg`` itself when nothing is auto.
-
-    Example:
-        >>> c = resolve_data_config(DataConfig(), "MS")
-        >>> c.season, c.window
-        (12, 24)
-        >>> resolve_data_config(DataConfig(season=4, window=5), "MS").window
-        5
-    """
-    changes: dict[str, int | str] = {}
-    season = cfg.season
-    if season == AUTO:
-        season = changes["season"] = season_of_freq(freq)
-    if cfg.window == AUTO:
-        changes["window"] = window_for_season(int(season))
-    if cfg.start_padding == AUTO:
-        changes["start_padding"] = "repeat" if cfg.padded else "none"
-    if cfg.scaler == AUTO:
-        changes["scaler"] = dataclasses.replace(cfg, season=season).scaler_kind
-    if cfg.target_transform == "seasonal_panel":
-        changes["target_transform"] = dataclasses.replace(cfg, season=season).transform_kind
-    return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
 def require_resolved(
@@ -484,9 +396,6 @@ def model_values(
 
 
 __all__ = [
-    "MAX_AUTO_WINDOW",
-    "MIN_AUTO_WINDOW",
-    "NO_SEASON_WINDOW",
     "SeasonalPattern",
     "classical_pattern",
     "fit_seasonal",
@@ -495,9 +404,6 @@ __all__ = [
     "is_seasonal",
     "model_values",
     "require_resolved",
-    "resolve_data_config",
-    "season_of_freq",
     "series_mask",
     "target_mask",
-    "window_for_season",
 ]

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -175,6 +176,17 @@ def _final_report(out_dir: Path, data_path: str | Path | None, trainer: _Trainer
 # --------------------------------------------------------------------------- fit
 
 
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """How ``fit`` was asked to run, handed down its phases as one object."""
+
+    resume: bool = False
+    quiet: bool = False
+    data_path: str | Path | None = None
+    stop_after_steps: int | None = None
+    callbacks: Sequence[EpochCallback] = ()
+
+
 def fit(
     run_cfg: RunConfig,
     out_dir: str | Path,
@@ -250,8 +262,9 @@ def fit(
     keep = (SELECTION_DIR,) if in_selection else ()
     if in_selection and data_path is None:  # the run's own table, as its selection saved it
         data_path = read_run_info(out_dir / SELECTION_DIR).data_path
+    opts = _Options(resume and not in_selection, quiet, data_path, stop_after_steps, callbacks)
     with lines_said_once():
-        plan = make_plan(run_cfg, out_dir, resume and not in_selection, data_path, keep=keep)
+        plan = make_plan(run_cfg, out_dir, opts.resume, data_path, keep=keep)
         if in_selection and plan.cfg.train.retrain not in RETRAINED:
             raise ValueError(
                 f"cannot resume {out_dir}: it holds the selection run of a retrained run, but "
@@ -259,24 +272,15 @@ def fit(
                 "settings"
             )
         if plan.cfg.train.retrain in RETRAINED:
-            return _fit_retrained(plan, run_cfg, resume and not in_selection, quiet, data_path,
-                                  stop_after_steps, callbacks)  # fmt: skip
-    return _fit_planned(plan, resume, quiet, data_path, stop_after_steps, callbacks)
+            return _fit_retrained(plan, run_cfg, opts)
+    return _fit_planned(plan, dataclasses.replace(opts, resume=resume))
 
 
-def _fit_planned(
-    plan: RunPlan,
-    resume: bool,
-    quiet: bool,
-    data_path: str | Path | None,
-    stop_after_steps: int | None,
-    callbacks: Sequence[EpochCallback],
-    keep: tuple[str, ...] = (),
-) -> FitResult:
+def _fit_planned(plan: RunPlan, opts: _Options, keep: tuple[str, ...] = ()) -> FitResult:
     """Phases 2-5 of one run, once planned: open it (new, or resumed), train, report."""
     sync("stacklstm: settings checked")  # every process checked the folder before one writes
     if (
-        stop_after_steps is None
+        opts.stop_after_steps is None
         and plan.cfg.train.baselines == "all"
         and plan.test is not None
         and plan.retrain_epochs is None  # a retrained run's started with its selection
@@ -285,25 +289,17 @@ def _fit_planned(
         # processes) while this process builds the model and trains it, and the report
         # waits for what is left
         prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
-    opened = _open_resumed(plan) if resume else _open_new(plan, keep)
+    opened = _open_resumed(plan) if opts.resume else _open_new(plan, keep)
     try:
         kernel = kernels.info()
         log.info("LSTM recurrence: the %s path (%s)", kernel.path, kernel.reason)
-        return _train_and_report(plan, opened, quiet, data_path, stop_after_steps, callbacks)
+        return _train_and_report(plan, opened, opts)
     finally:
         if opened.lock is not None:
             opened.lock.release()
 
 
-def _fit_retrained(
-    plan: RunPlan,
-    run_cfg: RunConfig,
-    resume: bool,
-    quiet: bool,
-    data_path: str | Path | None,
-    stop_after_steps: int | None,
-    callbacks: Sequence[EpochCallback],
-) -> RetrainResult:
+def _fit_retrained(plan: RunPlan, run_cfg: RunConfig, opts: _Options) -> RetrainResult:
     """``retrain="all"`` or ``"on"`` (:mod:`.retrain`): the selection run in ``selection/``
     (trained, resumed or found finished; the callbacks see its epochs), then the run itself,
     trained on the windows of every row (``"on"``: of the training and validation rows) for
@@ -311,15 +307,15 @@ def _fit_retrained(
     out_dir = plan.out_dir
     folder = out_dir / SELECTION_DIR
     chosen = finished_result(folder)
-    if stop_after_steps is None and plan.cfg.train.baselines == "all":
+    if opts.stop_after_steps is None and plan.cfg.train.baselines == "all":
         # the report's statistical baselines fit while both runs train
         prefetch_splits(plan.val, plan.test, plan.cfg.data.season)
     if chosen is None:
-        if resume:  # the run began after its selection had finished: it cannot be missing
+        if opts.resume:  # the run began after its selection had finished: it cannot be missing
             raise ValueError(f"cannot resume {out_dir}: its selection run {folder} is unfinished")
-        chosen = fit(selection_config(plan.cfg), folder, resume=started(out_dir), quiet=quiet,
-                     data_path=plan.data_path, stop_after_steps=stop_after_steps,
-                     callbacks=callbacks)  # fmt: skip
+        chosen = fit(selection_config(plan.cfg), folder, resume=started(out_dir),
+                     quiet=opts.quiet, data_path=plan.data_path,
+                     stop_after_steps=opts.stop_after_steps, callbacks=opts.callbacks)  # fmt: skip
         if chosen.stop_reason == "stop_after_steps":
             return RetrainResult.of(chosen, None)
     sync("stacklstm: selection finished")  # process 0 wrote what selected_epochs reads
@@ -327,23 +323,16 @@ def _fit_retrained(
     rows = "every row" if plan.cfg.train.retrain == "all" else "the training and validation rows"
     log.info("retrain: %d epochs chosen on validation (%s); training again on %s",
              epochs, folder, rows)  # fmt: skip
-    final = make_plan(run_cfg, out_dir, resume, data_path, retrain_epochs=epochs,
+    final = make_plan(run_cfg, out_dir, opts.resume, opts.data_path, retrain_epochs=epochs,
                       keep=(SELECTION_DIR,))  # fmt: skip
-    limit = None if stop_after_steps is None else stop_after_steps - chosen.step
+    limit = None if opts.stop_after_steps is None else opts.stop_after_steps - chosen.step
     if limit is not None and limit < 1:
         return RetrainResult.of(chosen, None)
-    result = _fit_planned(final, resume, quiet, data_path, limit, (), keep=(SELECTION_DIR,))
-    return RetrainResult.of(chosen, result)
+    second = dataclasses.replace(opts, stop_after_steps=limit, callbacks=())
+    return RetrainResult.of(chosen, _fit_planned(final, second, keep=(SELECTION_DIR,)))
 
 
-def _train_and_report(
-    plan: RunPlan,
-    opened: _Opened,
-    quiet: bool,
-    data_path: str | Path | None,
-    stop_after_steps: int | None,
-    callbacks: Sequence[EpochCallback],
-) -> FitResult:
+def _train_and_report(plan: RunPlan, opened: _Opened, opts: _Options) -> FitResult:
     """Phases 3-5: the step loop over the opened run, then the report once finished."""
     out_dir = plan.out_dir
 
@@ -352,7 +341,7 @@ def _train_and_report(
 
     # a bar where someone watches (a terminal, a notebook); the log has a line per epoch
     watched = sys.stderr.isatty() or "ipykernel" in sys.modules
-    show_bar = not quiet and watched and is_primary()
+    show_bar = not opts.quiet and watched and is_primary()
     bar = tqdm(
         total=plan.total_steps, initial=int(opened.state.step), disable=not show_bar,
         unit="step", dynamic_ncols=True,
@@ -360,12 +349,12 @@ def _train_and_report(
     redirect = logging_redirect_tqdm() if show_bar else contextlib.nullcontext()
     metrics_path = out_dir / METRICS_FILE if is_primary() else Path(os.devnull)
     with opened.ckpts, bar, redirect, metrics_path.open("a", encoding="utf-8") as metrics:
-        trainer = _Trainer(plan, opened, metrics, bar, stop_after_steps, callbacks)
+        trainer = _Trainer(plan, opened, metrics, bar, opts.stop_after_steps, opts.callbacks)
         stop_reason = trainer.run()
 
     # ---- 5. finish: the report, once training has ended
     progress = trainer.progress
-    report = _final_report(out_dir, data_path, trainer) if progress.finished else None
+    report = _final_report(out_dir, opts.data_path, trainer) if progress.finished else None
     return FitResult(
         out_dir=out_dir,
         step=trainer.step,

@@ -43,7 +43,7 @@ from ..rundir.info import (
     run_data_path,
 )
 from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
-from .resolve import planned_batch, planned_window, prepare_resolved, resolve_run_config
+from .resolve import planned_batch, planned_window, prepare_resolved, resolve_splits
 from .step import TrainState, abstract_state, check_state_fits, example_inputs, make_optimizer
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,6 @@ __all__ = [
     "check_settings",
     "make_plan",
     "refuse_resume",
-    "resolve_run_config",
     "retrained_data",
     "run_model",
 ]
@@ -160,10 +159,7 @@ def make_plan(
         del frame
         splits, scaler = make_splits(series, cfg.data)
     mesh = make_mesh()
-    windows = (len(splits.train), int(mesh.devices.size))
-    given, cfg = cfg, resolve_run_config(cfg, series.freq, windows)
-    cfg = cfg.replace({"train": {"retrain": _retrain(cfg, splits, source)}})
-    cfg = cfg.replace({"train": {"loss_weight": _loss_weight(cfg, splits.train)}})
+    given, cfg = cfg, resolve_splits(cfg, splits, int(mesh.devices.size), source)
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
         refuse_resume(out_dir, cfg.diff(saved.config) + differences, "run")
     info_cfg, train, static_scaler = cfg, splits.train, splits.static_scaler
@@ -239,26 +235,6 @@ def _quiet(name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _retrain(cfg: RunConfig, splits: Any, source: Path) -> str:
-    """``retrain`` resolved: ``"auto"`` is ``"all"`` where there are validation windows (one
-    series or a panel; a seed ensemble's members each retrained), else ``"off"``; ``"all"``
-    and ``"on"`` need validation windows to choose the epochs on.
-
-    Raises:
-        DataError: ``retrain="all"`` or ``"on"`` and the splits give no validation windows.
-    """
-    tcfg = cfg.train
-    if tcfg.retrain == "auto":
-        return "all" if len(splits.val) else "off"
-    if tcfg.retrain in RETRAINED and not len(splits.val):
-        raise DataError(
-            f"retrain={tcfg.retrain!r} chooses the epochs on the validation windows, but "
-            f"{source} gives none; raise `val_fraction` (or `val_size`), or train with "
-            "retrain='off'"
-        )
-    return tcfg.retrain
-
-
 #: The ``retrain`` settings that train a second run after the selection (:mod:`.retrain`).
 RETRAINED = ("all", "on")
 
@@ -270,17 +246,6 @@ def retrained_data(cfg: RunConfig) -> Any:
     if cfg.train.retrain == "all":
         rows.update(test_fraction=0.0, test_size=None)
     return dataclasses.replace(cfg.data, **rows)
-
-
-def _loss_weight(cfg: RunConfig, train: WindowSet) -> str:
-    """``loss_weight`` resolved: ``"auto"`` is ``"mase"`` for a panel trained with the squared
-    error whose scaler is not already MASE's own (:attr:`DataConfig.mase_scaled
-    <stacklstm.config.DataConfig.mase_scaled>`: every series' weight would be 1), else
-    ``"none"``."""
-    if cfg.train.loss_weight != "auto":
-        return cfg.train.loss_weight
-    panel = train.ids is not None and len(train.ids) > 1
-    return "mase" if panel and cfg.train.loss == "mse" and not cfg.data.mase_scaled else "none"
 
 
 def run_model(cfg: RunConfig, columns: tuple[str, ...]) -> tuple[Any, Any]:

@@ -1,22 +1,22 @@
-"""The one place the settings given as ``"auto"`` become numbers.
+"""The resolve pass: the one place a run's settings given as ``"auto"`` become values.
 
-A run derives some settings from its data once the table is read:
+The rules (what each ``"auto"`` becomes) are :mod:`stacklstm.config.auto`'s; this module
+reads what they need from the data and applies them, in two steps, before anything is
+trained or written:
 
-* ``season`` from the time step, and ``window`` from the season
-  (:mod:`stacklstm.data.season`);
-* ``target_transform`` from the training rows (:mod:`stacklstm.data.transform`), and
-  ``"seasonal_panel"`` (the default) from whether the data is a panel with a season;
-* with ``model.hybrid``, the data settings the hybrid needs (:data:`HYBRID_DATA`: its
-  smoothing deseasonalises and normalises each window itself);
-* ``epochs``, ``batch_size`` and ``patience`` from the number of training windows
-  (:mod:`stacklstm.train.budget`).
+* :func:`prepare_resolved` reads the series and resolves the data settings: ``season``
+  from the time step, ``window`` from the season (on a short series, from its length),
+  ``start_padding``, ``scaler`` and ``target_transform`` (``"auto"``: Guerrero's lambda of
+  the training rows, :mod:`stacklstm.data.transform`); with ``model.hybrid``, the data
+  settings the hybrid needs (:data:`HYBRID_DATA`);
+* :func:`resolve_splits` resolves the rest once the splits are counted: ``batch_size``,
+  ``epochs`` and ``patience`` from the training windows, ``retrain`` from the validation
+  windows, ``loss_weight`` from the number of series.
 
-:func:`prepare_resolved` reads the series and resolves the data settings, and
-:func:`resolve_run_config` resolves the budget once the training windows are counted; the
-plan of a run (:func:`stacklstm.train.plan.make_plan`), of a backtest and of a search use
-them, and everything below (the windows, the memory checks, the folds) receives the
-settings resolved. A run folder's ``config.json`` holds them resolved, so ``evaluate``,
-``predict`` and ``export`` need nothing from here.
+The plan of a run (:func:`stacklstm.train.plan.make_plan`), of a backtest and of a search
+call them, and everything below (the windows, the memory checks, the folds, the training
+loop) receives the settings resolved. A run folder's ``config.json`` holds them resolved,
+so ``evaluate``, ``predict`` and ``export`` need nothing from here.
 
 Example:
     >>> from stacklstm.config import DataConfig
@@ -37,12 +37,18 @@ import pandas as pd
 
 from ..checks import DataError
 from ..config import AUTO, DataConfig, RunConfig, TrainConfig
+from ..config.auto import (
+    BASE_BATCH_SIZE,
+    MAX_AUTO_WINDOW,
+    loss_weight_of,
+    resolve_data_config,
+    resolve_train_config,
+    retrain_of,
+)
 from ..data import prepare_series
 from ..data.rows import check_length
-from ..data.season import MAX_AUTO_WINDOW, resolve_data_config
 from ..data.splits import split_rows
 from ..data.transform import choose_target_transform
-from .budget import BASE_BATCH_SIZE, resolve_train_config
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,7 @@ __all__ = [
     "prepare_resolved",
     "resolve_data",
     "resolve_run_config",
+    "resolve_splits",
     "short_series_window",
 ]
 
@@ -87,6 +94,32 @@ def resolve_run_config(
     if data is cfg.data and train is cfg.train:
         return cfg
     return RunConfig(data=data, model=cfg.model, train=train)
+
+
+def resolve_splits(cfg: RunConfig, splits: Any, devices: int, source: Any) -> RunConfig:
+    """``cfg`` (its data settings resolved) with the rest resolved for its ``splits``
+    (:func:`~stacklstm.data.make_splits`): the budget for the training windows (an
+    automatic batch a multiple of ``devices``), ``retrain`` for the validation windows,
+    ``loss_weight`` for the number of series.
+
+    Raises:
+        DataError: ``retrain="all"`` or ``"on"`` and the splits give no validation windows
+            (``source``, the table, named).
+    """
+    n_val = len(splits.val)
+    retrain = retrain_of(cfg.train.retrain, n_val)
+    if retrain in ("all", "on") and not n_val:
+        raise DataError(
+            f"retrain={retrain!r} chooses the epochs on the validation windows, but "
+            f"{source} gives none; raise `val_fraction` (or `val_size`), or train with "
+            "retrain='off'"
+        )
+    train = resolve_train_config(cfg.train, len(splits.train), devices)
+    cfg = RunConfig(data=cfg.data, model=cfg.model, train=train)
+    ids = splits.train.ids
+    n_series = 0 if ids is None else len(ids)
+    loss_weight = loss_weight_of(cfg.train, cfg.data, n_series)
+    return cfg.replace({"train": {"retrain": retrain, "loss_weight": loss_weight}})
 
 
 def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfig]:
