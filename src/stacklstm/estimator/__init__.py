@@ -8,7 +8,7 @@ Example:
     {'horizon': 2, 'epochs': 1}
 """
 
-from .core import TABLE_FILE as TABLE_FILE
 from .core import LSTMForecaster as LSTMForecaster
+from .pickling import TABLE_FILE as TABLE_FILE
 
 __all__ = ["TABLE_FILE", "LSTMForecaster"]

@@ -18,7 +18,6 @@ the estimator is garbage collected or at exit; with ``run_dir`` it is ``run_dir`
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 import weakref
@@ -26,16 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..config import RunConfig
-from ..data import read_table
 from ..forecasting.inference import table_path
-from ..forecasting.prediction import level_name, predict, to_long
+from ..forecasting.prediction import predict, to_long
 from ..run.loop import fit
 from ..rundir.info import read_run_info
-from ..rundir.lock import LOCK_FILE
 from ..train.trainer import intermediate_checkpoints
 from .crossval import cross_validate
 from .frames import (
@@ -46,16 +42,13 @@ from .frames import (
     run_columns,
     statics_of,
     to_polars,
-    with_future_rows,
     write_table,
 )
-from .pickling import archive_run, unpack_run
+from .output import check_h, history_table, in_frame_order, user_frame
+from .pickling import TABLE_FILE, SaveLoad
 from .progress import progress_logs
 from .settings import levels_as_fractions, section_overrides
 from .staging import check_target, staged
-
-#: The training table inside a folder written by :meth:`LSTMForecaster.save`.
-TABLE_FILE = "data.parquet"
 
 
 def _check_name(name: str, value: object) -> str:
@@ -64,7 +57,7 @@ def _check_name(name: str, value: object) -> str:
     return value
 
 
-class LSTMForecaster:
+class LSTMForecaster(SaveLoad):
     """A stacked-LSTM forecaster with the conventions of statsforecast and neuralforecast.
 
     ``fit(df)`` trains the model that forecasts on every row of every series (the epochs
@@ -318,27 +311,13 @@ class LSTMForecaster:
 
     def _table_for(self, df: pd.DataFrame | None, futr_df: pd.DataFrame | None) -> pd.DataFrame:
         """The table to forecast from: ``df`` (else the training table) and the future rows."""
-        data = self._info.config.data
-        if df is None:
-            frame = read_table(self._table or table_path(self._info, None))
-        else:
-            frame = check_frame(df, "df", [data.target[0]])
-            if data.static_features and self._statics is not None:
-                missing = [n for n in data.static_features if n not in frame.columns]
-                if missing:
-                    keep = [*([data.id_column] if data.id_column else []), *missing]
-                    if data.id_column is not None:
-                        known = set(self._statics[data.id_column])
-                        new = sorted(set(frame[data.id_column]) - known, key=str)
-                        if new:
-                            raise ValueError(
-                                f"df has series the model was not trained on ({new[:5]}) and "
-                                f"lacks the static column(s) {missing}: give them in df"
-                            )
-                    frame, _ = merge_statics(frame, self._statics[keep], data.id_column)
-        if futr_df is not None:
-            frame = with_future_rows(frame, futr_df, data, self._statics)
-        return frame[[c for c in run_columns(data) if c in frame.columns]]
+        source = self._table or table_path(self._info, None)
+        return history_table(df, futr_df, self._info.config.data, source, self._statics)
+
+    def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
+        """The long frame under the estimator's column names, with the levels asked for."""
+        names = (self.alias, self.id_col, self.time_col)
+        return user_frame(long, level, names, self._id_values, self._time_dtype)
 
     def _forecast(
         self, table: pd.DataFrame | None, every_origin: bool = False, combine: bool = False
@@ -400,7 +379,7 @@ class LSTMForecaster:
             if futr_df is not None:
                 raise TypeError("futr_df and X_df are two names of one argument; give one")
             futr_df = X_df
-        steps = self._steps(h)
+        steps = check_h(h, self.config.data.horizon)
         polars = is_polars(df) or (df is None and is_polars(futr_df))
         df = None if df is None else as_pandas(df, "df")
         futr_df = None if futr_df is None else as_pandas(futr_df, "futr_df")
@@ -409,68 +388,8 @@ class LSTMForecaster:
         out = self._user_frame(long, level)
         if combine:
             out[f"{self.alias}-combination"] = long["combination"].to_numpy()
-        out = self._in_frame_order(out, steps)
+        out = in_frame_order(out, self.id_col, self._id_values, self._id_dtype, steps)
         return to_polars(out) if polars else out
-
-    def _steps(self, h: int | None) -> int:
-        """``h`` checked against the run's horizon (None: the horizon)."""
-        horizon = self.config.data.horizon
-        if h is None:
-            return horizon
-        if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 1 <= h <= horizon:
-            raise ValueError(
-                f"h must be an integer in 1..{horizon} (the model's horizon), got {h!r}; "
-                "train with a longer horizon to forecast further"
-            )
-        return int(h)
-
-    def _in_frame_order(self, out: pd.DataFrame, steps: int) -> pd.DataFrame:
-        """The first ``steps`` rows of each series, the series in the order the training
-        frame named them, the id column in its dtype."""
-        if self.id_col in out and self._id_values:
-            rank = {value: i for i, value in enumerate(self._id_values.values())}
-            key = out[self.id_col].map(lambda v: rank.get(v, len(rank))).to_numpy()
-            out = out.iloc[np.argsort(key, kind="stable")]
-            with contextlib.suppress(TypeError, ValueError):  # a dtype the values cannot take
-                out[self.id_col] = out[self.id_col].astype(self._id_dtype)
-        if self.id_col in out:
-            position = out.groupby(self.id_col, sort=False, observed=True).cumcount()
-        else:
-            position = pd.Series(np.arange(len(out)), index=out.index)
-        return out[position.to_numpy() < steps].reset_index(drop=True)
-
-    def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
-        """The long frame under the estimator's column names, with the levels asked for."""
-
-        if level is not None and (
-            isinstance(level, (str, bytes)) or not hasattr(level, "__iter__")
-        ):
-            raise TypeError(f"level must be a list of percentages such as [80, 95], got {level!r}")
-        have = [c.removeprefix("stacklstm-lo-") for c in long if c.startswith("stacklstm-lo-")]
-        keep = ["unique_id", "ds", *(c for c in ("cutoff", "forecaster") if c in long), "stacklstm"]
-        for value in level or ():
-            name = level_name(value)
-            if name not in have:
-                raise ValueError(
-                    f"the model has no interval at level {name}: it was trained "
-                    + (f"with intervals at {', '.join(have)}" if have else "without intervals")
-                    + f"; train it with {float(value) / 100:g} in `interval_levels` and a "
-                    "quantile or distribution `loss` (quantile, normal, student_t), or with "
-                    "`conformal=True`"
-                )
-            if f"stacklstm-lo-{name}" not in keep:  # a level asked twice: its columns once
-                keep += [f"stacklstm-lo-{name}", f"stacklstm-hi-{name}"]
-        out = long[keep].rename(columns=lambda c: c.replace("stacklstm", self.alias, 1))
-        out = out.rename(columns={"unique_id": self.id_col, "ds": self.time_col})
-        out[self.id_col] = out[self.id_col].map(lambda v: self._id_values.get(v, v))
-        if self._time_dtype is not None and pd.api.types.is_datetime64_any_dtype(self._time_dtype):
-            zone = getattr(self._time_dtype, "tz", None)  # the run reads stamps as UTC
-            for name in (self.time_col, "cutoff"):
-                if name in out and zone is not None:
-                    out[name] = pd.to_datetime(out[name]).dt.tz_localize("UTC").dt.tz_convert(zone)
-                elif name in out:
-                    out[name] = out[name].astype(self._time_dtype)
-        return out.reset_index(drop=True)
 
     # ------------------------------------------------------------------ cross-validation
 
@@ -512,85 +431,6 @@ class LSTMForecaster:
         """
 
         return cross_validate(self, df, n_windows, step_size, refit, static_df)
-
-    # ------------------------------------------------------------------ save and load
-
-    def save(self, path: str | Path) -> Path:
-        """Copy the run folder to ``path`` (absent or empty), with the training table in it
-        as ``data.parquet``: ``stacklstm evaluate/predict/export PATH`` read it without
-        ``--data`` (the run's ``config.json`` names its table relative to the folder), once
-        this process has ended and wherever ``path`` is moved; :meth:`load` loads it.
-
-        A run folder that keeps its table elsewhere (one ``stacklstm train`` wrote, loaded
-        with :meth:`load`) still names that table; ``path/data.parquet`` is then a copy that
-        :meth:`load` reads and ``--data`` can name.
-
-        Returns:
-            ``path``.
-
-        Raises:
-            ValueError: Not fitted; ``path`` is a file, a folder that is not empty, or lies
-                in another run folder's own files.
-        """
-
-        run_dir = self.run_dir
-        target = check_target(path, what="save", hint="expected a new or empty folder")
-        with staged(target, what="save") as work:  # complete or absent, never mixed
-            shutil.copytree(run_dir, work, ignore=shutil.ignore_patterns(LOCK_FILE))
-            inside = self._table is not None and self._table.parent == run_dir
-            if self._table is not None and self._table.is_file() and not inside:
-                shutil.copyfile(self._table, work / TABLE_FILE)
-        return Path(path)
-
-    @classmethod
-    def load(cls, path: str | Path, *, alias: str = "stacklstm") -> LSTMForecaster:
-        """An estimator over the run folder ``path`` (written by :meth:`save`, by ``fit`` with
-        ``run_dir``, or by ``stacklstm train``); its columns are the run's (``id_column``,
-        ``time_column``, the one ``target``; ``unique_id`` and ``ds`` where it has none).
-
-        The training frame of :meth:`predict` is ``path/data.parquet`` when present, else
-        the run's own table.
-
-        Raises:
-            ValueError: Not a run folder, or a run with several targets.
-        """
-
-        path = Path(path)
-        data = read_run_info(path).config.data
-        model = cls(
-            alias=alias,
-            id_col=data.id_column or "unique_id",
-            time_col=data.time_column or "ds",
-            target_col=data.target[0],
-        )
-
-        table = path / TABLE_FILE
-        model._adopt(path, table if table.is_file() else None)
-        source = table if table.is_file() else table_path(model._info, None)
-        if source.is_file():  # the series' names, time stamps and static values
-            model._remember(read_table(source))
-        return model
-
-    # ------------------------------------------------------------------ pickling
-
-    def __getstate__(self) -> dict[str, Any]:
-        """A fitted estimator pickles with its run folder inside (a tar archive of it, table
-        included), so the copy forecasts after this process and its temporary folder are
-        gone; :meth:`save` is the way to keep a run as a folder."""
-        state = {k: v for k, v in self.__dict__.items() if k != "_cleanup"}
-        if self._run_dir is not None:
-            state["_archive"] = archive_run(self._run_dir, self._table)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        archive = state.pop("_archive", None)
-        self.__dict__.update(state, _cleanup=None)
-        if archive is not None:  # unpacked into a temporary folder of its own
-            workspace = Path(tempfile.mkdtemp(prefix="stacklstm-"))
-            self._cleanup = weakref.finalize(self, shutil.rmtree, workspace, ignore_errors=True)
-            run_dir, table = unpack_run(archive, workspace)
-            self._run_dir, self._table, self._out_dir = run_dir, table, None
-            self._info = read_run_info(run_dir)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{key}={value!r}" for key, value in self.settings.items())
