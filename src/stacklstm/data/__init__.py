@@ -49,6 +49,7 @@ from .batches import steps_per_epoch as steps_per_epoch
 from .clean import Series as Series
 from .clean import prepare_series as prepare_series
 from .covariates import covariate_sizes as covariate_sizes
+from .fitting import fit_static_scaler as fit_static_scaler
 from .scale import PanelScaler as PanelScaler
 from .scale import Scaler as Scaler
 from .scale import scaler_from_dict as scaler_from_dict
@@ -57,7 +58,6 @@ from .table import bundled_dataset_path as bundled_dataset_path
 from .table import bundled_panel_path as bundled_panel_path
 from .table import read_table as read_table
 from .windows import Splits as Splits
-from .windows import fit_static_scaler as fit_static_scaler
 from .windows import make_inference_windows as make_inference_windows
 from .windows import make_splits as make_splits
 from .windows import select_series as select_series

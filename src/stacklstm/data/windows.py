@@ -1,15 +1,14 @@
 """Windows and splits: split by time, scale, index windows, gather them per batch.
 
 The series (one, or all of a panel's, one after another) are held once, scaled, in model
-space: a :class:`HeldSeries`. A :class:`WindowSet` is an index over it, one origin per
-window plus a few numbers per window (anchor, level); :meth:`WindowSet.gather` builds the
-model inputs and targets of the windows asked for, so memory grows with the series and one
-batch, never with ``windows x window``.
+space: a :class:`HeldSeries` (the scalers and the held series are :mod:`.fitting`'s). A
+:class:`WindowSet` is an index over it, one origin per window plus a few numbers per window
+(anchor, level); :meth:`WindowSet.gather` builds the model inputs and targets of the windows
+asked for, so memory grows with the series and one batch, never with ``windows x window``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 from collections.abc import Sequence
@@ -21,10 +20,16 @@ from ..checks import DataError
 from ..config import DataConfig
 from . import season as seasons
 from .clean import Series
-from .covariates import expected_columns
+from .fitting import (
+    check_scaler,
+    check_series,
+    check_static_scaler,
+    fit_scaler,
+    fit_static_scaler,
+    hold_series,
+)
 from .scale import PanelScaler, Scaler
 from .splits import split_problem, split_rows
-from .transform import logged_series
 from .windowset import HeldSeries, WindowSet
 
 log = logging.getLogger(__name__)
@@ -58,129 +63,6 @@ class Splits:
     series: Series | None = None
     #: The scaler of the static features (None without them): :func:`fit_static_scaler`.
     static_scaler: Scaler | None = None
-
-
-def _check_series(series: Series, cfg: DataConfig) -> None:
-    cfg.validate()
-    expected = cfg.target + cfg.features + cfg.future_features
-    if cfg.calendar == "auto":
-        expected += ("calendar_...",)
-    if not expected_columns(cfg, series.columns) or series.n_targets != len(cfg.target):
-        raise DataError(
-            f"the series has columns {list(series.columns)} ({series.n_targets} targets) but the "
-            f"config expects {list(expected)}; prepare it with the same DataConfig"
-        )
-    if (series.ids is None) != (cfg.id_column is None):
-        raise DataError(
-            "the series and the config disagree on id_column; prepare it with the same DataConfig"
-        )
-    if series.static_columns != cfg.static_features:
-        raise DataError(
-            f"the series has static features {list(series.static_columns)} but the config "
-            f"expects {list(cfg.static_features)}; prepare it with the same DataConfig"
-        )
-
-
-def fit_static_scaler(series: Series, cfg: DataConfig) -> Scaler | None:
-    """The scaler of the static features, fitted over the series (one row each), or None
-    without static features. With one series every static value scales to 0."""
-    if series.static is None:
-        return None
-    columns = series.static_columns
-    naive = cfg.scaler_kind in ("naive", "seasonal_naive")
-    kind = "standard" if naive else cfg.scaler_kind  # no order to step
-    return Scaler.fit(series.static, kind, columns, len(columns))
-
-
-def _check_static_scaler(static_scaler: Scaler | None, series: Series) -> None:
-    if (static_scaler is None) != (series.static is None) or (
-        static_scaler is not None and static_scaler.columns != series.static_columns
-    ):
-        fitted = None if static_scaler is None else list(static_scaler.columns)
-        raise DataError(
-            f"the static scaler was fitted on {fitted} but the series has static features "
-            f"{list(series.static_columns)}"
-        )
-
-
-def _check_scaler(scaler: Scaler | PanelScaler, series: Series, cfg: DataConfig) -> None:
-    if scaler.columns != series.columns or scaler.n_targets != series.n_targets:
-        raise DataError(
-            f"the scaler was fitted on columns {list(scaler.columns)} but the series has "
-            f"{list(series.columns)}"
-        )
-    if scaler.kind != cfg.scaler_kind:
-        raise DataError(
-            f"the config asks for scaler {cfg.scaler_kind!r} but got a {scaler.kind!r} one"
-        )
-    if isinstance(scaler, PanelScaler) != (series.ids is not None):
-        what = "per series" if isinstance(scaler, PanelScaler) else "for one series"
-        raise DataError(f"the scaler was fitted {what} but the table is not laid out alike")
-
-
-def _model_space(series: Series, cfg: DataConfig, values: np.ndarray | None = None) -> np.ndarray:
-    """``(time, n_columns)`` float64 differenced (first row of each series NaN) or level
-    values (``series.values``, or ``values`` in its place), before scaling."""
-    values = series.values if values is None else values
-    if not cfg.difference:
-        return values
-    steps = np.full_like(values, np.nan)
-    steps[1:] = np.diff(values, axis=0)
-    steps[series.bounds[:-1]] = np.nan  # no difference across two series
-    return steps
-
-
-def _hold(
-    series: Series,
-    cfg: DataConfig,
-    scaler: Scaler | PanelScaler,
-    static_scaler: Scaler | None = None,
-) -> HeldSeries:
-    """Scale the model-space series once: what every window reads."""
-    nt = series.n_targets
-    logged = scaler.logged if isinstance(scaler, PanelScaler) else None
-    values, pattern, phase0 = seasons.model_values(series, cfg, scaler.seasonal, logged)
-    steps = _model_space(series, cfg, values)
-    if isinstance(scaler, PanelScaler):
-        model = scaler.transform(steps, series.bounds)
-        center, scale = scaler.center[:, :nt], scaler.scale[:, :nt]
-    else:
-        model = scaler.transform(steps)
-        center, scale = scaler.center[None, :nt], scaler.scale[None, :nt]
-    return HeldSeries(
-        n_future=series.n_future,
-        static=None if static_scaler is None else static_scaler.transform(series.static),
-        tail=_model_tail(series, cfg, scaler),
-        model=model,
-        original=series.values[:, :nt],
-        times=series.times,
-        offsets=series.bounds,
-        ids=series.ids,
-        center=center.copy(),
-        scale=scale.copy(),
-        pattern=pattern,
-        phase0=phase0,
-        log1p=logged.copy() if cfg.transform_kind == "per_series" and logged is not None
-        else cfg.transform_kind == "log1p",
-    )  # fmt: skip
-
-
-def _model_tail(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> np.ndarray | None:
-    """``(n_series, horizon, n_future)`` the series' tail in model space, as the held series'
-    known-future columns: differenced from each series' last row, then scaled."""
-    if series.tail is None:
-        return None
-    nf = series.n_future
-    known = slice(series.values.shape[1] - nf, series.values.shape[1])
-    tail = series.tail  # (n_series, horizon, n_future)
-    if cfg.difference:
-        last = series.values[series.bounds[1:] - 1, known]  # (n_series, n_future)
-        tail = np.diff(np.concatenate([last[:, None], tail], axis=1), axis=1)
-    if isinstance(scaler, PanelScaler):
-        center, scale = scaler.center[:, None, known], scaler.scale[:, None, known]
-    else:
-        center, scale = scaler.center[known], scaler.scale[known]
-    return (tail - center) / scale
 
 
 def _windows(held: HeldSeries, origins: Sequence[np.ndarray], cfg: DataConfig) -> WindowSet:
@@ -297,88 +179,19 @@ def make_splits(
             with ``strict``).
     """
     seasons.require_resolved(cfg, "make_splits")
-    _check_series(series, cfg)
+    check_series(series, cfg)
     if scaler is not None:
-        _check_scaler(scaler, series, cfg)
-    h, first = cfg.horizon, int(cfg.difference)
-    lengths = np.diff(series.bounds)
-    rows = [split_rows(int(n), cfg) for n in lengths]
-    if series.ids is None:
-        problem = split_problem(int(lengths[0]), rows[0], cfg)
-        if problem is not None:
-            raise DataError(problem)
-    else:
-        problems: dict[int, str] = {}
-        if isinstance(scaler, PanelScaler):
-            # left out when the run was trained (and named then): noted, not warned again
-            known = set(scaler.ids)
-            untrained = [i for i, name in enumerate(series.ids) if name not in known]
-            if untrained and not cfg.strict and len(untrained) < series.n_series:
-                log.info("left out %d series the run was not trained on: %s", len(untrained),
-                         _listed([repr(series.ids[i]) for i in untrained]))  # fmt: skip
-                keep = [i for i, name in enumerate(series.ids) if name in known]
-                series, rows, lengths = series.select(keep), [rows[i] for i in keep], lengths[keep]
-            else:
-                problems = dict.fromkeys(untrained, "no scaler: the run was not trained on it")
-        short: dict[int, str] = {}
-        for i, n in enumerate(lengths):
-            if i not in problems and (problem := split_problem(int(n), rows[i], cfg)) is not None:
-                # "the series has 1 row but ..." names the rows itself
-                short[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
-        merged = {}
-        if len(problems) + len(short) < len(lengths):  # some series keeps its validation rows
-            merged = {
-                i: m for i in short if (m := _without_validation(int(lengths[i]), rows[i], cfg))
-            }
-        for i, m in merged.items():
-            rows[i] = m
-        problems.update({i: why for i, why in short.items() if i not in merged})
-        if merged:  # in the order of the series, as short
-            log.info("%d series too short for a training window and validation rows train on "
-                     "their validation rows too (padded windows): %s", len(merged),
-                     _listed([repr(series.ids[i]) for i in merged]))  # fmt: skip
-        problems = dict(sorted(problems.items()))
-        kept = [i for i in range(series.n_series) if i not in problems]
-        series = _skip_series(series, problems, cfg, "training")
-        rows = [rows[i] for i in kept]
-    bounds = series.bounds
+        check_scaler(scaler, series, cfg)
+    series, rows = _rows_to_split(series, cfg, scaler)
     if scaler is None:
-        logged = None
-        if cfg.transform_kind == "per_series":
-            if series.ids is None:
-                raise DataError("target_transform='per_series' chooses the log for each series "
-                                "of a panel (id_column); for one series use 'auto'")  # fmt: skip
-            logged = logged_series(series, cfg, [r[0] for r in rows])
-        values, seasonal = _deseasonalized(series, cfg, [r[0] for r in rows], logged)
-        steps = _model_space(series, cfg, values)
-        if series.ids is None:
-            scaler = Scaler.fit(steps[first : rows[0][0]], cfg.scaler_kind, series.columns,
-                                series.n_targets, int(cfg.season))  # fmt: skip
-        else:
-            scaler = PanelScaler.fit(
-                steps, bounds, [r[0] for r in rows], cfg.scaler_kind, series.columns,
-                series.n_targets, series.ids, first, int(cfg.season),
-            )  # fmt: skip
-        scaler = dataclasses.replace(scaler, seasonal=seasonal)
-        if logged is not None:
-            scaler = dataclasses.replace(scaler, logged=logged)
+        scaler = fit_scaler(series, cfg, [r[0] for r in rows])
     elif isinstance(scaler, PanelScaler):
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
     if static_scaler is None:
         static_scaler = fit_static_scaler(series, cfg)
-    _check_static_scaler(static_scaler, series)
-    held = _hold(series, cfg, scaler, static_scaler)
-    lowest = cfg.min_input_rows - 1  # earliest origin: a full input window, or padded
-    origins: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows,
-                                                 strict=True):  # fmt: skip
-        n_seen = n_train + n_val
-        # origins, stepping back from the one whose last target is the split's last row
-        origins["train"].append(start + _aligned_origins(n_train - 1 - h, lowest, cfg.stride))
-        origins["val"].append(
-            start + _aligned_origins(n_seen - 1 - h, max(lowest, n_train - 1), cfg.stride)
-        )
-        origins["test"].append(start + _aligned_origins(n_rows - 1 - h, max(lowest, n_seen - 1), 1))
+    check_static_scaler(static_scaler, series)
+    held = hold_series(series, cfg, scaler, static_scaler)
+    origins = _split_origins(series.bounds, rows, cfg)
     totals = np.array(rows, dtype=np.int64).reshape(-1, 3)
     splits = Splits(
         train=_windows(held, origins["train"], cfg),
@@ -394,18 +207,85 @@ def make_splits(
     return splits, scaler
 
 
-def _deseasonalized(
-    series: Series, cfg: DataConfig, n_train: Sequence[int], logged: np.ndarray | None = None
-) -> tuple[np.ndarray, seasons.SeasonalPattern | None]:
-    """The values the scaler is fitted on (targets transformed, the series ``logged`` with
-    ``per_series``; the pattern fitted on each series' ``n_train`` training rows removed),
-    and the pattern (None without one)."""
-    values, _, _ = seasons.model_values(series, cfg, None, logged)
-    if not cfg.deseasonalize:
-        return values, None
-    targets = values[:, : series.n_targets]
-    seasonal = seasons.fit_seasonal(series, targets, n_train, cfg.season, cfg.season_test)
-    return seasons.model_values(series, cfg, seasonal, logged)[0], seasonal
+def _rows_to_split(
+    series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler | None
+) -> tuple[Series, list[tuple[int, int, int]]]:
+    """The series to split and the rows ``(n_train, n_val, n_test)`` of each
+    (:func:`split_rows`): one series as it is (DataError when too short), a panel without
+    the series left out (:func:`_panel_rows`)."""
+    lengths = np.diff(series.bounds)
+    rows = [split_rows(int(n), cfg) for n in lengths]
+    if series.ids is None:
+        problem = split_problem(int(lengths[0]), rows[0], cfg)
+        if problem is not None:
+            raise DataError(problem)
+        return series, rows
+    return _panel_rows(series, rows, cfg, scaler)
+
+
+def _panel_rows(
+    series: Series,
+    rows: list[tuple[int, int, int]],
+    cfg: DataConfig,
+    scaler: Scaler | PanelScaler | None,
+) -> tuple[Series, list[tuple[int, int, int]]]:
+    """The panel without the series ``scaler`` lacks or too short for a training window (see
+    :func:`make_splits`), and the ``rows`` of those kept (with padded windows, a short
+    series' validation rows may train: :func:`_without_validation`)."""
+    lengths = np.diff(series.bounds)
+    problems: dict[int, str] = {}
+    if isinstance(scaler, PanelScaler):
+        # left out when the run was trained (and named then): noted, not warned again
+        known = set(scaler.ids)
+        untrained = [i for i, name in enumerate(series.ids) if name not in known]
+        if untrained and not cfg.strict and len(untrained) < series.n_series:
+            log.info("left out %d series the run was not trained on: %s", len(untrained),
+                     _listed([repr(series.ids[i]) for i in untrained]))  # fmt: skip
+            keep = [i for i, name in enumerate(series.ids) if name in known]
+            series, rows, lengths = series.select(keep), [rows[i] for i in keep], lengths[keep]
+        else:
+            problems = dict.fromkeys(untrained, "no scaler: the run was not trained on it")
+    short: dict[int, str] = {}
+    for i, n in enumerate(lengths):
+        if i not in problems and (problem := split_problem(int(n), rows[i], cfg)) is not None:
+            # "the series has 1 row but ..." names the rows itself
+            short[i] = problem if rows[i][0] < 1 else f"{n} rows: {problem}"
+    merged = {}
+    if len(problems) + len(short) < len(lengths):  # some series keeps its validation rows
+        merged = {i: m for i in short if (m := _without_validation(int(lengths[i]), rows[i], cfg))}
+    for i, m in merged.items():
+        rows[i] = m
+    problems.update({i: why for i, why in short.items() if i not in merged})
+    if merged:  # in the order of the series, as short
+        log.info("%d series too short for a training window and validation rows train on "
+                 "their validation rows too (padded windows): %s", len(merged),
+                 _listed([repr(series.ids[i]) for i in merged]))  # fmt: skip
+    problems = dict(sorted(problems.items()))
+    kept = [i for i in range(series.n_series) if i not in problems]
+    series = _skip_series(series, problems, cfg, "training")
+    rows = [rows[i] for i in kept]
+    return series, rows
+
+
+def _split_origins(
+    bounds: np.ndarray, rows: Sequence[tuple[int, int, int]], cfg: DataConfig
+) -> dict[str, list[np.ndarray]]:
+    """Each split's origins (held rows) in each series, aligned to the split's end (see
+    :func:`make_splits`): ``{"train": [...], "val": [...], "test": [...]}``, one array a
+    series."""
+    h = cfg.horizon
+    lowest = cfg.min_input_rows - 1  # earliest origin: a full input window, or padded
+    origins: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
+    for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows,
+                                                 strict=True):  # fmt: skip
+        n_seen = n_train + n_val
+        # origins, stepping back from the one whose last target is the split's last row
+        origins["train"].append(start + _aligned_origins(n_train - 1 - h, lowest, cfg.stride))
+        origins["val"].append(
+            start + _aligned_origins(n_seen - 1 - h, max(lowest, n_train - 1), cfg.stride)
+        )
+        origins["test"].append(start + _aligned_origins(n_rows - 1 - h, max(lowest, n_seen - 1), 1))
+    return origins
 
 
 def _lengths(bounds: np.ndarray) -> list[int]:
@@ -474,8 +354,8 @@ def make_inference_windows(
         ValueError: ``season`` or ``window`` is still ``"auto"``.
     """
     seasons.require_resolved(cfg, "make_inference_windows")
-    _check_series(series, cfg)
-    _check_scaler(scaler, series, cfg)
+    check_series(series, cfg)
+    check_scaler(scaler, series, cfg)
     lowest = cfg.min_input_rows - 1
     if series.ids is None:
         if len(series) <= lowest:
@@ -487,8 +367,8 @@ def make_inference_windows(
         problems = unforecastable(series, scaler.ids, lowest + 1)
         series = _skip_series(series, problems, cfg, "forecasts")
         scaler = scaler.select(series.ids)  # type: ignore[arg-type]
-    _check_static_scaler(static_scaler, series)
-    held = _hold(series, cfg, scaler, static_scaler)
+    check_static_scaler(static_scaler, series)
+    held = hold_series(series, cfg, scaler, static_scaler)
     bounds = series.bounds
     origins = [np.arange(start + lowest, stop) for start, stop in itertools.pairwise(bounds)]
     return _windows(held, origins, cfg)

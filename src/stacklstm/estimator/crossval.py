@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import check_positive_int
-from ..data.rows import _regular_grid
+from ..data.grid import regular_grid
 from .frames import cutoff_positions, positions, sort_series
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def _refuse_gaps(frame: pd.DataFrame, id_col: str | None, time_col: str | None) 
     for name, part in groups:
         times = part[time_col].to_numpy()
         if times.dtype.kind in "Miu":  # date-times or whole numbers (else: row order)
-            grid = _regular_grid(times)
+            grid = regular_grid(times)
             if grid is not None and len(grid[0]) != len(times):
                 missing = np.setdiff1d(grid[0], times)[0]
                 missing = pd.Timestamp(missing) if times.dtype.kind == "M" else missing
