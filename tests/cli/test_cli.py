@@ -39,7 +39,7 @@ from stacklstm.rundir.info import CONFIG_FILE
 from stacklstm.train import ModelConfig, TrainConfig
 from stacklstm.train.checkpoint import RunCheckpoints
 
-# The tiny run of train/test_loop.py (same settings, so a shared compilation cache can hit).
+# The tiny run of run/test_loop.py (same settings, so a shared compilation cache can hit).
 TINY_FLAGS, TINY_RUN = tiny_run()
 
 

@@ -178,7 +178,7 @@ def test_log1p_transform_inverts_exactly_and_clips_at_zero():
     c = cfg(target_transform="log1p")
     splits, scaler = make_splits(prepare_series(monthly(values), c), c)
     held, test = splits.test.held, splits.test
-    assert held.log1p and scaler.seasonal is not None
+    assert held.transformed and held.transform == "log1p" and scaler.seasonal is not None
     np.testing.assert_allclose(  # the pattern is fitted on log1p: a multiplicative season
         scaler.seasonal.pattern[0, :, 0],
         classical_pattern(np.log1p(values[: splits.n_train]), 6), atol=1e-12,

@@ -56,7 +56,7 @@ def _report(run_dir):
 def test_resume_is_bit_identical_for_every_interval_loss(tmp_path, train):
     """The quantile and distribution heads, and conformal calibration, keep resume exact
     (a smaller run: one LSTM layer, 6 steps per epoch, stopped mid-epoch 2). The point losses
-    are train/test_loop.py's; ``normal`` is ``student_t``'s head without its third parameter (the
+    are run/test_loop.py's; ``normal`` is ``student_t``'s head without its third parameter (the
     loop never looks at the loss), so it is left out to save a minute."""
     cfg = TINY_RUN.replace(
         {

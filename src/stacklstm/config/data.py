@@ -19,6 +19,7 @@ from ..checks import (
     check_positive_int,
 )
 from ..scalers import SCALERS, scaler_help
+from ..transforms import RULES, TRANSFORMS, transform_help
 from .auto import padding_of, scaler_of, transform_of
 from .schema import (
     AUTO,
@@ -106,13 +107,7 @@ class DataConfig(_Section):
     )
     target_transform: TargetTransform = setting(
         "seasonal_panel",
-        help="'log1p': model log(1 + y) of non-negative targets and forecast exp(.) - 1, "
-        "clipped at 0 (counts, multiplicative seasons); 'none': the values themselves; "
-        "'auto': log1p where every training value is positive and the swings grow with the "
-        "level (Guerrero's Box-Cox lambda of the training rows below 0.5), else none; for a "
-        "panel each series on its own ('per_series', what 'auto' becomes there); "
-        "'seasonal_panel': 'per_series' for a panel (id_column) with a season (season >= 2), "
-        "'none' for one series and for a panel without a season",
+        help=transform_help(),
         legacy="none",
     )
     id_column: str | None = setting(
@@ -387,4 +382,4 @@ class DataConfig(_Section):
             check_int("season", self.season, 1, 2**31 - 1)
         check_bool("deseasonalize", self.deseasonalize)
         check_bool("season_test", self.season_test)
-        check_choice("target_transform", self.target_transform, get_args(TargetTransform))
+        check_choice("target_transform", self.target_transform, (*RULES, *TRANSFORMS))

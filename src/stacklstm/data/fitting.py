@@ -11,6 +11,7 @@ import numpy as np
 
 from ..checks import DataError
 from ..config import DataConfig
+from ..transforms import applied
 from . import season as seasons
 from .clean import Series
 from .covariates import expected_columns
@@ -153,6 +154,8 @@ def hold_series(
     else:
         model = scaler.transform(steps)
         center, scale = scaler.center[None, :nt], scaler.scale[None, :nt]
+    transform = applied(cfg.transform_kind).name  # on every series, or (per_series) some
+    per_series = cfg.transform_kind == "per_series" and logged is not None
     return HeldSeries(
         n_future=series.n_future,
         static=None if static_scaler is None else static_scaler.transform(series.static),
@@ -166,9 +169,9 @@ def hold_series(
         scale=scale.copy(),
         pattern=pattern,
         phase0=phase0,
-        log1p=logged.copy() if cfg.transform_kind == "per_series" and logged is not None
-        else cfg.transform_kind == "log1p",
-    )  # fmt: skip
+        transformed=logged.copy() if per_series else transform != "none",
+        transform=transform,
+    )
 
 
 def _model_tail(series: Series, cfg: DataConfig, scaler: Scaler | PanelScaler) -> np.ndarray | None:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..checks import DataError
 from ..config import AUTO, DataConfig
+from ..transforms import PER_SERIES, TRANSFORMS, applied
 
 log = logging.getLogger(__name__)
 
@@ -299,57 +300,62 @@ def fit_seasonal(
 # --------------------------------------------------------------------------- the hooks
 
 
-def _row_mask(log1p: bool | np.ndarray, n: int) -> np.ndarray:
-    """``(n,)`` bool: which rows (the first axis) ``log1p`` covers, every row or none for a
+def _row_mask(covered: bool | np.ndarray, n: int) -> np.ndarray:
+    """``(n,)`` bool: which rows (the first axis) ``covered`` marks, every row or none for a
     bool, else the ``(n,)`` mask itself (``target_transform="per_series"``)."""
-    if isinstance(log1p, (bool, np.bool_)):
-        return np.full(n, bool(log1p))
-    mask = np.asarray(log1p, dtype=bool)
+    if isinstance(covered, (bool, np.bool_)):
+        return np.full(n, bool(covered))
+    mask = np.asarray(covered, dtype=bool)
     if mask.shape != (n,):
-        raise ValueError(f"expected a log1p mask of shape ({n},), got {mask.shape}")
+        raise ValueError(f"expected a transform mask of shape ({n},), got {mask.shape}")
     return mask
 
 
-def forward_targets(values: np.ndarray, log1p: bool | np.ndarray) -> np.ndarray:
-    """``target_transform``: ``log1p`` of ``values`` (refusing negative ones), or a copy;
-    with a bool mask over the first axis of ``values``, ``log1p`` of the rows it marks only.
+def forward_targets(
+    values: np.ndarray, covered: bool | np.ndarray, transform: str = PER_SERIES
+) -> np.ndarray:
+    """``target_transform``: the transform named ``transform`` (:data:`stacklstm.transforms.
+    TRANSFORMS`) of ``values``, or a copy; with a bool mask ``covered`` over the first axis
+    of ``values``, of the rows it marks only.
 
     Raises:
-        DataError: ``log1p`` and a negative value.
+        DataError: A value the transform does not take (a negative one for ``log1p``).
     """
     values = np.array(values, dtype=np.float64)
-    mask = _row_mask(log1p, len(values))
+    mask = _row_mask(covered, len(values))
     if not mask.any():
         return values
-    chosen = values[mask]
-    if (chosen < 0).any():
+    chosen, applied = values[mask], TRANSFORMS[transform]
+    if not applied.valid(chosen):
         raise DataError(
-            f"target_transform='log1p' needs non-negative targets, got a minimum of "
-            f"{chosen.min():.6g}; use target_transform='none'"
+            f"target_transform={applied.name!r} needs {applied.needs}, got values from "
+            f"{chosen.min():.6g} to {chosen.max():.6g}; use target_transform='none'"
         )
-    values[mask] = np.log1p(chosen)
+    values[mask] = applied.forward(chosen, np)
     return values
 
 
-def inverse_targets(values: np.ndarray, log1p: bool | np.ndarray) -> np.ndarray:
-    """Undo :func:`forward_targets`: ``expm1`` clipped at 0 where ``log1p`` (a bool, or a
-    mask over the first axis)."""
+def inverse_targets(
+    values: np.ndarray, covered: bool | np.ndarray, transform: str = PER_SERIES
+) -> np.ndarray:
+    """Undo :func:`forward_targets`: the inverse of ``transform`` where ``covered`` (a bool,
+    or a mask over the first axis)."""
     values = np.array(values, dtype=np.float64)
-    mask = _row_mask(log1p, len(values))
-    values[mask] = np.maximum(np.expm1(values[mask]), 0.0)
+    mask = _row_mask(covered, len(values))
+    values[mask] = TRANSFORMS[transform].inverse(values[mask], np)
     return values
 
 
 def target_mask(
     cfg: DataConfig, logged: np.ndarray | None, bounds: np.ndarray
 ) -> bool | np.ndarray:
-    """Which rows ``target_transform`` puts on the ``log1p`` scale: all or none (``log1p``,
-    ``none``), or those of the ``logged`` series (``per_series``, which needs ``logged``)."""
+    """Which rows ``target_transform`` transforms: all or none (``log1p``, ``none``), or
+    those of the ``logged`` series (``per_series``, which needs ``logged``)."""
     if cfg.transform_kind == "per_series":
         if logged is None:
             raise ValueError("target_transform='per_series' needs each series' log1p flag")
         return series_mask(logged, bounds)
-    return cfg.transform_kind == "log1p"
+    return applied(cfg.transform_kind).name != "none"
 
 
 def series_mask(logged: np.ndarray | None, bounds: np.ndarray) -> bool | np.ndarray:
@@ -379,7 +385,9 @@ def model_values(
     """
     nt = series.n_targets
     values = np.array(series.values, dtype=np.float64)
-    values[:, :nt] = forward_targets(values[:, :nt], target_mask(cfg, logged, series.bounds))
+    covered = target_mask(cfg, logged, series.bounds)
+    name = applied(cfg.transform_kind).name
+    values[:, :nt] = forward_targets(values[:, :nt], covered, name)
     if seasonal is None:
         return values, None, None
     if seasonal.pattern.shape[2] != nt or seasonal.pattern.shape[0] != series.n_series:

@@ -18,6 +18,7 @@ import numpy as np
 from ..checks import is_int
 from ..inputs import ForecastInputs
 from ..metrics import seasonal_scale
+from ..transforms import PER_SERIES
 from . import season as seasons
 
 #: The largest loss weight of a series before the normalisation (``s ** -power`` of
@@ -43,8 +44,9 @@ class HeldSeries:
         pattern: ``(n_series, season, n_targets)`` float64 seasonal pattern removed from the
             targets before scaling (``deseasonalize``), or None.
         phase0: ``(n_series,)`` int64 phase of each series' first row, or None.
-        log1p: Whether the model space holds ``log1p`` of the targets: a bool, or with
-            ``target_transform="per_series"`` an ``(n_series,)`` bool array, per series.
+        transformed: Whether the model space holds the targets' ``transform``: a bool, or
+            with ``target_transform="per_series"`` an ``(n_series,)`` bool array, per series.
+        transform: The target transform's name (:data:`stacklstm.transforms.TRANSFORMS`).
         n_future: The last ``n_future`` columns of ``model`` are known in advance.
         static: ``(n_series, n_static)`` float64 scaled static features, or None.
         tail: ``(n_series, horizon, n_future)`` float64 scaled model-space known-future
@@ -60,7 +62,8 @@ class HeldSeries:
     scale: np.ndarray
     pattern: np.ndarray | None = None
     phase0: np.ndarray | None = None
-    log1p: bool | np.ndarray = False
+    transformed: bool | np.ndarray = False
+    transform: str = PER_SERIES
     n_future: int = 0
     static: np.ndarray | None = None
     tail: np.ndarray | None = None
@@ -347,13 +350,14 @@ class WindowSet:
         scale, center = self.target_scale[:, None, :], self.target_center[:, None, :]
         steps = (y_model + self.anchor[:, None, :]) * scale + center
         held = self.held
-        # the windows on the log1p scale: all, none, or (per_series) their series'
-        logged = held.log1p if np.ndim(held.log1p) == 0 else np.asarray(held.log1p)[self.series]
+        # the windows transformed: all, none, or (per_series) their series'
+        covered = held.transformed
+        logged = covered if np.ndim(covered) == 0 else np.asarray(covered)[self.series]
         if held.pattern is None and not np.any(logged):  # the model space is the values'
             if self.difference:
                 return self.level[:, None, :] + np.cumsum(steps, axis=1)
             return steps
-        level = seasons.forward_targets(self.level, logged)  # (n, n_targets)
+        level = seasons.forward_targets(self.level, logged, held.transform)  # (n, n_targets)
         season = 0 if held.pattern is None else held.pattern.shape[1]
         if held.pattern is not None:
             assert held.phase0 is not None
@@ -364,7 +368,7 @@ class WindowSet:
         out = level[:, None, :] + np.cumsum(steps, axis=1) if self.difference else steps
         if held.pattern is not None:
             out = out + pattern[:, 1:]
-        return seasons.inverse_targets(out, logged)
+        return seasons.inverse_targets(out, logged, held.transform)
 
     def of_series(self, i: int) -> WindowSet:
         """The windows of held series ``i``."""

@@ -25,6 +25,7 @@ from ..data import PanelScaler, Scaler
 from ..data.season import _steps_between
 from ..intervals import INTERVAL_LOSSES, Calibration, OutputHead, interval_pairs
 from ..kernels.lstm import LSTMState
+from ..transforms import applied
 from .export_quantiles import model_quantiles
 
 Array = jax.Array
@@ -158,9 +159,9 @@ def _constants(
 def _logged(cfg: DataConfig, scaler: Scaler | PanelScaler, n_series: int) -> np.ndarray | None:
     """``(n_series,)`` bool: which series the model sees on the ``log1p`` scale (every one
     with ``log1p``, each its own with ``per_series``); None where none is."""
-    if cfg.transform_kind == "log1p":
+    if cfg.transform_kind not in ("per_series", "none"):  # every series
         return np.ones(n_series, dtype=bool)
-    if cfg.transform_kind != "per_series":
+    if cfg.transform_kind == "none":
         return None
     logged = getattr(scaler, "logged", None)
     if logged is None or np.shape(logged) != (n_series,):
@@ -185,9 +186,9 @@ def _to_original(
         out = model_x[:, -1, :nt][:, None, :, None] + jnp.cumsum(out, axis=1)
     if seasons is not None:
         out = out + seasons[:, input_steps:, :, None]
-    if k.logged is not None:  # (batch,): each window's series on the log1p scale or not
+    if k.logged is not None:  # (batch,): each window's series transformed or not
         logged = k.logged[:, None, None, None]
-        out = jnp.where(logged, jnp.maximum(jnp.expm1(out), 0.0), out)
+        out = jnp.where(logged, applied(cfg.transform_kind).inverse(out, jnp), out)
     return out
 
 
@@ -246,9 +247,9 @@ def forecast_function(
             logged=None if const.logged is None else jnp.asarray(const.logged)[sid],
         )
         raw_known = x[:, -1:, known]  # the known-future columns at the origin
-        if k.logged is not None:  # the model works on log1p of the (logged series') targets
-            targets = x[:, :, :nt]
-            logged = jnp.where(k.logged[:, None, None], jnp.log1p(targets), targets)
+        if k.logged is not None:  # the model works on the (transformed series') transform
+            targets, forward = x[:, :, :nt], applied(cfg.transform_kind).forward
+            logged = jnp.where(k.logged[:, None, None], forward(targets, jnp), targets)
             x = jnp.concatenate([logged, x[:, :, nt:]], axis=2)
         seasons = None
         if const.pattern is not None:  # (batch, input_steps + horizon, n_targets)
