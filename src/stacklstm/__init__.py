@@ -62,5 +62,16 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = ["ESHybrid", "Forecaster", "LSTMForecaster", "LSTMLayer", "LSTMLayerParams", "LSTMModel",
-           "LSTMState", "MLPHead", "StackedLSTM", "lstm_bias_init", "lstm_layer"]  # fmt: skip
+__all__ = [
+    "ESHybrid",
+    "Forecaster",
+    "LSTMForecaster",
+    "LSTMLayer",
+    "LSTMLayerParams",
+    "LSTMModel",
+    "LSTMState",
+    "MLPHead",
+    "StackedLSTM",
+    "lstm_bias_init",
+    "lstm_layer",
+]

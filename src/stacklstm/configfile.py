@@ -169,7 +169,7 @@ def _check_file_lists(raw: Mapping[str, Any], syntax: str) -> None:
                     items = [_number(part) for part in items]
             what = {"tuple[str, ...]": "column names", "tuple[int, ...]": "integers"}.get(
                 kind, "numbers"
-            )  # fmt: skip
+            )
             raise SettingTypeError(
                 f"[{section}] {key} must be a list of {what}, got {_in_syntax(value, syntax)}; "
                 f"write {_assignment(key, items, syntax)}",

@@ -128,8 +128,11 @@ def initialize(
             f"`process_id` must be in [0, {num_processes}) for {num_processes} processes, "
             f"got {process_id}"
         )
-    given = {"`coordinator`": coordinator, "`num_processes`": num_processes,
-             "`process_id`": process_id}  # fmt: skip
+    given = {
+        "`coordinator`": coordinator,
+        "`num_processes`": num_processes,
+        "`process_id`": process_id,
+    }
     launcher = launcher_detected(environ)
     if launcher is None:
         if num_processes == 1 or all(value is None for value in given.values()):
@@ -343,9 +346,13 @@ def shard_batch(mesh: Mesh, *arrays: Any, whole: bool = False) -> Any:
         fields = arrays[0]
         if any(isinstance(a, tuple) for a in fields):  # nested NamedTuples (model inputs)
             return type(fields)(
-                *[shard_batch(mesh, a, whole=whole) if isinstance(a, tuple)
-                  else shard_batch(mesh, a, whole=whole)[0] for a in fields]
-            )  # fmt: skip
+                *[
+                    shard_batch(mesh, a, whole=whole)
+                    if isinstance(a, tuple)
+                    else shard_batch(mesh, a, whole=whole)[0]
+                    for a in fields
+                ]
+            )
         return type(fields)(*shard_batch(mesh, *fields, whole=whole))
     sharding = batch_sharding(mesh)
     devices = int(mesh.devices.size)

@@ -190,7 +190,10 @@ def build_model(
         return ESHybrid(**settings, output_size=output_size, season=season, n_targets=n_targets)
     if n_future or n_static:
         return Forecaster(
-            **settings, output_size=output_size, future_steps=future_steps if n_future else 0,
-            n_future=n_future, n_static=n_static,
-        )  # fmt: skip
+            **settings,
+            output_size=output_size,
+            future_steps=future_steps if n_future else 0,
+            n_future=n_future,
+            n_static=n_static,
+        )
     return LSTMModel(**settings, output_size=output_size)

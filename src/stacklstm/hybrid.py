@@ -170,8 +170,9 @@ class ESHybrid(StackSettings):
         z, new_carry = encode(self, inputs, carry, None, deterministic)
         out = head(self, z)  # (batch, horizon * nt)
         horizon = self.output_size // nt
-        ratio = jnp.clip(out.reshape(-1, horizon, nt).astype(jnp.float32), -MAX_LOG_RATIO,
-                         MAX_LOG_RATIO)  # fmt: skip
+        ratio = jnp.clip(
+            out.reshape(-1, horizon, nt).astype(jnp.float32), -MAX_LOG_RATIO, MAX_LOG_RATIO
+        )
         steps = jnp.arange(horizon) % m
         y_hat = level[:, None] * ahead[:, steps] * jnp.exp(ratio)  # (batch, horizon, nt)
         y_hat = y_hat.reshape(-1, self.output_size).astype(out.dtype)

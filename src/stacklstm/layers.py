@@ -266,9 +266,12 @@ class StackedLSTM(nn.Module):
 
     def __post_init__(self) -> None:
         check_stack_args(
-            self.hidden_size, self.num_layers, self.bidirectional, self.dropout_rate,
+            self.hidden_size,
+            self.num_layers,
+            self.bidirectional,
+            self.dropout_rate,
             self.proj_size,
-        )  # fmt: skip
+        )
         super().__post_init__()
 
     @property
@@ -311,20 +314,31 @@ class StackedLSTM(nn.Module):
             row's own last valid step.
         """
         x, initial_state, seq_lengths = check_stack_call(
-            x, initial_state, seq_lengths, self.hidden_size, self.num_layers * self.num_directions,
+            x,
+            initial_state,
+            seq_lengths,
+            self.hidden_size,
+            self.num_layers * self.num_directions,
             self.proj_size,
-        )  # fmt: skip
+        )
         path = stack_path(
-            dtype=self.dtype, param_dtype=self.param_dtype, x_dtype=x.dtype, remat=self.remat,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            x_dtype=x.dtype,
+            remat=self.remat,
             proj_size=self.proj_size,
             dropout_in_training=self.dropout_rate > 0 and self.num_layers > 1 and not deterministic,
-        )  # fmt: skip
+        )
         if path == "cudnn" and not self.is_initializing():  # the params exist: one cuDNN call
             return cudnn.run_stack(
-                self.variables["params"], x, initial_state, seq_lengths,
-                hidden_size=self.hidden_size, num_layers=self.num_layers,
+                self.variables["params"],
+                x,
+                initial_state,
+                seq_lengths,
+                hidden_size=self.hidden_size,
+                num_layers=self.num_layers,
                 bidirectional=self.bidirectional,
-            )  # fmt: skip
+            )
 
         finals = []
         x = jnp.swapaxes(x, 0, 1)  # time-major inside the stack: no transposes between layers

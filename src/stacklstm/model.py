@@ -75,9 +75,14 @@ class StackSettings(nn.Module):
 
     def __post_init__(self) -> None:
         check_model_args(
-            self.lstm_hidden_size, self.num_lstm_layers, self.linear_layer_sizes,
-            self.mean_aggregation, self.output_size, self.bidirectional, self.dropout_rate,
-        )  # fmt: skip
+            self.lstm_hidden_size,
+            self.num_lstm_layers,
+            self.linear_layer_sizes,
+            self.mean_aggregation,
+            self.output_size,
+            self.bidirectional,
+            self.dropout_rate,
+        )
         super().__post_init__()
 
     @property

@@ -132,8 +132,7 @@ def handling_signals(final_words: Callable[[int], str]) -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
-        (_State.installed, _State.depth, _State.pending, _State.raised,
-         _State.final_words) = saved  # fmt: skip
+        (_State.installed, _State.depth, _State.pending, _State.raised, _State.final_words) = saved
         _State.unhandled = None
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from stacklstm.baselines.registry import BASELINES, NAIVE, STATISTICAL
 from stacklstm.config import TrainConfig
-from stacklstm.plots.forecast import COLORS
+from stacklstm.plots.style import COLORS
 
 SEASON = 4
 NAIVE_NAMES = ("last_value", "seasonal_naive")

@@ -101,7 +101,7 @@ def test_resume_of_a_finished_run_only_rewrites_the_report(trained_run):
 def test_resuming_a_finished_run_says_so_and_a_failed_report_says_what_is_safe(
     trained_run, tmp_path, monkeypatch
 ):
-    import stacklstm.report.evaluate as report
+    import stacklstm.report.contents as report
 
     run = tmp_path / "run"
     shutil.copytree(trained_run.out_dir, run)

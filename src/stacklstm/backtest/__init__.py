@@ -93,8 +93,14 @@ def _train_folds(plan: BacktestPlan, quiet: bool, callbacks: Sequence[Any]) -> N
         if run_dir.exists() and not resume:  # killed while being created: nothing to keep
             shutil.rmtree(run_dir)
         log.info("fold %d: training on rows 0-%d", fold, plan.cutoffs[fold])
-        loop.fit(plan.fold_config(fold), run_dir, resume=resume, quiet=quiet,
-                 data_path=plan.data_path, callbacks=callbacks)  # fmt: skip
+        loop.fit(
+            plan.fold_config(fold),
+            run_dir,
+            resume=resume,
+            quiet=quiet,
+            data_path=plan.data_path,
+            callbacks=callbacks,
+        )
 
 
 @dataclass(frozen=True)
@@ -166,7 +172,18 @@ def backtest(
 
 
 __all__ = [
-    "METRICS", "BacktestPlan", "BacktestResult", "backtest", "check_refit", "fold_config",
-    "fold_cutoffs", "fold_forecasts", "fold_val_rows", "format_table", "model_folds",
-    "prepare_backtest", "read_plan", "score_folds",
-]  # fmt: skip
+    "METRICS",
+    "BacktestPlan",
+    "BacktestResult",
+    "backtest",
+    "check_refit",
+    "fold_config",
+    "fold_cutoffs",
+    "fold_forecasts",
+    "fold_val_rows",
+    "format_table",
+    "model_folds",
+    "prepare_backtest",
+    "read_plan",
+    "score_folds",
+]

@@ -90,8 +90,12 @@ def fold_config(cfg: RunConfig, n_rows: int, cutoff: int, n_val: int | None = No
         rows = {"val_fraction": n_val / n_rows, "test_fraction": n_test / n_rows}
     else:  # sizes: the fold's rows exactly (the fractions left at their defaults, unused)
         default = DataConfig()
-        rows = {"val_size": n_val, "test_size": n_test, "val_fraction": default.val_fraction,
-                "test_fraction": default.test_fraction}  # fmt: skip
+        rows = {
+            "val_size": n_val,
+            "test_size": n_test,
+            "val_fraction": default.val_fraction,
+            "test_fraction": default.test_fraction,
+        }
     fold = cfg.replace(
         {
             "data": rows,
@@ -291,6 +295,12 @@ def _check_fold_rows(plan: BacktestPlan) -> None:
 
 
 __all__ = [
-    "BacktestPlan", "check_refit", "fold_config", "fold_cutoffs", "fold_val_rows", "model_folds",
-    "prepare_backtest", "read_plan",
-]  # fmt: skip
+    "BacktestPlan",
+    "check_refit",
+    "fold_config",
+    "fold_cutoffs",
+    "fold_val_rows",
+    "model_folds",
+    "prepare_backtest",
+    "read_plan",
+]

@@ -16,7 +16,7 @@ from .. import baselines
 from ..data import make_inference_windows
 from ..forecasting.inference import forecast, load_run
 from ..metrics import forecast_metrics, seasonal_scale
-from ..plots.forecast import (
+from ..plots.style import (
     color_of,
     legend_below,
     plain_log_axis,
@@ -85,17 +85,19 @@ def _fold_scores(
     """``(scores, by_step, per series scores)`` of one fold's forecasts (``parts``: each
     series' ``(rows, scale)``; one part for one series)."""
     per_series = [
-        score_forecasts(y_true[rows], {n: None if f is None else f[rows] for n, f in
-                                       forecasts.items()}, scale)
+        score_forecasts(
+            y_true[rows], {n: None if f is None else f[rows] for n, f in forecasts.items()}, scale
+        )
         for rows, scale in parts
-    ]  # fmt: skip
+    ]
     scores = per_series[0]
     if len(parts) > 1:  # a panel: its series pooled (None where some forecast is not finite)
         scores = {
-            name: None if values is None or not np.isfinite(values).all()
+            name: None
+            if values is None or not np.isfinite(values).all()
             else _pooled(y_true, values, parts)
             for name, values in forecasts.items()
-        }  # fmt: skip
+        }
     by_step: dict[str, Any] = {}
     for name, values in forecasts.items():
         if scores[name] is None:
@@ -127,8 +129,9 @@ def fold_forecasts(plan: BacktestPlan) -> tuple[dict[str, Any], list[dict[str, A
     folds, kept = [], []
     for k in range(plan.folds):
         run = runs[plan.uses[k]]
-        windows = make_inference_windows(series, run.info.config.data, run.info.scaler,
-                                         run.info.static_scaler)  # fmt: skip
+        windows = make_inference_windows(
+            series, run.info.config.data, run.info.scaler, run.info.static_scaler
+        )
         windows = windows.take(np.isin(windows.origin, plan.origins(k)))
         if not np.array_equal(windows.origin, plan.origins(k)):  # pragma: no cover
             raise RuntimeError(f"fold {k}'s run does not forecast every series of the panel")
@@ -138,11 +141,12 @@ def fold_forecasts(plan: BacktestPlan) -> tuple[dict[str, Any], list[dict[str, A
             "model": forecast(run, windows),
             **baselines.naive_forecasts(windows, season),
             **{
-                name: None if any(s[name] is None for s in statistical)
+                name: None
+                if any(s[name] is None for s in statistical)
                 else np.concatenate([s[name][rows] for s in statistical])
                 for name in names
             },
-        }  # fmt: skip
+        }
         cuts = plan.series_cutoffs(k)
         parts = []
         for i, start in enumerate(series.bounds[:-1]):
@@ -167,16 +171,23 @@ def fold_forecasts(plan: BacktestPlan) -> tuple[dict[str, Any], list[dict[str, A
             fold["per_series"] = {
                 name: {
                     "cutoff": int(cuts[i]),
-                    "cutoff_time": None if series.times is None
+                    "cutoff_time": None
+                    if series.times is None
                     else str(series.times[start[i] + cuts[i]]),
                     "origins": [int(cuts[i]), int(cuts[i]) + plan.step - 1],
                     "scores": per_series[i],
                 }
                 for i, name in enumerate(ids)
-            }  # fmt: skip
+            }
         folds.append(fold)
-        kept.append({"origin": windows.origin, "series": windows.series,
-                     "y_true": windows.y_true, **forecasts})  # fmt: skip
+        kept.append(
+            {
+                "origin": windows.origin,
+                "series": windows.series,
+                "y_true": windows.y_true,
+                **forecasts,
+            }
+        )
     return _result(plan, folds), kept
 
 
@@ -308,14 +319,23 @@ def backtest_figure(result: dict[str, Any]) -> Figure:
     folds, horizon = result["folds"], result["horizon"]
     names = [n for n in folds[0]["scores"] if any(f["scores"][n] is not None for f in folds)]
     for name in sorted(names, key=lambda n: n == "model"):  # the model drawn last, on top
-        style = {"color": color_of(name), "lw": 2.0 if name == "model" else 1.0,
-                 "alpha": 1.0 if name == "model" else 0.8, "ms": 4, "label": name}  # fmt: skip
+        style = {
+            "color": color_of(name),
+            "lw": 2.0 if name == "model" else 1.0,
+            "alpha": 1.0 if name == "model" else 0.8,
+            "ms": 4,
+            "label": name,
+        }
         by_fold.plot(range(len(folds)), mase_by_fold(result, name), "o-", **style)
         by_step.plot(range(1, horizon + 1), mase_by_step(result, name), "o-", **style)
     slanted = len(folds) > 4  # dates side by side would collide
     labels = [_cutoff_label(fold) for fold in folds]
-    by_fold.set_xticks(range(len(folds)), labels, rotation=30 if slanted else 0,
-                       ha="right" if slanted else "center")  # fmt: skip
+    by_fold.set_xticks(
+        range(len(folds)),
+        labels,
+        rotation=30 if slanted else 0,
+        ha="right" if slanted else "center",
+    )
     by_step.set_xticks(range(1, horizon + 1))
     first = " (first series)" if "n_series" in result else ""
     by_fold.set(xlabel=f"fold cut-off{first}", ylabel="MASE", title="MASE by fold")

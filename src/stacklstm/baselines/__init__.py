@@ -165,8 +165,9 @@ def statistical_forecasts(
     starts = np.searchsorted(origins, fit_here)  # where the origins of each fit start
     pieces = np.split(origins, starts[1:])
     n_fit = int(origins[0]) + 1
-    parts = forecast_parts([(history, piece) for piece in pieces], horizon, season, progress,
-                           n_fit=n_fit)  # fmt: skip
+    parts = forecast_parts(
+        [(history, piece) for piece in pieces], horizon, season, progress, n_fit=n_fit
+    )
     out: dict[str, np.ndarray | None] = {}
     for name in STATISTICAL:
         values = [part[name] for part in parts]
@@ -245,9 +246,11 @@ def _forecast_parts(
         log.info(
             "statsforecast: fitting AutoETS, AutoARIMA and AutoTheta (season %d) %d time(s) and "
             "forecasting from %d origins, in %d worker process(es); baselines='naive' skips them",
-            season, fits, sum(parts[p][1].size for p in {w[0] for w in where}),
+            season,
+            fits,
+            sum(parts[p][1].size for p in {w[0] for w in where}),
             worker.worker_count(len(jobs), spare),
-        )  # fmt: skip
+        )
     total = dict.fromkeys(STATISTICAL, 0)
     for history, origins in (parts[p] for p in sorted({w[0] for w in where})):
         for name in total:
@@ -261,8 +264,13 @@ def _forecast_parts(
         if stage in ("done", "failed"):
             left[name] -= 1
             if not left[name]:
-                log.info("statsforecast: %s %s in %.1f s (%d forecasts)", name,
-                         stage, time.monotonic() - started, total[name])  # fmt: skip
+                log.info(
+                    "statsforecast: %s %s in %.1f s (%d forecasts)",
+                    name,
+                    stage,
+                    time.monotonic() - started,
+                    total[name],
+                )
             elif stage == "done":  # another fit of the model is still running
                 stage = "forecasting"
         if progress is not None:

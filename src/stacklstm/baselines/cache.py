@@ -163,8 +163,9 @@ def _background_queue() -> queue.SimpleQueue:
     with _LOCK:
         if _QUEUE is None:
             _QUEUE = queue.SimpleQueue()
-            threading.Thread(target=_serve, args=(_QUEUE,), name="stacklstm-baselines",
-                             daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=_serve, args=(_QUEUE,), name="stacklstm-baselines", daemon=True
+            ).start()
         return _QUEUE
 
 

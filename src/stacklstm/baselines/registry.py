@@ -109,5 +109,4 @@ def statistical_models(season: int, n_fit: int) -> dict[str, Any]:
     return {name: BASELINES[name].model(season, n_fit) for name in STATISTICAL}
 
 
-__all__ = ["BASELINES", "NAIVE", "STATISTICAL", "Baseline", "naive_forecasts",
-           "statistical_models"]  # fmt: skip
+__all__ = ["BASELINES", "NAIVE", "STATISTICAL", "Baseline", "naive_forecasts", "statistical_models"]

@@ -103,18 +103,31 @@ def _ets_rolling(
     components, par, m = fitted["components"], np.asarray(fitted["par"]), fitted["m"]
     alpha, beta, gamma, phi = par[:4]
     _, _, states, _ = pegelsresid_C(
-        y=y[: int(origins[-1]) + 1], m=m, init_state=par[4:], errortype=components[0],
-        trendtype=components[1], seasontype=components[2], damped=components[3] != "N",
-        alpha=alpha, beta=beta, gamma=gamma, phi=phi, nmse=3,
-    )  # fmt: skip
+        y=y[: int(origins[-1]) + 1],
+        m=m,
+        init_state=par[4:],
+        errortype=components[0],
+        trendtype=components[1],
+        seasontype=components[2],
+        damped=components[3] != "N",
+        alpha=alpha,
+        beta=beta,
+        gamma=gamma,
+        phi=phi,
+        nmse=3,
+    )
     constant = _constant_rows(y)
     out = np.empty((origins.size, horizon))
     for i, origin in enumerate(origins.tolist()):
         if origin < constant:  # forward fits a constant prefix afresh
             out[i] = model.forward(y=y[: origin + 1], h=horizon)["mean"]
         else:
-            state = {"states": states[origin + 1 : origin + 2], "components": components,
-                     "par": par, "m": m}  # fmt: skip
+            state = {
+                "states": states[origin + 1 : origin + 2],
+                "components": components,
+                "par": par,
+                "m": m,
+            }
             out[i] = pegelsfcast_C(horizon, state)
         tick(1)
     return out
@@ -215,8 +228,9 @@ def _filter(
     """statsforecast's ``arima_like`` over ``rows`` from copies of the ``carried`` state:
     the ``a``, ``P`` and ``Pn`` it leaves."""
     out = {k: v.copy() for k, v in carried.items()}
-    arima_like(rows, model["phi"], model["theta"], model["delta"], out["a"], out["P"],
-               out["Pn"], 0, False)  # fmt: skip
+    arima_like(
+        rows, model["phi"], model["theta"], model["delta"], out["a"], out["P"], out["Pn"], 0, False
+    )
     return out
 
 
@@ -260,8 +274,7 @@ def _theta_rolling(
             else:
                 b = -means
             ahead = means[(n + np.arange(horizon)) % m]  # the indices' seasonal naive
-        mean = _theta_forecast(sums.state(a, b, start, dynamic), n, horizon, alpha, theta,
-                               dynamic)  # fmt: skip
+        mean = _theta_forecast(sums.state(a, b, start, dynamic), n, horizon, alpha, theta, dynamic)
         if seasonal == "multiplicative":
             mean = mean * ahead
         elif seasonal == "additive":
@@ -285,8 +298,9 @@ def _theta_forecast(
     out = np.empty(horizon)
     for j in range(horizon):
         i = n + j
-        mu = level + (1 - 1 / theta) * (an * (1 - alpha) ** i
-                                        + bn * (1 - (1 - alpha) ** (i + 1)) / alpha)  # fmt: skip
+        mu = level + (1 - 1 / theta) * (
+            an * (1 - alpha) ** i + bn * (1 - (1 - alpha) ** (i + 1)) / alpha
+        )
         out[j] = mu
         level, prev_mean = alpha * mu + (1 - alpha) * level, meany
         meany = (i * meany + mu) / (i + 1)

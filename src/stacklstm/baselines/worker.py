@@ -192,9 +192,13 @@ def _start_worker() -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": root if not path else os.pathsep.join([root, path])}
     return subprocess.Popen(
         [sys.executable, "-c", _SERVE, str(os.getpid())],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-        start_new_session=True, bufsize=0,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+        bufsize=0,
+    )
 
 
 def serve() -> None:
@@ -238,7 +242,7 @@ def run_job(
     at every origin; should it raise, ``forward`` runs at every origin instead, and its
     error is the job's failure.
     """
-    from . import statistical_models
+    from .registry import statistical_models
     from .rolling import forward_means, rolling_means
 
     clock = {"last": 0.0, "done": 0}

@@ -162,8 +162,12 @@ def run_workload(
             result[peer] = {"status": "ok", "samples": {}}
             baseline = peer == BASELINE
             workers[peer] = WorkerProcess(baseline_env if baseline else env, args.timeout)
-            setup = {"cmd": "setup", "peer": REFERENCE if baseline else peer,
-                     "workload": workload.name, "seed": args.seed}  # fmt: skip
+            setup = {
+                "cmd": "setup",
+                "peer": REFERENCE if baseline else peer,
+                "workload": workload.name,
+                "seed": args.seed,
+            }
             try:
                 reply = workers[peer].request(setup)
             except WorkerError as err:

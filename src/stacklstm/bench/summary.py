@@ -154,8 +154,17 @@ def render_markdown(run: dict[str, Any], summary: dict[str, Any]) -> str:
 
 #: The vector extensions that decide the kernel's and the BLAS's speed, as Linux names them
 #: in ``/proc/cpuinfo`` (x86: AVX2/FMA, AVX-512, AMX; ARM: NEON as ``asimd``, SVE).
-VECTOR_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
-                "asimd", "sve")  # fmt: skip
+VECTOR_FLAGS = (
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "asimd",
+    "sve",
+)
 
 
 def cpu_info() -> tuple[str, list[str]]:

@@ -106,10 +106,14 @@ def _train_in(args: argparse.Namespace, out: Path) -> int:
     if result.report is not None:
         print(result.report.table)
     members = getattr(result, "members", None)  # a seed ensemble's EnsembleResult
-    steps = f"{result.step} steps" if members is None else (
-        f"ensemble of {cfg.train.ensemble} members, {len(members)} trained or found finished, "
-        f"{result.step} steps in all"
-    )  # fmt: skip
+    steps = (
+        f"{result.step} steps"
+        if members is None
+        else (
+            f"ensemble of {cfg.train.ensemble} members, {len(members)} trained or found finished, "
+            f"{result.step} steps in all"
+        )
+    )
     if getattr(result, "selection", None) is not None:  # a RetrainResult
         steps += f" with its selection run in {out / SELECTION_DIR}"
     print(f"run folder: {out}  ({steps}, stopped by {result.stop_reason})")
@@ -132,9 +136,15 @@ def _tune(args: argparse.Namespace) -> int:
         Path(args.out) if args.out else Path("runs") / datetime.now().strftime("tune-%Y%m%d-%H%M%S")
     )
     result = tune(
-        base.replace(_overrides(args)), out, trials=args.trials, space=space,
-        storage=args.storage, study=args.study, data_path=data, heartbeat=args.heartbeat,
-    )  # fmt: skip
+        base.replace(_overrides(args)),
+        out,
+        trials=args.trials,
+        space=space,
+        storage=args.storage,
+        study=args.study,
+        data_path=data,
+        heartbeat=args.heartbeat,
+    )
     print(result.table)
     best = "none yet" if result.best_value is None else f"{result.best_value:.6g}"
     print(f"search folder: {out}  ({result.ran} trials here; best validation loss {best})")
@@ -170,9 +180,15 @@ def _backtest(args: argparse.Namespace) -> int:
         base = RunConfig()
     cfg = base.replace(_overrides(args))
     result = backtest(
-        cfg, out, folds=args.folds, step=args.step, refit=args.refit, data_path=data,
-        resume=args.resume, quiet=args.quiet,
-    )  # fmt: skip
+        cfg,
+        out,
+        folds=args.folds,
+        step=args.step,
+        refit=args.refit,
+        data_path=data,
+        resume=args.resume,
+        quiet=args.quiet,
+    )
     print(result.table)
     print(f"wrote {out / BACKTEST_FILE}")
     return 0
@@ -183,8 +199,15 @@ def _predict(args: argparse.Namespace) -> int:
     from ..rundir.files import PREDICTIONS_FILE
 
     output = args.output if args.output else Path(args.run_dir) / PREDICTIONS_FILE
-    frame = predict(args.run_dir, args.data, output, ids=args.ids, format=args.format,
-                    combine=args.combine, fallback=args.fallback)  # fmt: skip
+    frame = predict(
+        args.run_dir,
+        args.data,
+        output,
+        ids=args.ids,
+        format=args.format,
+        combine=args.combine,
+        fallback=args.fallback,
+    )
     # with `--output -` the CSV is standard output: the note goes to stderr
     note = sys.stderr if str(output) == "-" else sys.stdout
     print(f"wrote {len(frame)} forecasts to {output}", file=note)
@@ -218,16 +241,22 @@ def _export_inputs(meta: dict) -> list[str]:
     if meta.get("ids"):
         ids = [str(i) for i in meta["ids"]]
         named = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
-        lines.append(f"and each window's series: predict(windows, ids=...), one of {len(ids)} "
-                     f"({named})")  # fmt: skip
+        lines.append(
+            f"and each window's series: predict(windows, ids=...), one of {len(ids)} ({named})"
+        )
     if meta.get("future_columns"):
-        lines.append(f"and the known-future values over the horizon: future=(batch, "
-                     f"{meta['horizon']}, {len(meta['future_columns'])}) of "
-                     f"{', '.join(meta['future_columns'])}")  # fmt: skip
+        lines.append(
+            f"and the known-future values over the horizon: future=(batch, "
+            f"{meta['horizon']}, {len(meta['future_columns'])}) of "
+            f"{', '.join(meta['future_columns'])}"
+        )
     if meta.get("static_columns"):
-        lines.append(f"and the static values: static=(batch, {len(meta['static_columns'])}) of "
-                     f"{', '.join(meta['static_columns'])}")  # fmt: skip
+        lines.append(
+            f"and the static values: static=(batch, {len(meta['static_columns'])}) of "
+            f"{', '.join(meta['static_columns'])}"
+        )
     if meta.get("quantiles"):
-        lines.append(f"predict_quantiles(...) gives the quantiles "
-                     f"{', '.join(map(str, meta['quantiles']))}")  # fmt: skip
+        lines.append(
+            f"predict_quantiles(...) gives the quantiles {', '.join(map(str, meta['quantiles']))}"
+        )
     return lines

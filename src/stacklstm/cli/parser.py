@@ -103,19 +103,25 @@ def _add_tune(commands: Any, formatter: type) -> None:
         "--config", metavar="FILE", help="TOML or YAML settings with a [tune] search space"
     )
     tune.add_argument("--out", metavar="DIR", help="search folder (default: runs/tune-<date-time>)")
-    tune.add_argument("--trials", type=_int, default=10, metavar="N",
-                      help="trials this worker runs (default: 10)")  # fmt: skip
     tune.add_argument(
-        "--storage", metavar="URL",
+        "--trials", type=_int, default=10, metavar="N", help="trials this worker runs (default: 10)"
+    )
+    tune.add_argument(
+        "--storage",
+        metavar="URL",
         help="Optuna storage URL shared by the workers (default: sqlite:///OUT/study.db)",
-    )  # fmt: skip
-    tune.add_argument("--study", default="stacklstm", metavar="NAME",
-                      help="study name (default: stacklstm)")  # fmt: skip
+    )
     tune.add_argument(
-        "--heartbeat", type=_int, default=60, metavar="S",
+        "--study", default="stacklstm", metavar="NAME", help="study name (default: stacklstm)"
+    )
+    tune.add_argument(
+        "--heartbeat",
+        type=_int,
+        default=60,
+        metavar="S",
         help="seconds between a trial's heartbeats; a trial silent for 2*S is marked failed "
         "(default: 60)",
-    )  # fmt: skip
+    )
     tune.add_argument("--quiet", action="store_true", help="no info logs")
     _add_setting_flags(tune)
     tune.set_defaults(func=_tune)
@@ -163,33 +169,43 @@ def _add_predict(commands: Any, formatter: type) -> None:
         help="CSV to write (default: RUN_DIR/predictions.csv); - for standard output",
     )
     predict.add_argument(
-        "--ids", type=_names, metavar="A,B",
+        "--ids",
+        type=_names,
+        metavar="A,B",
         help="for a run on a panel: forecast only these series (default: every series)",
-    )  # fmt: skip
+    )
     predict.add_argument(
-        "--history", dest="format", action="store_const", const="wide",
+        "--history",
+        dest="format",
+        action="store_const",
+        const="wide",
         help="the forecasts from every origin with a full input window instead of the future: "
         "one row per origin (its time stamp) and a column <target>_h<k> per target and "
         "horizon step (the same as --format wide)",
-    )  # fmt: skip
+    )
     predict.add_argument(
-        "--format", choices=("wide", "long"), default="long",
+        "--format",
+        choices=("wide", "long"),
+        default="long",
         help="long: the next horizon steps after each series' last row as rows unique_id, ds, "
         "stacklstm (with stacklstm-lo-<level>, stacklstm-hi-<level> for the run's intervals), "
         "as statsforecast writes them (default); wide: --history",
-    )  # fmt: skip
+    )
     predict.add_argument(
-        "--combine", action="store_true",
+        "--combine",
+        action="store_true",
         help="also the combination's forecasts: the model and the baselines from the same "
         "origins weighed by the run's report.json weights (inverse validation MAE); columns "
         "<target>_h<k>_combination (long: combination); point forecasts only",
-    )  # fmt: skip
+    )
     predict.add_argument(
-        "--no-fallback", dest="fallback", action="store_false",
+        "--no-fallback",
+        dest="fallback",
+        action="store_false",
         help="for a run on a panel: leave out the series the model cannot forecast (too short "
         "for one input window, or not trained on) instead of giving them the seasonal naive "
         "forecast from their last row (a column `forecaster` names which rows are which)",
-    )  # fmt: skip
+    )
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict, format="long")
 
@@ -241,15 +257,18 @@ def _add_backtest(commands: Any, formatter: type) -> None:
         "--folds", type=_int, metavar="K", help=f"cut-offs (default: {DEFAULT_FOLDS})"
     )
     backtest.add_argument(
-        "--step", type=_int, metavar="S",
+        "--step",
+        type=_int,
+        metavar="S",
         help="origins per fold: the steps between cut-offs, counted back from the end of the "
         "data (default: the horizon)",
-    )  # fmt: skip
+    )
     backtest.add_argument(
-        "--refit", type=_refit, metavar="every|never|N",
-        help="train a model at every cut-off, only at the first, or at every N-th "
-        "(default: every)",
-    )  # fmt: skip
+        "--refit",
+        type=_refit,
+        metavar="every|never|N",
+        help="train a model at every cut-off, only at the first, or at every N-th (default: every)",
+    )
     _add_setting_flags(backtest)
     backtest.set_defaults(func=_backtest)
 

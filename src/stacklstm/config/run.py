@@ -34,8 +34,10 @@ def resolve_aliases(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             new_section, new_key = ALIASES.get((section, key), (section, key))
             target = out.setdefault(new_section, {})
             if new_key in target:  # the older spelling first, then the field's own name
-                both = sorted([given_as[new_section, new_key], (section, key)],
-                              key=lambda spelling: spelling == (new_section, new_key))  # fmt: skip
+                both = sorted(
+                    [given_as[new_section, new_key], (section, key)],
+                    key=lambda spelling: spelling == (new_section, new_key),
+                )
                 one_section = both[0][0] == both[1][0]
                 first, second = (k if one_section else f"[{s}] {k}" for s, k in both)
                 raise SettingError(f"{first} and {second} are the same setting; give one", new_key)

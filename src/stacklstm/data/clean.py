@@ -11,7 +11,8 @@ import pandas as pd
 
 from ..config import DataConfig
 from .covariates import prepare_with_covariates
-from .rows import Series, prepare_rows
+from .rows import prepare_rows
+from .series import Series
 from .table import written_text
 
 __all__ = ["Series", "prepare_series"]

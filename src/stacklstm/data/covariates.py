@@ -269,10 +269,13 @@ def _tail(
             rows = file_rows(future, mine)
             for j, name in enumerate(names):
                 for bad, what, needs in (
-                    (np.isnan(part[:, j]), "has no value", "every future value (nothing is "
-                     "filled in)"),
+                    (
+                        np.isnan(part[:, j]),
+                        "has no value",
+                        "every future value (nothing is filled in)",
+                    ),
                     (np.isinf(part[:, j]), "holds an infinite value", "finite future values"),
-                ):  # fmt: skip
+                ):
                     at = np.flatnonzero(bad)
                     if at.size:
                         dates = (

@@ -81,19 +81,33 @@ def fit_scaler(series: Series, cfg: DataConfig, n_train: Sequence[int]) -> Scale
     logged = None
     if cfg.transform_kind == "per_series":
         if series.ids is None:
-            raise DataError("target_transform='per_series' chooses the log for each series "
-                            "of a panel (id_column); for one series use 'auto'")  # fmt: skip
+            raise DataError(
+                "target_transform='per_series' chooses the log for each series "
+                "of a panel (id_column); for one series use 'auto'"
+            )
         logged = logged_series(series, cfg, n_train)
     values, seasonal = _deseasonalized(series, cfg, n_train, logged)
     steps = _model_space(series, cfg, values)
     if series.ids is None:
-        scaler = Scaler.fit(steps[first : n_train[0]], cfg.scaler_kind, series.columns,
-                            series.n_targets, int(cfg.season))  # fmt: skip
+        scaler = Scaler.fit(
+            steps[first : n_train[0]],
+            cfg.scaler_kind,
+            series.columns,
+            series.n_targets,
+            int(cfg.season),
+        )
     else:
         scaler = PanelScaler.fit(
-            steps, series.bounds, n_train, cfg.scaler_kind, series.columns,
-            series.n_targets, series.ids, first, int(cfg.season),
-        )  # fmt: skip
+            steps,
+            series.bounds,
+            n_train,
+            cfg.scaler_kind,
+            series.columns,
+            series.n_targets,
+            series.ids,
+            first,
+            int(cfg.season),
+        )
     scaler = dataclasses.replace(scaler, seasonal=seasonal)
     if logged is not None:
         scaler = dataclasses.replace(scaler, logged=logged)

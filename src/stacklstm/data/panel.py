@@ -12,7 +12,7 @@ from ..checks import DataError
 from ..config import DataConfig
 from .columns import file_rows, parse_times, series_ids, stamp_text, step_text
 from .grid import check_missing, fill_gaps, on_grid, regular_grid
-from .rows import Series
+from .series import Series
 
 # the logger of .rows, whose lines these are (a retrained run says each of them once:
 # stacklstm.run.retrain)

@@ -237,9 +237,15 @@ class PanelScaler:
         seasonal = None if self.seasonal is None else self.seasonal.select(rows)
         logged = None if self.logged is None else self.logged[rows]
         return PanelScaler(
-            self.kind, self.columns, self.n_targets, tuple(ids), self.center[rows],
-            self.scale[rows], seasonal, logged,
-        )  # fmt: skip
+            self.kind,
+            self.columns,
+            self.n_targets,
+            tuple(ids),
+            self.center[rows],
+            self.scale[rows],
+            seasonal,
+            logged,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (floats round-trip exactly): :meth:`Scaler.to_dict`'s keys, with
@@ -278,16 +284,19 @@ class PanelScaler:
             )
         seasonal = _seasonal_of(data)
         if seasonal is not None and seasonal.pattern.shape[0] != len(ids):
-            raise DataError(f"the seasonal pattern has {seasonal.pattern.shape[0]} series, the "
-                            f"scaler {len(ids)}")  # fmt: skip
+            raise DataError(
+                f"the seasonal pattern has {seasonal.pattern.shape[0]} series, the "
+                f"scaler {len(ids)}"
+            )
         logged = data.get("log1p")
         if logged is not None and (
             not isinstance(logged, list)
             or len(logged) != len(ids)
             or not all(isinstance(v, bool) for v in logged)
         ):
-            raise DataError(f"scaler 'log1p' must be one true or false per series ({len(ids)}), "
-                            f"got {logged!r}")  # fmt: skip
+            raise DataError(
+                f"scaler 'log1p' must be one true or false per series ({len(ids)}), got {logged!r}"
+            )
         rest = {k: v for k, v in data.items() if k not in ("ids", "seasonal", "log1p")}
         fitted = [
             Scaler.from_dict({**rest, "center": c, "scale": s})

@@ -286,13 +286,22 @@ def fit_seasonal(
                 found = True
         fitted += found
     if not fitted:
-        log.info("no series has 2 seasons (%d rows) of training rows%s: not deseasonalised",
-                 2 * season, " and a significant season" if test else "")  # fmt: skip
+        log.info(
+            "no series has 2 seasons (%d rows) of training rows%s: not deseasonalised",
+            2 * season,
+            " and a significant season" if test else "",
+        )
         return None
     if fitted < len(n_train):
-        log.info("deseasonalised %d of %d series (%d have fewer than %d training rows, %d no "
-                 "significant season)", fitted, len(n_train), short, 2 * season,
-                 len(n_train) - fitted - short)  # fmt: skip
+        log.info(
+            "deseasonalised %d of %d series (%d have fewer than %d training rows, %d no "
+            "significant season)",
+            fitted,
+            len(n_train),
+            short,
+            2 * season,
+            len(n_train) - fitted - short,
+        )
     references = tuple(_reference(series, int(bounds[i])) for i in range(len(n_train)))
     return SeasonalPattern(int(season), pattern, references, series.freq)
 

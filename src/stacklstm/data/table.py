@@ -123,9 +123,13 @@ def written_text(frame: pd.DataFrame, name: str) -> np.ndarray | None:
     path = Path(source["path"])
     try:
         column = pd.read_csv(
-            path, sep=source["sep"], usecols=[position], dtype=str, keep_default_na=False,
+            path,
+            sep=source["sep"],
+            usecols=[position],
+            dtype=str,
+            keep_default_na=False,
             na_filter=False,
-        )  # fmt: skip
+        )
     except (OSError, ValueError) as err:
         raise DataError(f"cannot read column {name!r} of {path} again: {err}") from err
     if len(column) != rows:

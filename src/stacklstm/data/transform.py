@@ -57,8 +57,9 @@ def guerrero_lambda(x: np.ndarray, season: int) -> float:
         ratio = sds / means ** (1 - lam)
         return float(np.std(ratio, ddof=1) / np.mean(ratio))
 
-    found = minimize_scalar(variation, bounds=(LOWER, UPPER), method="bounded",
-                            options={"xatol": 1e-6})  # fmt: skip
+    found = minimize_scalar(
+        variation, bounds=(LOWER, UPPER), method="bounded", options={"xatol": 1e-6}
+    )
     return float(found.x)
 
 

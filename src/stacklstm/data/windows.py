@@ -239,8 +239,11 @@ def _panel_rows(
         known = set(scaler.ids)
         untrained = [i for i, name in enumerate(series.ids) if name not in known]
         if untrained and not cfg.strict and len(untrained) < series.n_series:
-            log.info("left out %d series the run was not trained on: %s", len(untrained),
-                     _listed([repr(series.ids[i]) for i in untrained]))  # fmt: skip
+            log.info(
+                "left out %d series the run was not trained on: %s",
+                len(untrained),
+                _listed([repr(series.ids[i]) for i in untrained]),
+            )
             keep = [i for i, name in enumerate(series.ids) if name in known]
             series, rows, lengths = series.select(keep), [rows[i] for i in keep], lengths[keep]
         else:
@@ -257,9 +260,12 @@ def _panel_rows(
         rows[i] = m
     problems.update({i: why for i, why in short.items() if i not in merged})
     if merged:  # in the order of the series, as short
-        log.info("%d series too short for a training window and validation rows train on "
-                 "their validation rows too (padded windows): %s", len(merged),
-                 _listed([repr(series.ids[i]) for i in merged]))  # fmt: skip
+        log.info(
+            "%d series too short for a training window and validation rows train on "
+            "their validation rows too (padded windows): %s",
+            len(merged),
+            _listed([repr(series.ids[i]) for i in merged]),
+        )
     problems = dict(sorted(problems.items()))
     kept = [i for i in range(series.n_series) if i not in problems]
     series = _skip_series(series, problems, cfg, "training")
@@ -276,8 +282,7 @@ def _split_origins(
     h = cfg.horizon
     lowest = cfg.min_input_rows - 1  # earliest origin: a full input window, or padded
     origins: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows,
-                                                 strict=True):  # fmt: skip
+    for start, n_rows, (n_train, n_val, _) in zip(bounds[:-1], _lengths(bounds), rows, strict=True):
         n_seen = n_train + n_val
         # origins, stepping back from the one whose last target is the split's last row
         origins["train"].append(start + _aligned_origins(n_train - 1 - h, lowest, cfg.stride))

@@ -114,8 +114,12 @@ class LSTMForecaster(SaveLoad):
         self.id_col = _check_name("id_col", id_col)
         self.time_col = _check_name("time_col", time_col)
         self.target_col = _check_name("target_col", target_col)
-        taken = {id_col: "id_col", time_col: "time_col", target_col: "target_col",
-                 "cutoff": "cross_validation's cutoff column"}  # fmt: skip
+        taken = {
+            id_col: "id_col",
+            time_col: "time_col",
+            target_col: "target_col",
+            "cutoff": "cross_validation's cutoff column",
+        }
         if alias in taken:
             raise ValueError(
                 f"alias {alias!r} is also {taken[alias]}: the forecast column would clash "
@@ -163,8 +167,7 @@ class LSTMForecaster(SaveLoad):
         train = dict(self._overrides["train"])
         if not report:
             train.setdefault("baselines", "naive")
-        overrides = {**self._overrides, "data": {**self._overrides["data"], **data},
-                     "train": train}  # fmt: skip
+        overrides = {**self._overrides, "data": {**self._overrides["data"], **data}, "train": train}
         return RunConfig().replace(overrides)
 
     @property
@@ -214,8 +217,9 @@ class LSTMForecaster(SaveLoad):
         static_df = None if static_df is None else as_pandas(static_df, "static_df")
         ids = self.id_col in df.columns
         df, statics = merge_statics(df, static_df, self.id_col if ids else None)
-        cfg = self._base_config(time=self.time_col in df.columns, ids=ids, statics=statics,
-                                report=report)  # fmt: skip
+        cfg = self._base_config(
+            time=self.time_col in df.columns, ids=ids, statics=statics, report=report
+        )
         needed = run_columns(cfg.data)
         check_frame(df, "df", needed)
         return df[needed].reset_index(drop=True), cfg
@@ -275,9 +279,10 @@ class LSTMForecaster(SaveLoad):
             self._adopt(workspace / "run", workspace / "run" / TABLE_FILE)
         else:
             target = check_target(
-                self._out_dir, what="fit", hint="load the run in it with "
-                "LSTMForecaster.load(path), or choose another run_dir",
-            )  # fmt: skip
+                self._out_dir,
+                what="fit",
+                hint="load the run in it with LSTMForecaster.load(path), or choose another run_dir",
+            )
             with staged(target, what="fit") as work:
                 result = self._train(frame, cfg, work, temporary=False)
             self._release()

@@ -10,7 +10,8 @@ rows, their targets emptied), so the forecast from a cut-off reads only the rows
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -19,12 +20,26 @@ from ..checks import check_positive_int
 from ..data.grid import regular_grid
 from .frames import cutoff_positions, positions, sort_series
 
-if TYPE_CHECKING:
-    from .core import LSTMForecaster
+
+class Estimator(Protocol):
+    """What cross-validation uses of an :class:`~stacklstm.estimator.LSTMForecaster` (named
+    here, so this module needs nothing from the estimator's)."""
+
+    target_col: str
+    report_: Any
+    _info: Any
+    _out_dir: Path | None
+    _cleanup: Any
+
+    def _run_frame(self, df: Any, static_df: Any, report: bool = False) -> tuple[Any, Any]: ...
+    def _fit_run(self, frame: pd.DataFrame, cfg: Any) -> Any: ...
+    def _release(self) -> None: ...
+    def _forecast(self, table: Any, every_origin: bool = False, combine: bool = False) -> Any: ...
+    def _user_frame(self, long: pd.DataFrame, level: Any) -> pd.DataFrame: ...
 
 
 def cross_validate(
-    model: LSTMForecaster,
+    model: Estimator,
     df: pd.DataFrame,
     n_windows: int,
     step_size: int,
@@ -101,7 +116,7 @@ def _refuse_gaps(frame: pd.DataFrame, id_col: str | None, time_col: str | None) 
                 )
 
 
-def _scratch_copy(model: LSTMForecaster) -> LSTMForecaster:
+def _scratch_copy(model: Estimator) -> Estimator:
     """An unfitted estimator with ``model``'s settings whose runs live in temporary folders
     (never in ``model``'s ``run_dir``)."""
     scratch = copy.copy(model)
@@ -120,7 +135,7 @@ def _series_key(frame: pd.DataFrame, id_col: str | None, target: str) -> pd.Seri
 
 
 def _round_forecasts(
-    model: LSTMForecaster,
+    model: Estimator,
     table: pd.DataFrame,
     frame: pd.DataFrame,
     key: pd.Series,
@@ -142,8 +157,9 @@ def _round_forecasts(
     got = long.merge(wanted, on=["unique_id", "cutoff"], how="inner")
     expected = len(wanted) * data.horizon
     if len(got) != expected:
-        short = wanted.merge(got[["unique_id", "cutoff"]].drop_duplicates(), how="left",
-                             indicator=True)  # fmt: skip
+        short = wanted.merge(
+            got[["unique_id", "cutoff"]].drop_duplicates(), how="left", indicator=True
+        )
         lacking = short[short["_merge"] == "left_only"][["unique_id", "cutoff"]]
         lacking = lacking.head(3).to_dict("records")
         raise ValueError(

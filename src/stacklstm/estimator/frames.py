@@ -144,9 +144,11 @@ def cutoff_positions(
         ValueError: A series with no row before its earliest cut-off.
     """
     test_size = horizon + step_size * (n_windows - 1)
-    groups = [(None, len(df))] if id_col is None else list(
-        df.groupby(id_col, sort=False, observed=True).size().items()
-    )  # fmt: skip
+    groups = (
+        [(None, len(df))]
+        if id_col is None
+        else list(df.groupby(id_col, sort=False, observed=True).size().items())
+    )
     rows = []
     for name, length in groups:
         first = length - test_size - 1

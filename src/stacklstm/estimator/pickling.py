@@ -33,8 +33,11 @@ def archive_run(run_dir: Path, table: Path | None) -> bytes:
     ``run/data.parquet`` where it lies outside the folder."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(run_dir, arcname=RUN, filter=lambda info: None if info.name.endswith(
-            "/" + LOCK_FILE) else info)  # fmt: skip
+        tar.add(
+            run_dir,
+            arcname=RUN,
+            filter=lambda info: None if info.name.endswith("/" + LOCK_FILE) else info,
+        )
         if table is not None and table.is_file() and table.parent != run_dir:
             tar.add(table, arcname=f"{RUN}/{TABLE_FILE}")
     return buffer.getvalue()

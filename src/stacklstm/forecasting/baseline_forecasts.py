@@ -128,8 +128,10 @@ def statistical_of(
         _write_store(store, dict(zip(keys, results, strict=True)))
     for split, windows in named.items():
         if len(windows) and windows.ids is not None:  # NaN where a model failed on a series
-            out[split] = {name: np.full((len(windows), windows.horizon, windows.n_targets),
-                                        np.nan) for name in baselines.STATISTICAL}  # fmt: skip
+            out[split] = {
+                name: np.full((len(windows), windows.horizon, windows.n_targets), np.nan)
+                for name in baselines.STATISTICAL
+            }
     for place, result in zip(places, results, strict=True):
         start = 0
         for split, rows, count in place:
@@ -257,8 +259,14 @@ def _bars() -> Iterator[baselines.Progress | None]:
 
     def progress(name: str, done: int, total: int, stage: str) -> None:
         if name not in bars:
-            bars[name] = tqdm(total=total, desc=f"{name:<10}", unit="origin", leave=True,
-                              dynamic_ncols=True, position=len(bars))  # fmt: skip
+            bars[name] = tqdm(
+                total=total,
+                desc=f"{name:<10}",
+                unit="origin",
+                leave=True,
+                dynamic_ncols=True,
+                position=len(bars),
+            )
         bar = bars[name]
         bar.set_postfix_str(stage, refresh=False)
         bar.update(done - bar.n)

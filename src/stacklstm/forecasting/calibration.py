@@ -127,8 +127,9 @@ def run_calibration(run: TrainedRun, predict_step=None) -> Calibration | None:
             log.warning(
                 "cannot use %s (%s); calibrating again from the validation windows of the "
                 "run's own table",
-                path, reason,
-            )  # fmt: skip
+                path,
+                reason,
+            )
     scorer = run  # a retrained run trained on its validation rows: its selection did not
     if cfg.retrain in ("all", "on"):
         from .inference import load_selection

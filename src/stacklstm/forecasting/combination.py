@@ -89,8 +89,12 @@ def fit_weights(
     y_true = val.y_true
     errors = {name: _mae(y_true, f) for name, f in forecasts.items()}
     pooled = _weights_of(errors)
-    entry: dict[str, Any] = {"method": method, "forecasters": list(forecasts), "val_mae": errors,
-                             "weights": pooled}  # fmt: skip
+    entry: dict[str, Any] = {
+        "method": method,
+        "forecasters": list(forecasts),
+        "val_mae": errors,
+        "weights": pooled,
+    }
     if val.ids is None:
         return entry
     per_series: dict[str, Any] = {
@@ -163,8 +167,9 @@ def saved_weights(run_dir: str | Path) -> dict[str, Any]:
     try:
         report = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ValueError(f"the combination needs the weights of {path}, which is missing; "
-                         f"{again}") from None  # fmt: skip
+        raise ValueError(
+            f"the combination needs the weights of {path}, which is missing; {again}"
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{path} is not valid JSON ({err}); {again}") from None
     entry = report.get(combine.NAME) if isinstance(report, dict) else None

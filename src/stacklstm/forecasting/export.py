@@ -114,8 +114,16 @@ def export_forecast(
     phases), ``batch`` symbolic.
     """
     spec = spec or ProgramSpec(len(scaler.columns), seasonal=scaler.seasonal is not None)
-    fn = forecast_function(model, params, cfg, scaler, head, spec=spec,
-                           static_scaler=static_scaler, calibration=calibration)  # fmt: skip
+    fn = forecast_function(
+        model,
+        params,
+        cfg,
+        scaler,
+        head,
+        spec=spec,
+        static_scaler=static_scaler,
+        calibration=calibration,
+    )
     with jax.enable_x64(True), kernels.use("xla"):
         (batch,) = jax.export.symbolic_shape("batch")
         specs = spec.shapes(batch, cfg.input_steps, cfg.horizon)
@@ -253,17 +261,34 @@ def export_forecaster(
     n_future, n_static = covariate_sizes(cfg, scaler.columns)
     panel = isinstance(scaler, PanelScaler)
     spec = ProgramSpec(
-        len(scaler.columns), len(scaler.ids) if panel else 1, panel,
-        scaler.seasonal is not None, n_future, n_static, levels,
-    )  # fmt: skip
+        len(scaler.columns),
+        len(scaler.ids) if panel else 1,
+        panel,
+        scaler.seasonal is not None,
+        n_future,
+        n_static,
+        levels,
+    )
     exported = export_forecast(
-        run.model, run.params, cfg, scaler, platforms, head, spec=spec,
-        static_scaler=run.info.static_scaler, calibration=calibration,
-    )  # fmt: skip
+        run.model,
+        run.params,
+        cfg,
+        scaler,
+        platforms,
+        head,
+        spec=spec,
+        static_scaler=run.info.static_scaler,
+        calibration=calibration,
+    )
     metadata = artifact_metadata(
-        exported, cfg, scaler, run.checkpoint, spec=spec,
-        static_columns=cfg.static_features, conformal=calibration is not None,
-    )  # fmt: skip
+        exported,
+        cfg,
+        scaler,
+        run.checkpoint,
+        spec=spec,
+        static_columns=cfg.static_features,
+        conformal=calibration is not None,
+    )
     return exported, metadata
 
 

@@ -57,8 +57,12 @@ class ProgramSpec:
     def inputs(self) -> list[str]:
         """The program's inputs in order: ``windows``, then those the run needs of
         ``phase``, ``ids``, ``future``, ``static``."""
-        flags = (("phase", self.seasonal), ("ids", self.panel),
-                 ("future", self.n_future > 0), ("static", self.n_static > 0))  # fmt: skip
+        flags = (
+            ("phase", self.seasonal),
+            ("ids", self.panel),
+            ("future", self.n_future > 0),
+            ("static", self.n_static > 0),
+        )
         return ["windows"] + [name for name, used in flags if used]
 
     def shapes(self, batch: Any, input_steps: int, horizon: int) -> list[jax.ShapeDtypeStruct]:
@@ -146,14 +150,15 @@ def _constants(
         raise ValueError("a program with static inputs needs the run's static scaler")
     static = static_scaler if spec.n_static else None
     return _Constants(
-        center, scale,
+        center,
+        scale,
         None if seasonal is None else np.asarray(seasonal.pattern, np.float64),
         phase_shifts(scaler),
         None if static is None else np.asarray(static.center, np.float64),
         None if static is None else np.asarray(static.scale, np.float64),
         None if calibration is None else _calibration_delta(calibration, spec.levels),
         _logged(cfg, scaler, center.shape[0]),
-    )  # fmt: skip
+    )
 
 
 def _logged(cfg: DataConfig, scaler: Scaler | PanelScaler, n_series: int) -> np.ndarray | None:
@@ -165,8 +170,10 @@ def _logged(cfg: DataConfig, scaler: Scaler | PanelScaler, n_series: int) -> np.
         return None
     logged = getattr(scaler, "logged", None)
     if logged is None or np.shape(logged) != (n_series,):
-        raise ValueError("target_transform='per_series' needs the scaler's log1p flag of each "
-                         f"of its {n_series} series")  # fmt: skip
+        raise ValueError(
+            "target_transform='per_series' needs the scaler's log1p flag of each "
+            f"of its {n_series} series"
+        )
     return np.asarray(logged, dtype=bool)
 
 

@@ -303,9 +303,11 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
             _check_no_epoch_lost(run_dir, step, progress)
             log.warning(
                 "%s has no best checkpoint yet (no epoch has ended); forecasting with the "
-                "latest one, step %d%s", run_dir, step,
+                "latest one, step %d%s",
+                run_dir,
+                step,
                 " (the untrained initial model)" if step == 0 else "",
-            )  # fmt: skip
+            )
         kept = ckpts.saved_config(kind, step)
         check_config_unchanged(run_dir, info, kept, step)
     freq = kept.get("freq") if isinstance(kept, dict) else None
@@ -365,7 +367,8 @@ def load_series(
     frame = read_table(source)
     cfg = info.config
     n_columns = len(info.scaler.columns)
-    check_series_fit(len(frame), n_columns, len(cfg.data.target),
-                     cfg.data.window, cfg.train.batch_size)  # fmt: skip
+    check_series_fit(
+        len(frame), n_columns, len(cfg.data.target), cfg.data.window, cfg.train.batch_size
+    )
     with memory_errors_as_data_errors(len(frame), n_columns):
         return source, prepare_series(frame, cfg.data, forecast_only=forecast_only)

@@ -34,7 +34,7 @@ from . import inference
 from .calibration import interval_forecast, run_calibration
 from .combination import predict_combination, saved_weights
 from .fallback import fallback_frame, fallback_ids, merge
-from .future import last_windows
+from .future import horizon_stamps, last_windows
 from .inference import load_series, table_path
 
 log = logging.getLogger(__name__)
@@ -156,11 +156,14 @@ def predict(
     if left:
         log.warning(
             "%d series get the seasonal naive forecast (the model cannot forecast them: too "
-            "short for one input window, or not trained on): %s", len(left), _some(list(left)),
-        )  # fmt: skip
+            "short for one input window, or not trained on): %s",
+            len(left),
+            _some(list(left)),
+        )
         others = (COMBINATION,) if combine else ()
-        fallback_rows = fallback_frame(series, list(left), cfg.target, cfg.horizon, cfg.season,
-                                       others)  # fmt: skip
+        fallback_rows = fallback_frame(
+            series, list(left), cfg.target, cfg.horizon, cfg.season, others
+        )
         kept = [name for name in order if name not in left]
         if not kept:
             frame = merge(None, fallback_rows, order)
@@ -219,24 +222,6 @@ def level_name(level: float) -> str:
     """The text of an interval level in percent as column names hold it: ``80 -> "80"``,
     ``97.5 -> "97.5"`` (statsforecast's ``<model>-lo-80``)."""
     return f"{round(float(level), 8):g}"
-
-
-def _horizon_stamps(origin: np.ndarray, freq: str | None, horizon: int) -> np.ndarray:
-    """``(n, horizon)`` time stamps of the ``horizon`` steps after each of ``origin`` (n,):
-    whole numbers (row numbers, or a time column of whole numbers) step by ``int(freq)``,
-    time stamps by the pandas offset ``freq``."""
-    if freq is None:
-        raise ValueError(
-            "the time stamps are irregular, so the stamps of the horizon cannot be inferred; "
-            "give the table a regular time step (or use the wide format)"
-        )
-    steps = np.arange(1, horizon + 1)
-    if np.issubdtype(np.asarray(origin).dtype, np.integer):
-        return np.asarray(origin)[:, None] + int(freq) * steps[None, :]
-    times = pd.DatetimeIndex(origin)
-    offset = pd.tseries.frequencies.to_offset(freq)
-    columns = [(times + int(k) * offset).to_numpy() for k in steps]
-    return np.stack(columns, axis=1) if columns else np.empty((len(times), 0), times.dtype)
 
 
 def to_long(
@@ -301,7 +286,7 @@ def to_long(
     if not every_origin:
         wide = wide.groupby("id", sort=False).tail(1) if "id" in wide else wide.tail(1)
     origin = wide["origin"].to_numpy()
-    stamps = _horizon_stamps(origin, freq, horizon).reshape(-1)
+    stamps = horizon_stamps(origin, freq, horizon).reshape(-1)
     blocks = []
     for target in targets:
         if "id" not in wide:

@@ -39,9 +39,11 @@ def conformal_quantile(scores: np.ndarray, level: float, *, warn: bool = True) -
         if warn:
             log.warning(
                 "conformal: %d validation windows are too few for a %s interval's guarantee "
-                "(it needs %d); using the largest score", n, level_key(level),
+                "(it needs %d); using the largest score",
+                n,
+                level_key(level),
                 math.ceil(level / (1 - level)),
-            )  # fmt: skip
+            )
         rank = n
     return scores[rank - 1]
 

@@ -58,8 +58,18 @@ class _Shape(NamedTuple):
 
 def _reference_forward(shape: _Shape, x, h0, c0, w, lengths):
     """cuDNN's computation in pure JAX (``jax.experimental.rnn.lstm_ref``)."""
-    return reference_lstm(x, h0, c0, w, lengths, shape.input_size, shape.hidden_size,
-                          shape.num_layers, 0.0, shape.bidirectional)  # fmt: skip
+    return reference_lstm(
+        x,
+        h0,
+        c0,
+        w,
+        lengths,
+        shape.input_size,
+        shape.hidden_size,
+        shape.num_layers,
+        0.0,
+        shape.bidirectional,
+    )
 
 
 def _reference_backward(shape: _Shape, x, h0, c0, w, lengths, dy, dhn, dcn):
@@ -111,9 +121,12 @@ def _stack_call(implementation: str, shape: _Shape):
         functools.partial(fast_forward, shape), _FORWARD_AXES, (0, 1, 1), marker=_marker
     )
     backward_per_shard = PerShard(
-        functools.partial(fast_backward, shape), (*_FORWARD_AXES, 0, 1, 1), (0, 1, 1, None),
-        summed=(3,), marker=_marker,
-    )  # fmt: skip
+        functools.partial(fast_backward, shape),
+        (*_FORWARD_AXES, 0, 1, 1),
+        (0, 1, 1, None),
+        summed=(3,),
+        marker=_marker,
+    )
 
     @portable_derivatives(functools.partial(_reference_forward, shape))
     def forward(x, h0, c0, w, lengths):
@@ -184,8 +197,9 @@ def run_stack(
     return y, tuple(LSTMState(h_n[k], c_n[k]) for k in range(h_n.shape[0]))
 
 
-def reference_lstm(x, h0, c0, flat, lengths, input_size, hidden_size, num_layers, dropout,
-                   bidirectional):  # fmt: skip
+def reference_lstm(
+    x, h0, c0, flat, lengths, input_size, hidden_size, num_layers, dropout, bidirectional
+):
     """``jax.experimental.rnn.lstm``'s signature on ``lstm_ref``: cuDNN's semantics on any
     backend, differentiable by autodiff."""
     from jax.experimental import rnn
@@ -193,8 +207,21 @@ def reference_lstm(x, h0, c0, flat, lengths, input_size, hidden_size, num_layers
     w_ih, w_hh, b_ih, b_hh = rnn.unpack_lstm_weights(
         flat, input_size, hidden_size, num_layers, bidirectional
     )
-    return rnn.lstm_ref(x, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths, input_size, hidden_size,
-                        num_layers, dropout, bidirectional)  # fmt: skip
+    return rnn.lstm_ref(
+        x,
+        h0,
+        c0,
+        w_ih,
+        w_hh,
+        b_ih,
+        b_hh,
+        lengths,
+        input_size,
+        hidden_size,
+        num_layers,
+        dropout,
+        bidirectional,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,8 +285,9 @@ def _layer_by_layer(params, x, initial_state, seq_lengths):
         outs = []
         for reverse in (False, True):
             name = f"layer_{layer}" + ("_reverse" if reverse else "")
-            out, final = lstm_layer(params[name], x, initial_state[len(finals)], seq_lengths,
-                                    reverse)  # fmt: skip
+            out, final = lstm_layer(
+                params[name], x, initial_state[len(finals)], seq_lengths, reverse
+            )
             outs.append(out)
             finals.append(final)
         x = jnp.concatenate(outs, axis=-1)
@@ -296,8 +324,16 @@ def _check_differences(implementation: str) -> list[tuple[str, float, float]]:
     params, x, state, lengths, d_y, d_state = _check_case()
 
     def one_call(p, x, s):
-        return run_stack(p, x, s, lengths, hidden_size=_CHECK_HIDDEN, num_layers=_CHECK_LAYERS,
-                         bidirectional=True, implementation=implementation)  # fmt: skip
+        return run_stack(
+            p,
+            x,
+            s,
+            lengths,
+            hidden_size=_CHECK_HIDDEN,
+            num_layers=_CHECK_LAYERS,
+            bidirectional=True,
+            implementation=implementation,
+        )
 
     def layers(p, x, s):
         return _layer_by_layer(p, x, s, lengths)
@@ -333,8 +369,9 @@ def _check_differences(implementation: str) -> list[tuple[str, float, float]]:
     for k, name in enumerate(names):
         for part in ("h", "c"):
             values = (getattr(got[4][k], part), getattr(want[4][k], part))
-            rows.append((f"the gradient of the initial {part} of {name}", *values,
-                         _CHECK_ATOL_GRADIENTS))  # fmt: skip
+            rows.append(
+                (f"the gradient of the initial {part} of {name}", *values, _CHECK_ATOL_GRADIENTS)
+            )
     return [(what, float(np.max(np.abs(a - b))), tol) for what, a, b, tol in rows]
 
 

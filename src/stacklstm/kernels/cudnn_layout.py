@@ -69,17 +69,21 @@ def pack_weights(
             raise ValueError(
                 f"pack_weights: {name} has a projection (kernel_hr): {DECLINES['proj_size']}"
             )
-        in_features = input_size if k < len(names) // num_layers else (
-            hidden_size * (2 if bidirectional else 1)
-        )  # fmt: skip
+        in_features = (
+            input_size
+            if k < len(names) // num_layers
+            else (hidden_size * (2 if bidirectional else 1))
+        )
         expected = {"kernel_ih": (in_features, h4), "kernel_hh": (hidden_size, h4), "bias": (h4,)}
         for key, shape in expected.items():
             if np.shape(layer[key]) != shape:
                 raise ValueError(
                     f"pack_weights: {name}/{key} must be {shape}; got {np.shape(layer[key])}"
                 )
-        weights += [jnp.ravel(jnp.transpose(layer["kernel_ih"])),
-                    jnp.ravel(jnp.transpose(layer["kernel_hh"]))]  # fmt: skip
+        weights += [
+            jnp.ravel(jnp.transpose(layer["kernel_ih"])),
+            jnp.ravel(jnp.transpose(layer["kernel_hh"])),
+        ]
         biases += [jnp.ravel(layer["bias"]), jnp.zeros((h4,), jnp.result_type(layer["bias"]))]
     return jnp.concatenate(weights + biases)
 

@@ -29,9 +29,14 @@ def _insisted(source: str, why_not: str) -> RuntimeError:
 
 
 def stack_path(
-    *, dtype: Any, param_dtype: Any, x_dtype: Any, remat: bool | int, proj_size: int,
+    *,
+    dtype: Any,
+    param_dtype: Any,
+    x_dtype: Any,
+    remat: bool | int,
+    proj_size: int,
     dropout_in_training: bool,
-) -> str:  # fmt: skip
+) -> str:
     """``"cudnn"`` when a ``StackedLSTM`` call should run as one cuDNN call, else ``"layers"``
     (layer by layer through ``lstm_layer``, which picks its own path).
 

@@ -173,10 +173,11 @@ class PerShard:
     def __call__(self, *args):
         # float32 for the floating arguments (integer ones, as lengths, stay as they are)
         first, *rest = (
-            jnp.asarray(a, _F32) if jnp.issubdtype(jnp.result_type(a), jnp.floating)
+            jnp.asarray(a, _F32)
+            if jnp.issubdtype(jnp.result_type(a), jnp.floating)
             else jnp.asarray(a)
             for a in args
-        )  # fmt: skip
+        )
         # The marker lowers to nothing; it makes jax.export say what to do instead.
         return tuple(self._vmappable(self.marker.bind(first), *rest))
 

@@ -174,21 +174,46 @@ def _run(p, x_tm, h0, c0, mask, fused, dtype, acc_dtype, unroll):
         # the CPU kernel is declined here, before it is asked (NATIVE_DECLINES_PROJECTION).
         x_in = x_tm if fused else scan.project(x_tm, p.kernel_ih, dtype, acc_dtype)
         hs, h, c, _ = scan.forward_scan(
-            x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
-            unroll or scan.DEFAULT_UNROLL, save=False, kernel_hr=p.kernel_hr,
-        )  # fmt: skip
+            x_in,
+            p.kernel_ih,
+            p.kernel_hh,
+            p.bias,
+            h0,
+            c0,
+            mask,
+            fused,
+            dtype,
+            acc_dtype,
+            unroll or scan.DEFAULT_UNROLL,
+            save=False,
+            kernel_hr=p.kernel_hr,
+        )
         return hs, h, c
     if native.wanted(dtype, acc_dtype):
         f32 = jnp.float32
         return native.recurrence(
-            x_tm.astype(f32), p.kernel_ih.astype(f32), p.kernel_hh.astype(f32),
-            p.bias.astype(f32), h0, c0, mask,
-        )  # fmt: skip
+            x_tm.astype(f32),
+            p.kernel_ih.astype(f32),
+            p.kernel_hh.astype(f32),
+            p.bias.astype(f32),
+            h0,
+            c0,
+            mask,
+        )
     x_in = x_tm if fused else scan.project(x_tm, p.kernel_ih, dtype, acc_dtype)
     return scan.recurrence(
-        x_in, p.kernel_ih, p.kernel_hh, p.bias, h0, c0, mask, fused, dtype, acc_dtype,
+        x_in,
+        p.kernel_ih,
+        p.kernel_hh,
+        p.bias,
+        h0,
+        c0,
+        mask,
+        fused,
+        dtype,
+        acc_dtype,
         unroll or scan.DEFAULT_UNROLL,
-    )  # fmt: skip
+    )
 
 
 def _chunked_recurrence(p, x_tm, h0, c0, seq_lengths, chunk, fused, dtype, acc_dtype, unroll):

@@ -114,8 +114,10 @@ def _smoke_test() -> None:
     np.testing.assert_allclose(ys, oracle(*args)[1], atol=1e-4)
     direction = [rng.normal(size=a.shape) for a in args]
     eps = 1e-4
-    plus, minus = (oracle(*(a + sign * eps * d for a, d in zip(args, direction, strict=True)))[0]
-                   for sign in (1, -1))  # fmt: skip
+    plus, minus = (
+        oracle(*(a + sign * eps * d for a, d in zip(args, direction, strict=True)))[0]
+        for sign in (1, -1)
+    )
     along = sum(np.sum(g * d) for g, d in zip(grads, direction, strict=True))
     np.testing.assert_allclose(along, (plus - minus) / (2 * eps), rtol=1e-3, atol=1e-3)
 
@@ -325,8 +327,9 @@ def _infer_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
     hidden = kernel_hh.shape[0]
     seq = jax.ShapeDtypeStruct((time, batch, hidden), _F32)
     state = jax.ShapeDtypeStruct((batch, hidden), _F32)
-    return _call("stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias,
-                 h0, c0, mask2d)  # fmt: skip
+    return _call(
+        "stacklstm_lstm_forward", (seq, state, state), x, kernel_ih, kernel_hh, bias, h0, c0, mask2d
+    )
 
 
 def _train_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
@@ -338,8 +341,17 @@ def _train_call(x, kernel_ih, kernel_hh, bias, h0, c0, mask2d):
     # The h each step starts from, for the weight gradient; without padding the outputs are
     # that already (h_prev[t] = ys[t - 1]), so it is not written: shape (0,).
     h_prev = seq if mask2d.ndim > 0 else jax.ShapeDtypeStruct((0,), _F32)
-    return _call("stacklstm_lstm_forward_train", (seq, state, state, acts, seq, h_prev), x,
-                 kernel_ih, kernel_hh, bias, h0, c0, mask2d)  # fmt: skip
+    return _call(
+        "stacklstm_lstm_forward_train",
+        (seq, state, state, acts, seq, h_prev),
+        x,
+        kernel_ih,
+        kernel_hh,
+        bias,
+        h0,
+        c0,
+        mask2d,
+    )
 
 
 def _backward_call(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih, h0, h_seq):
@@ -352,9 +364,20 @@ def _backward_call(acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih
     return _call(
         "stacklstm_lstm_backward",
         (like(c0), like(c0), like(x), like(kernel_ih), like(kernel_hh), bias),
-        acts, cs, c0, kernel_hh, d_ys, d_h, d_c, mask2d, x, kernel_ih, h0, h_seq,
+        acts,
+        cs,
+        c0,
+        kernel_hh,
+        d_ys,
+        d_h,
+        d_c,
+        mask2d,
+        x,
+        kernel_ih,
+        h0,
+        h_seq,
         h_is_output=mask2d.ndim == 0,
-    )  # fmt: skip
+    )
 
 
 # Batch axes: time-major sequences (time, batch, ...) on axis 1, states (batch, hidden) on 0,
@@ -363,9 +386,12 @@ _FORWARD_AXES = (1, None, None, None, 0, 0, 1)
 _infer_per_shard = PerShard(_infer_call, _FORWARD_AXES, (1, 0, 0), marker=_native_marker_p)
 _train_per_shard = PerShard(_train_call, _FORWARD_AXES, (1, 0, 0, 1, 1, 1), marker=_native_marker_p)
 _backward_per_shard = PerShard(
-    _backward_call, (1, 1, 0, None, 1, 0, 0, 1, 1, None, 0, 1), (0, 0, 1, None, None, None),
-    summed=(3, 4, 5), marker=_native_marker_p,
-)  # fmt: skip
+    _backward_call,
+    (1, 1, 0, None, 1, 0, 0, 1, 1, None, 0, 1),
+    (0, 0, 1, None, None, None),
+    summed=(3, 4, 5),
+    marker=_native_marker_p,
+)
 
 
 @portable_derivatives(functools.partial(_portable_forward, save=False))

@@ -84,8 +84,21 @@ def _gate_constants(hidden: int, acc_dtype):
     return scale, shift
 
 
-def forward_scan(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype,
-                  unroll, save, kernel_hr=None):  # fmt: skip
+def forward_scan(
+    x_in,
+    kernel_ih,
+    kernel_hh,
+    bias,
+    h0,
+    c0,
+    mask,
+    fused,
+    dtype,
+    acc_dtype,
+    unroll,
+    save,
+    kernel_hr=None,
+):
     """The forward recurrence over time-major ``x_in`` (see the note above); ``kernel_hr``
     ``(hidden, proj)`` projects each new ``h`` (then ``save`` must be False: the hand-written
     VJP has no projection)."""
@@ -129,8 +142,9 @@ def recurrence(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc
     return hs, h, c
 
 
-def _recurrence_fwd(x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype,
-                    unroll):  # fmt: skip
+def _recurrence_fwd(
+    x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype, unroll
+):
     args = (x_in, kernel_ih, kernel_hh, bias, h0, c0, mask, fused, dtype, acc_dtype, unroll)
     hs, h, c, saved = forward_scan(*args, save=True)
     return (hs, h, c), (saved, x_in if fused else None, kernel_ih, kernel_hh, bias, h0, c0, mask)

@@ -17,14 +17,31 @@ from ._model import LSTMModel
 
 # The linen fields each NNX constructor takes (the rest of a linen module is name/parent).
 _STACK_FIELDS = (
-    "hidden_size", "num_layers", "bidirectional", "dropout_rate", "dtype", "param_dtype",
-    "kernel_init", "recurrent_kernel_init", "bias_init", "remat", "proj_size",
+    "hidden_size",
+    "num_layers",
+    "bidirectional",
+    "dropout_rate",
+    "dtype",
+    "param_dtype",
+    "kernel_init",
+    "recurrent_kernel_init",
+    "bias_init",
+    "remat",
+    "proj_size",
     "projection_kernel_init",
-)  # fmt: skip
+)
 _MODEL_FIELDS = (
-    "lstm_hidden_size", "num_lstm_layers", "linear_layer_sizes", "mean_aggregation",
-    "output_size", "bidirectional", "dropout_rate", "dtype", "param_dtype", "remat",
-)  # fmt: skip
+    "lstm_hidden_size",
+    "num_lstm_layers",
+    "linear_layer_sizes",
+    "mean_aggregation",
+    "output_size",
+    "bidirectional",
+    "dropout_rate",
+    "dtype",
+    "param_dtype",
+    "remat",
+)
 
 
 def _unwrap(params: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -216,22 +216,34 @@ class StackedLSTM(nnx.Module):
             ``initial_state``, each taken at the row's own last valid step.
         """
         x, initial_state, seq_lengths = check_stack_call(
-            x, initial_state, seq_lengths, self.hidden_size, self.num_layers * self.num_directions,
+            x,
+            initial_state,
+            seq_lengths,
+            self.hidden_size,
+            self.num_layers * self.num_directions,
             self.proj_size,
-        )  # fmt: skip
+        )
         training = self.dropout is not None and not (
             self.dropout.deterministic if deterministic is None else deterministic
         )
         path = stack_path(
-            dtype=self.dtype, param_dtype=self.param_dtype, x_dtype=x.dtype, remat=self.remat,
-            proj_size=self.proj_size, dropout_in_training=training,
-        )  # fmt: skip
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            x_dtype=x.dtype,
+            remat=self.remat,
+            proj_size=self.proj_size,
+            dropout_in_training=training,
+        )
         if path == "cudnn":  # one cuDNN call over the same parameter tree
             return cudnn.run_stack(
-                nnx.to_pure_dict(nnx.state(self, nnx.Param)), x, initial_state, seq_lengths,
-                hidden_size=self.hidden_size, num_layers=self.num_layers,
+                nnx.to_pure_dict(nnx.state(self, nnx.Param)),
+                x,
+                initial_state,
+                seq_lengths,
+                hidden_size=self.hidden_size,
+                num_layers=self.num_layers,
                 bidirectional=self.bidirectional,
-            )  # fmt: skip
+            )
         finals = []
         x = jnp.swapaxes(x, 0, 1)  # time-major inside the stack, as in the linen module
         for layer in range(self.num_layers):

@@ -89,9 +89,14 @@ class LSTMModel(nnx.Module):
         rngs: nnx.Rngs,
     ) -> None:
         check_model_args(
-            lstm_hidden_size, num_lstm_layers, linear_layer_sizes, mean_aggregation, output_size,
-            bidirectional, dropout_rate,
-        )  # fmt: skip
+            lstm_hidden_size,
+            num_lstm_layers,
+            linear_layer_sizes,
+            mean_aggregation,
+            output_size,
+            bidirectional,
+            dropout_rate,
+        )
         self.lstm_hidden_size = lstm_hidden_size
         self.num_lstm_layers = num_lstm_layers
         self.linear_layer_sizes = tuple(linear_layer_sizes)

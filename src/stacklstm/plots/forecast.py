@@ -1,6 +1,6 @@
-"""The run folder's plots: ``forecast.png`` (each series' recent history, its test forecasts
-and its future forecast), and the helpers every plot shares (one colour per forecaster, the
-legend below, dates and log axes); ``loss.png`` is :mod:`.loss_plot`'s.
+"""``forecast.png``: each series' recent history, its test forecasts and its future forecast.
+``loss.png`` is :mod:`stacklstm.plots.loss`'s; what every plot shares (one colour per
+forecaster, the legend below, dates and log axes) is :mod:`stacklstm.plots.style`'s.
 
 Each plot is built by a function that returns the :class:`matplotlib.figure.Figure`
 (:func:`forecast_figure`, :func:`~stacklstm.plots.loss.loss_figure`), so that tests can
@@ -11,7 +11,6 @@ saved): no global figure state, nothing to close.
 
 from __future__ import annotations
 
-import io
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -19,21 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib.dates as mdates
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..baselines.registry import BASELINES
 from ..data import Series, WindowSet
 from ..intervals import Forecast, interval_pairs
-from ..rundir.folder import atomic_write
+from .style import color_of, format_time_axis, legend_below, save_figure
 
 log = logging.getLogger(__name__)
 
-#: One colour per forecaster, the same in every plot; red is the model's alone.
-COLORS = {"model": "tab:red", **{name: b.colour for name, b in BASELINES.items()}}
 
 #: Up to this many test windows of a series, each one's forecast path is drawn; more are
 #: thinned to one every ``horizon`` windows back from the last, paths that tile the test rows.
@@ -41,62 +35,6 @@ MAX_PATHS = 4
 
 #: The fewest rows of history forecast.png shows by default.
 MIN_HISTORY = 20
-
-
-def color_of(name: str) -> str:
-    """The colour of forecaster ``name`` in every plot (:data:`COLORS`; another: cyan)."""
-    return COLORS.get(name, "tab:cyan")
-
-
-def save_figure(fig: Any, path: Path) -> None:
-    """Write ``fig`` to ``path`` as a PNG, atomically."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    atomic_write(path, lambda handle: handle.write(buffer.getvalue()))
-
-
-def legend_below(fig: Figure, axes: Sequence[Axes]) -> None:
-    """One legend for all ``axes`` (each label once) below them, outside the data (``fig``'s
-    constrained layout makes room for it)."""
-    seen: dict[str, Any] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(label, handle)
-    if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
-                   ncols=min(len(seen), 5), frameon=False, fontsize=8)  # fmt: skip
-
-
-def format_time_axis(ax: Axes, xs: np.ndarray) -> None:
-    """Date ticks and labels at the step of the stamps ``xs`` (never finer than a day for
-    daily or coarser data); whole-number ticks for whole numbers."""
-    xs = np.asarray(xs)
-    if not np.issubdtype(xs.dtype, np.datetime64):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        return
-    days = np.diff(np.sort(xs)).astype("timedelta64[s]").astype(float) / 86400
-    span = float(days.sum()) if len(days) else 0.0
-    if len(days) and np.median(days) >= 1 and span < 8:
-        locator: mdates.DateLocator = mdates.DayLocator()  # too few days for AutoDateLocator
-    else:
-        locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-
-
-def plain_log_axis(ax: Axes) -> None:
-    """A log y axis whose ticks read as plain numbers (0.2, 0.5, 1, 2), with a light grid;
-    the minor ticks at 2 and 5 labelled while the axis spans two decades or less."""
-
-    def minor(value: float, _: int) -> str:
-        low, high = ax.get_ylim()
-        mantissa = round(value / 10 ** math.floor(math.log10(value) + 1e-9))
-        return f"{value:g}" if mantissa in (2, 5) and math.log10(high / low) <= 2 else ""
-
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
-    ax.grid(alpha=0.3, lw=0.5, which="both")
 
 
 # --- forecast.png
@@ -170,9 +108,12 @@ class _Cell:
 
 
 def _cells(
-    series: Series, test: WindowSet, future: FutureForecast | None, targets: Sequence[str],
+    series: Series,
+    test: WindowSet,
+    future: FutureForecast | None,
+    targets: Sequence[str],
     max_series: int,
-) -> tuple[list[_Cell], int]:  # fmt: skip
+) -> tuple[list[_Cell], int]:
     """The subplots (each target of the first series by order that have test windows or a
     future forecast) and how many series there are."""
     have = set(np.unique(test.series).tolist())
@@ -267,9 +208,12 @@ def _lines(panel: _Panel, test: WindowSet, values: np.ndarray) -> list[tuple[np.
 
 
 def _draw_test(
-    ax: Axes, panel: _Panel, test: WindowSet, forecasts: Mapping[str, np.ndarray | None],
+    ax: Axes,
+    panel: _Panel,
+    test: WindowSet,
+    forecasts: Mapping[str, np.ndarray | None],
     intervals: Forecast | None,
-) -> None:  # fmt: skip
+) -> None:
     """The test rows in view shaded, the model's intervals, the baselines' forecast paths
     (dashed) and the model's, at every horizon step."""
     last = int(test.origin[panel.windows[-1]]) + test.horizon
@@ -281,8 +225,15 @@ def _draw_test(
     for name in [*names, "model"]:
         main = name == "model"
         for x, y in _lines(panel, test, forecasts[name][:, :, panel.target]):
-            ax.plot(x, y, color=color_of(name), lw=1.5 if main else 0.9,
-                    alpha=1.0 if main else 0.7, ls="-" if main else "--", label=name)  # fmt: skip
+            ax.plot(
+                x,
+                y,
+                color=color_of(name),
+                lw=1.5 if main else 0.9,
+                alpha=1.0 if main else 0.7,
+                ls="-" if main else "--",
+                label=name,
+            )
 
 
 def _draw_test_bands(ax: Axes, panel: _Panel, test: WindowSet, intervals: Forecast) -> None:
@@ -292,8 +243,15 @@ def _draw_test_bands(ax: Axes, panel: _Panel, test: WindowSet, intervals: Foreca
     for n, (level, lo, hi) in enumerate(reversed(pairs)):  # widest first
         lows, highs = _lines(panel, test, q[..., lo]), _lines(panel, test, q[..., hi])
         for (x, low), (_, high) in zip(lows, highs, strict=True):
-            ax.fill_between(x, low, high, color="tab:red", lw=0, alpha=_alpha(n, len(pairs)),
-                            label=_interval_label(level))  # fmt: skip
+            ax.fill_between(
+                x,
+                low,
+                high,
+                color="tab:red",
+                lw=0,
+                alpha=_alpha(n, len(pairs)),
+                label=_interval_label(level),
+            )
 
 
 def _draw_future(ax: Axes, panel: _Panel, future: FutureForecast, row: int) -> None:
@@ -304,9 +262,15 @@ def _draw_future(ax: Axes, panel: _Panel, future: FutureForecast, row: int) -> N
     levels = sorted(future.intervals, reverse=True)  # widest first
     for n, level in enumerate(levels):
         lo, hi = (np.asarray(b)[row, :, panel.target] for b in future.intervals[level])
-        ax.fill_between(x, np.concatenate([start, lo]), np.concatenate([start, hi]),
-                        color="tab:red", lw=0, alpha=_alpha(n, len(levels)),
-                        label=_interval_label(level))  # fmt: skip
+        ax.fill_between(
+            x,
+            np.concatenate([start, lo]),
+            np.concatenate([start, hi]),
+            color="tab:red",
+            lw=0,
+            alpha=_alpha(n, len(levels)),
+            label=_interval_label(level),
+        )
     y = np.concatenate([start, np.asarray(future.point)[row, :, panel.target]])
     ax.plot(x, y, color="darkred", lw=2.0, marker="o", ms=2.5, label="future forecast")
 
@@ -317,9 +281,15 @@ def _ylabel(name: str, units: str | Mapping[str, str] | None) -> str:
 
 
 def _draw_cell(
-    ax: Axes, panel: _Panel, cell: _Cell, test: WindowSet, forecasts: Mapping[str, Any],
-    intervals: Forecast | None, future: FutureForecast | None, ylabel: str,
-) -> None:  # fmt: skip
+    ax: Axes,
+    panel: _Panel,
+    cell: _Cell,
+    test: WindowSet,
+    forecasts: Mapping[str, Any],
+    intervals: Forecast | None,
+    future: FutureForecast | None,
+    ylabel: str,
+) -> None:
     """One subplot: the recent history, the test forecasts and the future forecast."""
     rows = np.arange(panel.first, panel.stop)
     ax.plot(panel.x(rows), panel.y(rows), color="black", lw=1.2, label="actual")
@@ -405,8 +375,16 @@ def forecast_figure(
     fig, axes = _grid(len(cells), len(targets))
     for ax, cell in zip(axes, cells, strict=True):
         panel = _panel(series, test, cell, history)
-        _draw_cell(ax, panel, cell, test, forecasts, intervals, future,
-                   _ylabel(targets[cell.target], units))  # fmt: skip
+        _draw_cell(
+            ax,
+            panel,
+            cell,
+            test,
+            forecasts,
+            intervals,
+            future,
+            _ylabel(targets[cell.target], units),
+        )
     fig.suptitle(_forecast_title(test, future, len({c.position for c in cells}), n_series))
     legend_below(fig, axes)
     return fig
@@ -439,7 +417,15 @@ def plot_forecast(
 ) -> None:
     """Write forecast.png to ``path``: :func:`forecast_figure` of the same arguments."""
     fig = forecast_figure(
-        series, test, forecasts, targets, intervals,
-        future=future, units=units, season=season, history=history, max_series=max_series,
-    )  # fmt: skip
+        series,
+        test,
+        forecasts,
+        targets,
+        intervals,
+        future=future,
+        units=units,
+        season=season,
+        history=history,
+        max_series=max_series,
+    )
     save_figure(fig, path)

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .forecast import legend_below, plain_log_axis, save_figure
+from .style import legend_below, plain_log_axis, save_figure
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,7 @@ def read_metric_records(metrics_path: Path) -> list[dict[str, Any]]:
             if not isinstance(record, dict) or not {"kind", "step"} <= set(record):
                 raise ValueError("not a metrics record")
         except ValueError:  # json.JSONDecodeError is one
-            log.warning("skipping line %d of %s: not a whole metrics record", number,
-                        metrics_path)  # fmt: skip
+            log.warning("skipping line %d of %s: not a whole metrics record", number, metrics_path)
             continue
         records.append(record)
     return records
@@ -76,9 +75,11 @@ def _positive_points(
     points = [
         (r["step"], r[key])
         for r in records
-        if r["kind"] == kind and isinstance(r.get(key), int | float)
-        and math.isfinite(r[key]) and r[key] > 0
-    ]  # fmt: skip
+        if r["kind"] == kind
+        and isinstance(r.get(key), int | float)
+        and math.isfinite(r[key])
+        and r[key] > 0
+    ]
     steps, values = zip(*points, strict=True) if points else ((), ())
     return np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64)
 
@@ -94,8 +95,11 @@ def chosen_epoch(records: Sequence[Mapping[str, Any]]) -> tuple[int, float | Non
         (2, 0.3)
     """
     epochs = [r for r in records if r["kind"] == "epoch"]
-    scored = [r for r in epochs if isinstance(r.get("val_loss"), int | float)
-              and math.isfinite(r["val_loss"])]  # fmt: skip
+    scored = [
+        r
+        for r in epochs
+        if isinstance(r.get("val_loss"), int | float) and math.isfinite(r["val_loss"])
+    ]
     if scored:
         best = min(scored, key=lambda r: r["val_loss"])  # the first of equal losses
         return int(best.get("epoch", epochs.index(best) + 1)), float(best["val_loss"])
@@ -151,8 +155,9 @@ def loss_figure(metrics_path: Path, *, retrained: Path | Sequence[float] | None 
     if retrained is not None:
         epochs, losses = _retrained_curve(retrained)
         if len(epochs):  # (a likelihood loss may be negative: nothing on a log scale)
-            ax.plot(epochs, losses, "-", color="tab:green", lw=1.2,
-                    label="train, retrained on all rows")  # fmt: skip
+            ax.plot(
+                epochs, losses, "-", color="tab:green", lw=1.2, label="train, retrained on all rows"
+            )
     chosen = chosen_epoch(records)
     if chosen is not None:
         _mark_chosen(ax, *chosen)

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,13 +33,10 @@ from ..forecasting.baseline_forecasts import (
     series_slices,
     statistical_splits,
 )
-from ..forecasting.calibration import fit_calibration, write_calibration
+from ..forecasting.calibration import fit_calibration
 from ..forecasting.combination import combined, fit_weights
 from ..forecasting.ensemble import (
-    EnsembleRun,
     load_run,
-    member_dir,
-    rank_members,
 )
 from ..forecasting.fallback import NAME as FALLBACK
 from ..forecasting.fallback import fallback_ids
@@ -49,26 +45,14 @@ from ..forecasting.inference import load_selection, load_series
 from ..intervals import (
     Forecast,
     calibrate,
-    interval_pairs,
-    level_key,
-    report_quantiles,
 )
 from ..metrics import forecast_metrics, seasonal_scale
-from ..plots.forecast import plot_forecast
-from ..plots.loss import plot_loss
 from ..rundir.files import (
     BASELINES_FILE,
-    FORECAST_PLOT,
-    LOSS_PLOT,
-    MEMBERS_DIR,
-    METRICS_FILE,
-    REPORT_FILE,
-    SELECTION_DIR,
 )
-from ..rundir.folder import atomic_write
-from ..rundir.info import finished_progress
 from ..signals import test_hook
 from ..train.step import make_predict_step
+from .contents import Scores, report_settings, write_report
 from .table import COLUMNS as COLUMNS
 from .table import FORECASTERS as FORECASTERS
 from .table import UNDEFINED as UNDEFINED
@@ -205,7 +189,7 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
         chosen = load_selection(run_dir)
         held = (chosen, _held_out(series, cfg, chosen.info, splits))
     scores = _score_splits(scorer, splits, held, cfg=cfg, run_dir=Path(run_dir))
-    data = {**scores.data, **_report_settings(run, scores, source)}
+    data = {**scores.data, **report_settings(run, scores, source)}
     data = {"test": data.pop("test"), "val": data.pop("val"), **data}
     data[combine.NAME] = scores.combination
     if series.ids is not None:  # the series the model was not trained on: predict's fallback
@@ -220,29 +204,19 @@ def evaluate_run(run_dir: str | Path, data_path: str | Path | None = None) -> Re
             for name in splits.test.ids
         }
     test_part, test_model = scores.scored["test"]
-    report = Report(data, format_table(data), test_part.origin, test_model.point, test_model,
-                    dict(scores.test_forecasts))  # fmt: skip
+    report = Report(
+        data,
+        format_table(data),
+        test_part.origin,
+        test_model.point,
+        test_model,
+        dict(scores.test_forecasts),
+    )
     # every process forecasts together (the future of the plot too); process 0 writes
     future = future_forecast(run, splits.series, scores.calibration) if len(test_part) else None
     if is_primary():
-        _write_report(Path(run_dir), run, data, scores, splits, future)
+        write_report(Path(run_dir), run, data, scores, splits, future)
     return report
-
-
-@dataclass
-class _Scores:
-    """What :func:`_score_splits` found: the point scores by split (``data``), each split's
-    windows and model forecast (``scored``), per series and per member scores, the conformal
-    calibration, the test forecasts and bands for the plot, and the combination's weights."""
-
-    data: dict[str, Any] = field(default_factory=dict)
-    scored: dict[str, tuple[WindowSet, Forecast]] = field(default_factory=dict)
-    per_series: dict[str, dict[str, Any]] = field(default_factory=dict)
-    members: dict[str, list[Any]] = field(default_factory=dict)
-    calibration: Any = None
-    test_forecasts: dict[str, np.ndarray | None] = field(default_factory=dict)
-    bands: Any = None
-    combination: dict[str, Any] = field(default_factory=dict)
 
 
 def _held_out(series: Any, cfg: Any, info: Any, splits: Any) -> WindowSet:
@@ -274,7 +248,7 @@ def _score_splits(
     *,
     cfg: Any = None,
     run_dir: Path | None = None,
-) -> _Scores:
+) -> Scores:
     """Forecast the validation then the test windows (the model, calibrated on the validation
     windows, and the baselines) and score them; a seed ensemble's members are scored too.
     ``held``: a retrained run's selection and its validation windows, which score the
@@ -287,7 +261,7 @@ def _score_splits(
     rows = splits.rows  # (n_series, 3): each series' training, validation and test rows
     # in-sample rows of each split: what was seen before its first target
     seen_rows = {"val": rows[:, 0], "test": rows[:, 0] + rows[:, 1]}
-    out = _Scores()
+    out = Scores()
     # the statistical baselines of the test, and of the validation (the combination's
     # weights, the intervals' residuals)
     statistical = {"test": {}, "val": {}}
@@ -341,77 +315,6 @@ def _score_splits(
     return out
 
 
-def _report_settings(run: Any, scores: _Scores, source: Path) -> dict[str, Any]:
-    """The report's keys besides the scores: counts, settings, checkpoint, ensemble."""
-    cfg = run.info.config
-    data: dict[str, Any] = dict(
-        n_test=len(scores.scored["test"][0]) * cfg.data.horizon,
-        n_val=len(scores.scored["val"][0]) * cfg.data.horizon,
-        season=cfg.data.season,
-        horizon=cfg.data.horizon,
-        targets=list(cfg.data.target),
-        baselines=cfg.train.baselines,
-        checkpoint=run.checkpoint,
-        data_path=str(source),
-    )
-    levels = report_quantiles(cfg.train)
-    if levels:
-        data.update(
-            quantiles=list(levels),
-            interval_levels=[level_key(level) for level, _, _ in interval_pairs(levels)],
-            conformal=cfg.train.conformal,
-        )
-    if run.members:
-        data["ensemble"] = _ensemble_data(run, scores.members)
-    if cfg.train.retrain in ("all", "on"):
-        data["retrain"] = _retrain_data(Path(run.run_dir), cfg.train.ensemble)
-        data["retrain"]["rows"] = "all" if cfg.train.retrain == "all" else "train+val"
-    return data
-
-
-def _retrain_data(run_dir: Path, ensemble: int = 1) -> dict[str, Any]:
-    """``report.json``'s ``retrain``: the selection's folder, the epochs it chose and the
-    validation loss they scored there (:mod:`stacklstm.run.retrain`); for a seed ensemble,
-    each member's, in lists (member ``k``'s selection is ``members/<k>/selection``)."""
-    if ensemble == 1:
-        progress = finished_progress(run_dir / SELECTION_DIR) or {}
-        return {
-            "selection": SELECTION_DIR,
-            "epochs": progress.get("best_epoch"),
-            "selection_epochs": progress.get("epoch"),
-            "selection_val_loss": progress.get("best_val_loss"),
-        }
-    members = [_retrain_data(member_dir(run_dir, k)) for k in range(ensemble)]
-    data: dict[str, Any] = {"selection": f"{MEMBERS_DIR}/<k>/{SELECTION_DIR}"}
-    for key in ("epochs", "selection_epochs", "selection_val_loss"):
-        data[key] = [member[key] for member in members]
-    return data
-
-
-def _write_report(
-    run_dir: Path, run: Any, data: dict, scores: _Scores, splits: Any, future: Any = None
-) -> None:
-    """``report.json``, ``calibration.json`` and the plots (a member has its own loss plot)."""
-    cfg = run.info.config
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    atomic_write(run_dir / REPORT_FILE, lambda handle: handle.write(text.encode()))
-    if scores.calibration is not None:
-        write_calibration(run_dir, scores.calibration, run.checkpoint)
-    test, forecasts, bands = scores.scored["test"][0], scores.test_forecasts, scores.bands
-    if len(test):  # the test forecasts of the first series (a grid), and the future
-        forecasts = {k: v for k, v in forecasts.items() if k != combine.NAME}  # not plotted
-        plot_forecast(run_dir / FORECAST_PLOT, splits.series, test, forecasts,
-                      cfg.data.target, bands, future=future,
-                      season=int(cfg.data.season))  # fmt: skip
-    if run.members:  # a member has its own loss plot
-        return
-    if cfg.train.retrain in ("all", "on"):  # the selection's epochs, then the retrained run's
-        plot_loss(run_dir / LOSS_PLOT, run_dir / SELECTION_DIR / METRICS_FILE,
-                  retrained=run_dir / METRICS_FILE)  # fmt: skip
-    else:
-        plot_loss(run_dir / LOSS_PLOT, run_dir / METRICS_FILE)
-
-
 def _split_scores(
     part: WindowSet,
     forecasts: dict[str, np.ndarray | None],
@@ -425,24 +328,3 @@ def _split_scores(
         scale = seasonal_scale(part.history[: seen[0], :n_targets], season)
         return score_forecasts(part.y_true, forecasts, scale), {}
     return _panel_scores(part, forecasts, seen, season)
-
-
-def _ensemble_data(run: EnsembleRun, members: dict[str, list[Any]]) -> dict[str, Any]:
-    """``report.json``'s ``ensemble``: the size, each member's metrics, the best and worst."""
-    seed = run.info.config.train.seed
-    return {
-        "size": len(run.members),
-        "combine": "median",
-        **rank_members(members["test"]),
-        "members": [
-            {
-                "member": k,
-                "seed": seed + k,
-                "run_dir": str(Path(member.run_dir).relative_to(run.run_dir)),
-                "checkpoint": member.checkpoint,
-                "test": members["test"][k],
-                "val": members["val"][k],
-            }
-            for k, member in enumerate(run.members)
-        ],
-    }

@@ -168,8 +168,14 @@ def _member(
     if limit is not None and limit <= current:
         return None
     log.info("ensemble member %d of %d: seed %d", k + 1, cfg.train.ensemble, cfg.train.seed + k)
-    return fit(member_config(cfg, k), folder, resume=started, quiet=quiet,
-               data_path=data_path, stop_after_steps=limit)  # fmt: skip
+    return fit(
+        member_config(cfg, k),
+        folder,
+        resume=started,
+        quiet=quiet,
+        data_path=data_path,
+        stop_after_steps=limit,
+    )
 
 
 __all__ = ["EnsembleResult", "fit_ensemble"]

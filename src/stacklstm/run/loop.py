@@ -114,9 +114,12 @@ def _open_new(plan: RunPlan, keep: tuple[str, ...] = ()) -> _Opened:
     ids = plan.train.ids
     log.info(
         "run folder %s: %d training windows%s, %d steps per epoch, %d validation windows",
-        plan.out_dir, len(plan.train), "" if ids is None else f" of {len(ids)} series",
-        plan.per_epoch, len(plan.val) if plan.retrain_epochs is None else 0,
-    )  # fmt: skip
+        plan.out_dir,
+        len(plan.train),
+        "" if ids is None else f" of {len(ids)} series",
+        plan.per_epoch,
+        len(plan.val) if plan.retrain_epochs is None else 0,
+    )
     return opened
 
 
@@ -147,11 +150,20 @@ def _restore(plan: RunPlan, lock: RunLock | None) -> _Opened:
     if is_primary():
         atomic_write_text(metrics_path, "".join(line + "\n" for line in kept_lines))
     if progress.finished:  # all epochs done: only the report is written again
-        log.info("resumed %s at step %d: training finished after epoch %d; writing the report",
-                 plan.out_dir, int(state.step), progress.epoch)  # fmt: skip
+        log.info(
+            "resumed %s at step %d: training finished after epoch %d; writing the report",
+            plan.out_dir,
+            int(state.step),
+            progress.epoch,
+        )
     else:
-        log.info("resumed %s at step %d (epoch %d, step %d of it)", plan.out_dir,
-                 int(state.step), progress.epoch + 1, progress.step_in_epoch)  # fmt: skip
+        log.info(
+            "resumed %s at step %d (epoch %d, step %d of it)",
+            plan.out_dir,
+            int(state.step),
+            progress.epoch + 1,
+            progress.step_in_epoch,
+        )
     return _Opened(ckpts, state, replicate(dropout_key, plan.mesh), progress, lock)
 
 
@@ -253,8 +265,15 @@ def fit(
                 f"{run_cfg.train.ensemble} (several models, one after another); train with "
                 "`ensemble=1` to use callbacks"
             )
-        return fit_ensemble(run_cfg, out_dir, fit, resume=resume, quiet=quiet,
-                            data_path=data_path, stop_after_steps=stop_after_steps)  # fmt: skip
+        return fit_ensemble(
+            run_cfg,
+            out_dir,
+            fit,
+            resume=resume,
+            quiet=quiet,
+            data_path=data_path,
+            stop_after_steps=stop_after_steps,
+        )
     if is_primary() and out_dir.is_dir():
         RunLock.check_free(out_dir)  # at once: another train of this folder is running
     # a retrained run whose selection has begun but whose own folder has not
@@ -313,18 +332,26 @@ def _fit_retrained(plan: RunPlan, run_cfg: RunConfig, opts: _Options) -> Retrain
     if chosen is None:
         if opts.resume:  # the run began after its selection had finished: it cannot be missing
             raise ValueError(f"cannot resume {out_dir}: its selection run {folder} is unfinished")
-        chosen = fit(selection_config(plan.cfg), folder, resume=started(out_dir),
-                     quiet=opts.quiet, data_path=plan.data_path,
-                     stop_after_steps=opts.stop_after_steps, callbacks=opts.callbacks)  # fmt: skip
+        chosen = fit(
+            selection_config(plan.cfg),
+            folder,
+            resume=started(out_dir),
+            quiet=opts.quiet,
+            data_path=plan.data_path,
+            stop_after_steps=opts.stop_after_steps,
+            callbacks=opts.callbacks,
+        )
         if chosen.stop_reason == "stop_after_steps":
             return RetrainResult.of(chosen, None)
     sync("stacklstm: selection finished")  # process 0 wrote what selected_epochs reads
     epochs = selected_epochs(folder)
     rows = "every row" if plan.cfg.train.retrain == "all" else "the training and validation rows"
-    log.info("retrain: %d epochs chosen on validation (%s); training again on %s",
-             epochs, folder, rows)  # fmt: skip
-    final = make_plan(run_cfg, out_dir, opts.resume, opts.data_path, retrain_epochs=epochs,
-                      keep=(SELECTION_DIR,))  # fmt: skip
+    log.info(
+        "retrain: %d epochs chosen on validation (%s); training again on %s", epochs, folder, rows
+    )
+    final = make_plan(
+        run_cfg, out_dir, opts.resume, opts.data_path, retrain_epochs=epochs, keep=(SELECTION_DIR,)
+    )
     limit = None if opts.stop_after_steps is None else opts.stop_after_steps - chosen.step
     if limit is not None and limit < 1:
         return RetrainResult.of(chosen, None)
@@ -343,9 +370,12 @@ def _train_and_report(plan: RunPlan, opened: _Opened, opts: _Options) -> FitResu
     watched = sys.stderr.isatty() or "ipykernel" in sys.modules
     show_bar = not opts.quiet and watched and is_primary()
     bar = tqdm(
-        total=plan.total_steps, initial=int(opened.state.step), disable=not show_bar,
-        unit="step", dynamic_ncols=True,
-    )  # fmt: skip
+        total=plan.total_steps,
+        initial=int(opened.state.step),
+        disable=not show_bar,
+        unit="step",
+        dynamic_ncols=True,
+    )
     redirect = logging_redirect_tqdm() if show_bar else contextlib.nullcontext()
     metrics_path = out_dir / METRICS_FILE if is_primary() else Path(os.devnull)
     with opened.ckpts, bar, redirect, metrics_path.open("a", encoding="utf-8") as metrics:

@@ -116,17 +116,27 @@ class RetrainResult(FitResult):
         not begun)."""
         if result is None:
             return cls(
-                out_dir=Path(chosen.out_dir).parent, step=chosen.step, epochs=0,
-                best_val_loss=chosen.best_val_loss, best_step=None,
-                stop_reason="stop_after_steps", skipped=chosen.skipped, report=None,
+                out_dir=Path(chosen.out_dir).parent,
+                step=chosen.step,
+                epochs=0,
+                best_val_loss=chosen.best_val_loss,
+                best_step=None,
+                stop_reason="stop_after_steps",
+                skipped=chosen.skipped,
+                report=None,
                 selection=chosen,
-            )  # fmt: skip
+            )
         return cls(
-            out_dir=result.out_dir, step=chosen.step + result.step, epochs=result.epochs,
-            best_val_loss=chosen.best_val_loss, best_step=result.best_step,
-            stop_reason=result.stop_reason, skipped=chosen.skipped + result.skipped,
-            report=result.report, selection=chosen,
-        )  # fmt: skip
+            out_dir=result.out_dir,
+            step=chosen.step + result.step,
+            epochs=result.epochs,
+            best_val_loss=chosen.best_val_loss,
+            best_step=result.best_step,
+            stop_reason=result.stop_reason,
+            skipped=chosen.skipped + result.skipped,
+            report=result.report,
+            selection=chosen,
+        )
 
 
 def selection_config(cfg: RunConfig) -> RunConfig:

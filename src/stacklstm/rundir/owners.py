@@ -38,9 +38,22 @@ __all__ = ["owned_words", "run_folder_owner"]
 
 # What each kind of folder that stacklstm writes holds (each name is defined once, in
 # :mod:`.files`), and how such a folder is recognised (by its files only).
-_RUN_ENTRIES = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, LATEST_DIR, BEST_DIR, MEMBERS_DIR,
-                          REPORT_FILE, FORECAST_PLOT, LOSS_PLOT, CALIBRATION_FILE,
-                          BASELINES_FILE, SELECTION_DIR})  # fmt: skip
+_RUN_ENTRIES = frozenset(
+    {
+        CONFIG_FILE,
+        METRICS_FILE,
+        LOCK_FILE,
+        LATEST_DIR,
+        BEST_DIR,
+        MEMBERS_DIR,
+        REPORT_FILE,
+        FORECAST_PLOT,
+        LOSS_PLOT,
+        CALIBRATION_FILE,
+        BASELINES_FILE,
+        SELECTION_DIR,
+    }
+)
 _BACKTEST_ENTRIES = frozenset({PLAN_FILE, BACKTEST_FILE, BACKTEST_PLOT})
 _SEARCH_ENTRIES = frozenset({STUDY_FILE, BEST_CONFIG, TRIALS_TABLE, HISTORY_PLOT, IMPORTANCE_PLOT})
 

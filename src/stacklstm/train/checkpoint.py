@@ -338,8 +338,11 @@ class RunCheckpoints:
                 log.warning(
                     "%s; using step %d, the newest intact checkpoint, and deleting step %d "
                     "(the steps after %d are repeated with the same numbers)",
-                    failure, step, bad, step,
-                )  # fmt: skip
+                    failure,
+                    step,
+                    bad,
+                    step,
+                )
                 self._managers[which].delete(bad)
             return restored
         raise ValueError(

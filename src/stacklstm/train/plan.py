@@ -131,33 +131,9 @@ def make_plan(
     ``selection/``).
     """
     check_settings(cfg, "run_cfg")
-    saved = read_run_info(out_dir) if resume else None
-    differences: list[str] = []
-    if saved is not None:
-        newest = newest_saved_config(out_dir)
-        if newest is not None:  # config.json must be what the checkpoints were trained with
-            check_config_unchanged(out_dir, saved, newest[1], newest[0])
-        if data_path is None:
-            data_path = saved.data_path
-        elif (
-            saved.data_path is None
-            or run_data_path(out_dir, data_path)[0] != run_data_path(out_dir, saved.data_path)[0]
-        ):
-            differences.append(f"data: {str(data_path)!r} != {str(saved.data_path)!r}")
-    else:
-        check_new_run_dir(out_dir, data_path, keep=keep)  # or just its own table
+    saved, data_path, differences = _check_folder(out_dir, resume, data_path, keep)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
-    frame = read_table(source)
-    n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
-    # before the series are allocated (rows may double where missing stamps are inserted);
-    # the run's window and batch, or the largest "auto" ones can become
-    window, exact = planned_window(cfg.data)
-    batch = planned_batch(cfg.train)
-    check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch, exact=exact)
-    with memory_errors_as_data_errors(len(frame), n_columns):
-        series, cfg = prepare_resolved(frame, cfg)
-        del frame
-        splits, scaler = make_splits(series, cfg.data)
+    series, cfg, splits, scaler = _read_and_split(cfg, source)
     mesh = make_mesh()
     given, cfg = cfg, resolve_splits(cfg, splits, int(mesh.devices.size), source)
     if saved is not None:  # compared once "auto" is resolved, as config.json holds it
@@ -168,6 +144,7 @@ def make_plan(
         # conformal, wants validation rows)
         merged = retrained_data(cfg)
         # the series it leaves out, the split left out too, and named
+        n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
         with memory_errors_as_data_errors(len(series), n_columns), _quiet("stacklstm.data"):
             every, scaler = make_splits(series, merged)
         static_scaler = every.static_scaler
@@ -175,29 +152,11 @@ def make_plan(
             train = every.train
             cfg = cfg.replace({"train": {"epochs": retrain_epochs, "patience": 0}})
     tcfg = cfg.train
-    per_epoch = steps_per_epoch(len(train), tcfg.batch_size)
-    if per_epoch == 0:
-        raise DataError(
-            f"`batch_size` ({tcfg.batch_size}) is larger than the {len(train)} training "
-            "windows; lower it or use more data"
-        )
+    per_epoch = _steps_per_epoch(tcfg, len(train))
     check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
-    if saved is not None and (
-        saved.scaler.to_dict() != scaler.to_dict()
-        or (saved.static_scaler is None) != (static_scaler is None)
-        or (static_scaler is not None and saved.static_scaler.to_dict() != static_scaler.to_dict())
-    ):
-        raise ValueError(
-            f"cannot resume {out_dir}: the data in {source} changed since the run started "
-            "(its training rows give another scaler); start a new run"
-        )
-    check_batch_size(tcfg.batch_size, mesh)
-    total_steps = tcfg.epochs * per_epoch
-    if total_steps > np.iinfo(np.int32).max:  # TrainState.step is an int32
-        raise ValueError(
-            f"`epochs` ({tcfg.epochs}) x {per_epoch} steps per epoch = {total_steps} updates, "
-            f"more than the step counter holds ({np.iinfo(np.int32).max}); lower `epochs`"
-        )
+    if saved is not None:
+        _check_same_scalers(saved, scaler, static_scaler, out_dir, source)
+    total_steps = _total_steps(tcfg, per_epoch, mesh)
     if tcfg.conformal and len(splits.val) == 0:
         raise DataError(
             f"conformal calibrates on the validation windows but {source} gives none; raise "
@@ -215,12 +174,114 @@ def make_plan(
     derived = [line.replace(" != 'auto'", "") for line in info_cfg.diff(given)]
     if derived:  # once everything is checked
         log.info("settings derived from the data: %s", "; ".join(derived))
+    info = RunInfo(info_cfg, data_ref, scaler, static_scaler, relative)
     return RunPlan(
-        cfg, out_dir, data_ref, train, splits.val,
-        RunInfo(info_cfg, data_ref, scaler, static_scaler, relative), per_epoch, total_steps,
-        model, optimizer, mesh, abstract, series.freq, example, splits.test, retrain_epochs,
-        weight,
-    )  # fmt: skip
+        cfg=cfg,
+        out_dir=out_dir,
+        data_path=data_ref,
+        train=train,
+        val=splits.val,
+        info=info,
+        per_epoch=per_epoch,
+        total_steps=total_steps,
+        model=model,
+        optimizer=optimizer,
+        mesh=mesh,
+        abstract=abstract,
+        freq=series.freq,
+        example=example,
+        test=splits.test,
+        retrain_epochs=retrain_epochs,
+        train_weight=weight,
+    )
+
+
+def _check_folder(
+    out_dir: Path, resume: bool, data_path: str | Path | None, keep: tuple[str, ...]
+) -> tuple[RunInfo | None, str | Path | None, list[str]]:
+    """``(saved run info or None, the table, differences from the saved run)``: a resumed
+    run's folder must hold what its checkpoints were trained with, and its table defaults to
+    the saved one; a new run's folder must be free (or hold just its own table)."""
+    if not resume:
+        check_new_run_dir(out_dir, data_path, keep=keep)
+        return None, data_path, []
+    saved = read_run_info(out_dir)
+    differences: list[str] = []
+    newest = newest_saved_config(out_dir)
+    if newest is not None:  # config.json must be what the checkpoints were trained with
+        check_config_unchanged(out_dir, saved, newest[1], newest[0])
+    if data_path is None:
+        data_path = saved.data_path
+    elif (
+        saved.data_path is None
+        or run_data_path(out_dir, data_path)[0] != run_data_path(out_dir, saved.data_path)[0]
+    ):
+        differences.append(f"data: {str(data_path)!r} != {str(saved.data_path)!r}")
+    return saved, data_path, differences
+
+
+def _read_and_split(cfg: RunConfig, source: Path) -> tuple[Any, RunConfig, Any, Any]:
+    """``(series, cfg with its data settings resolved, splits, scaler)`` of the table
+    ``source``, its size checked against memory before the series are allocated."""
+    frame = read_table(source)
+    n_columns = len(cfg.data.target) + len(cfg.data.features) + len(cfg.data.future_features)
+    # before the series are allocated (rows may double where missing stamps are inserted);
+    # the run's window and batch, or the largest "auto" ones can become
+    window, exact = planned_window(cfg.data)
+    batch = planned_batch(cfg.train)
+    check_series_fit(len(frame), n_columns, len(cfg.data.target), window, batch, exact=exact)
+    with memory_errors_as_data_errors(len(frame), n_columns):
+        series, cfg = prepare_resolved(frame, cfg)
+        del frame
+        splits, scaler = make_splits(series, cfg.data)
+    return series, cfg, splits, scaler
+
+
+def _steps_per_epoch(tcfg: Any, n_train: int) -> int:
+    """Optimiser steps per epoch over ``n_train`` training windows.
+
+    Raises:
+        DataError: The batch is larger than the training windows.
+    """
+    per_epoch = steps_per_epoch(n_train, tcfg.batch_size)
+    if per_epoch == 0:
+        raise DataError(
+            f"`batch_size` ({tcfg.batch_size}) is larger than the {n_train} training "
+            "windows; lower it or use more data"
+        )
+    return per_epoch
+
+
+def _total_steps(tcfg: Any, per_epoch: int, mesh: Any) -> int:
+    """The run's optimiser steps, ``epochs * per_epoch``.
+
+    Raises:
+        ValueError: The batch does not split over the devices of ``mesh``, or the run has
+            more steps than the step counter holds.
+    """
+    check_batch_size(tcfg.batch_size, mesh)
+    total_steps = tcfg.epochs * per_epoch
+    if total_steps > np.iinfo(np.int32).max:  # TrainState.step is an int32
+        raise ValueError(
+            f"`epochs` ({tcfg.epochs}) x {per_epoch} steps per epoch = {total_steps} updates, "
+            f"more than the step counter holds ({np.iinfo(np.int32).max}); lower `epochs`"
+        )
+    return total_steps
+
+
+def _check_same_scalers(
+    saved: RunInfo, scaler: Any, static_scaler: Any, out_dir: Path, source: Path
+) -> None:
+    """Refuse to resume when the training rows give other scalers than the saved run's."""
+    if (
+        saved.scaler.to_dict() != scaler.to_dict()
+        or (saved.static_scaler is None) != (static_scaler is None)
+        or (static_scaler is not None and saved.static_scaler.to_dict() != static_scaler.to_dict())
+    ):
+        raise ValueError(
+            f"cannot resume {out_dir}: the data in {source} changed since the run started "
+            "(its training rows give another scaler); start a new run"
+        )
 
 
 @contextlib.contextmanager
@@ -258,9 +319,14 @@ def run_model(cfg: RunConfig, columns: tuple[str, ...]) -> tuple[Any, Any]:
     n_future, n_static = covariate_sizes(data, columns)
     output_size = OutputHead.of(cfg.train).output_size(data.horizon, n_targets)
     model = build_model(
-        cfg.model, output_size, data.horizon, n_future, n_static, season=int(data.season),
+        cfg.model,
+        output_size,
+        data.horizon,
+        n_future,
+        n_static,
+        season=int(data.season),
         n_targets=n_targets,
-    )  # fmt: skip
+    )
     if not (n_future or n_static):
         return model, None
     return model, example_inputs(len(columns), data.horizon, n_future, n_static)

@@ -151,24 +151,31 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
         transform = "per_series"
         resolved = resolved.replace({"data": {"target_transform": transform}})
     if transform == "per_series" and cfg.data.target_transform != transform:  # auto, default
-        log.info("target_transform %r: per_series (log1p for each series whose Guerrero "
-                 "Box-Cox lambda of its training rows is below 0.5)",
-                 cfg.data.target_transform)  # fmt: skip
+        log.info(
+            "target_transform %r: per_series (log1p for each series whose Guerrero "
+            "Box-Cox lambda of its training rows is below 0.5)",
+            cfg.data.target_transform,
+        )
     if transform == AUTO or (transform == "per_series" and series.ids is None):
         chosen, lam = choose_target_transform(series, resolved.data)
         log.info(
             "target_transform %r: %s (Guerrero's Box-Cox lambda of the training rows: "
-            "%.2f, the median over the targets)", transform, chosen, lam,
-        )  # fmt: skip
+            "%.2f, the median over the targets)",
+            transform,
+            chosen,
+            lam,
+        )
         resolved = resolved.replace({"data": {"target_transform": chosen}})
     if cfg.data.window == AUTO and series.ids is None:
         window = short_series_window(len(series), resolved.data)
         if window != resolved.data.window:
             log.info(
                 "window 'auto': %d input steps (not %d): the series' %d rows leave room for no "
-                "more with its validation and test rows", window, resolved.data.window,
+                "more with its validation and test rows",
+                window,
+                resolved.data.window,
                 len(series),
-            )  # fmt: skip
+            )
             resolved = resolved.replace({"data": {"window": window}})
         check_length(len(series), resolved.data, forecast_only=False)
     return series, resolved

@@ -223,9 +223,12 @@ class _Trainer:
     def _run_epoch(self) -> None:
         plan, tcfg, progress = self.plan, self.tcfg, self.progress
         batches = iterate_batches(
-            len(plan.train), tcfg.batch_size, seed=tcfg.seed, epoch=self.epoch,
+            len(plan.train),
+            tcfg.batch_size,
+            seed=tcfg.seed,
+            epoch=self.epoch,
             start_step=progress.step_in_epoch,
-        )  # fmt: skip
+        )
         for i, indices in enumerate(batches, start=progress.step_in_epoch):
             if self.step == self.first_step:
                 test_hook("compile")
@@ -351,15 +354,18 @@ class _Trainer:
         self._write_line("epoch", train_loss, val_loss, progress.this_epoch.skipped)
         log.info(
             "epoch %d/%d step %d: train loss %s, val loss %s%s",
-            epoch + 1, tcfg.epochs, self.step,
+            epoch + 1,
+            tcfg.epochs,
+            self.step,
             "n/a" if train_loss is None else f"{train_loss:.5g}",
             "n/a" if val_loss is None else f"{val_loss:.5g}",
             " (best)" if improved else "",
-        )  # fmt: skip
+        )
         progress.epoch, progress.step_in_epoch = epoch + 1, 0
         progress.this_epoch.reset()
-        report = EpochEnd(epoch + 1, self.step, train_loss, val_loss, progress.best_val_loss,
-                          improved)  # fmt: skip
+        report = EpochEnd(
+            epoch + 1, self.step, train_loss, val_loss, progress.best_val_loss, improved
+        )
         asked_stop = any([bool(callback(report)) for callback in self.callbacks])
         if tcfg.patience and progress.bad_epochs >= tcfg.patience:
             progress.finished, progress.stop_reason = True, "early_stopping"

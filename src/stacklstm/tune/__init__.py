@@ -44,7 +44,7 @@ from typing import Any
 
 from ..checks import SettingError, check_positive_int
 from ..config import RunConfig
-from ..plots.forecast import save_figure
+from ..plots.style import save_figure
 from ..run import loop
 from ..rundir.files import (
     HISTORY_PLOT,
@@ -143,8 +143,11 @@ def check_same_search(
     if known is None:
         the_study.set_user_attr("stacklstm_search", key)
         return
-    labels = {"table_sha256": "the table's contents", "settings": "the base settings",
-              "searched": "the searched settings"}  # fmt: skip
+    labels = {
+        "table_sha256": "the table's contents",
+        "settings": "the base settings",
+        "searched": "the searched settings",
+    }
     differs = [labels[k] for k in labels if known.get(k) != key[k]]
     if differs:
         raise SettingError(
@@ -246,8 +249,7 @@ def tune(
         # minute per trial and do not enter the objective; and a trial is not retrained on
         # its validation rows, which score it (best.toml keeps `baselines` and `retrain`).
         overrides = dims.suggest(trial)
-        overrides["train"] = {**overrides.get("train", {}), "baselines": "naive",
-                              "retrain": "off"}  # fmt: skip
+        overrides["train"] = {**overrides.get("train", {}), "baselines": "naive", "retrain": "off"}
         cfg = base.replace(overrides)
         pruned = []
 
@@ -348,6 +350,15 @@ def _plot(the_study: Any, out_dir: Path) -> None:
 
 
 __all__ = [
-    "DEFAULT_HEARTBEAT", "DEFAULT_STUDY", "Dimension", "SearchSpace", "TuneResult",
-    "best_overrides", "check_same_search", "default_space", "open_study", "to_toml", "tune",
-]  # fmt: skip
+    "DEFAULT_HEARTBEAT",
+    "DEFAULT_STUDY",
+    "Dimension",
+    "SearchSpace",
+    "TuneResult",
+    "best_overrides",
+    "check_same_search",
+    "default_space",
+    "open_study",
+    "to_toml",
+    "tune",
+]

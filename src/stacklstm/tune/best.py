@@ -66,9 +66,11 @@ def to_toml(config: Mapping[str, Mapping[str, Any]]) -> str:
     lines = []
     for section, values in config.items():
         lines.append(f"[{section}]")
-        fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if (
-            section in SECTIONS
-        ) else {}  # fmt: skip
+        fields = (
+            {f.name: f for f in dataclasses.fields(SECTIONS[section])}
+            if (section in SECTIONS)
+            else {}
+        )
         for key, value in values.items():
             if value is None and key in fields and fields[key].default is None:
                 continue  # the default: leaving it out reads back the same

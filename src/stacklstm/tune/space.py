@@ -80,16 +80,29 @@ def _label(choice: Any) -> Any:
 #: Settings a search cannot vary: trials are ranked (and pruned) by their validation loss,
 #: which these change the units, rows or meaning of, so their trials would not compare.
 NOT_SEARCHED: dict[tuple[str, str], str] = {
-    **{("data", name): "it changes the units of the validation loss" for name in (
-        "target", "scaler", "normalize", "difference", "deseasonalize", "season",
-        "target_transform")},
-    **{("data", name): "it changes the rows the validation loss is computed on" for name in (
-        "horizon", "val_fraction", "val_size", "test_fraction", "test_size")},
-    **{("train", name): "it changes what the validation loss measures" for name in (
-        "loss", "loss_weight", "quantiles")},
+    **{
+        ("data", name): "it changes the units of the validation loss"
+        for name in (
+            "target",
+            "scaler",
+            "normalize",
+            "difference",
+            "deseasonalize",
+            "season",
+            "target_transform",
+        )
+    },
+    **{
+        ("data", name): "it changes the rows the validation loss is computed on"
+        for name in ("horizon", "val_fraction", "val_size", "test_fraction", "test_size")
+    },
+    **{
+        ("train", name): "it changes what the validation loss measures"
+        for name in ("loss", "loss_weight", "quantiles")
+    },
     ("train", "ensemble"): "a search prunes trials on one model's validation losses; tune "
     "with ensemble = 1, then train the best settings with `ensemble`",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
