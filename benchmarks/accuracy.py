@@ -235,9 +235,15 @@ RECIPES: dict[str, Recipe] = {
     )
 }
 DEFAULT_RECIPES = (
-    "default", "log", "deseason", "steps1000", "log+deseason", "log+deseason+steps1000",
-    "deseason+steps1000", "deseason+steps1000+ens5",
-)  # fmt: skip
+    "default",
+    "log",
+    "deseason",
+    "steps1000",
+    "log+deseason",
+    "log+deseason+steps1000",
+    "deseason+steps1000",
+    "deseason+steps1000+ens5",
+)
 QUICK_RECIPES = ("default", "deseason+steps1000")
 
 
@@ -385,9 +391,12 @@ def data_config(spec: SeriesSpec, horizon: int, library: bool = False, **setting
 
     season = spec.season
     base: dict[str, Any] = dict(
-        target=("y",), time_column="date", horizon=horizon,
-        test_fraction=TEST_FRACTION, val_fraction=VAL_FRACTION,
-    )  # fmt: skip
+        target=("y",),
+        time_column="date",
+        horizon=horizon,
+        test_fraction=TEST_FRACTION,
+        val_fraction=VAL_FRACTION,
+    )
     if not library:
         base.update(season=season, window=2 * season if season > 1 else 10, deseasonalize=False)
     if settings.get("season") == "series":  # the series' own season, the rest auto
@@ -406,12 +415,17 @@ def make_task(spec: SeriesSpec, horizon: int) -> Task:
     test = splits.test
     n_seen = splits.n_train + splits.n_val
     return Task(
-        spec=spec, horizon=horizon, times=series.times, y=series.values[:, 0].copy(),
-        origin=test.origin, y_true=test.y_true,
+        spec=spec,
+        horizon=horizon,
+        times=series.times,
+        y=series.values[:, 0].copy(),
+        origin=test.origin,
+        y_true=test.y_true,
         naive={"last_value": test.last_value, "seasonal_naive": test.seasonal_naive(spec.season)},
         scale=seasonal_scale(series.values[:n_seen, :1], spec.season),
-        n_train=splits.n_train, n_seen=n_seen,
-    )  # fmt: skip
+        n_train=splits.n_train,
+        n_seen=n_seen,
+    )
 
 
 def statistical_timed(task: Task) -> dict[str, dict[str, Any]]:
@@ -480,9 +494,11 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
     cfg = run_config(task, recipe, seed)
     transform = make_transform(task.y, recipe, task.spec.season, task.n_train)
     identity = {
-        "series": task.spec.name, "config": cfg.to_dict(), "log": transform.log,
+        "series": task.spec.name,
+        "config": cfg.to_dict(),
+        "log": transform.log,
         "pattern": None if transform.pattern is None else transform.pattern.round(12).tolist(),
-    }  # fmt: skip
+    }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     cached = work / "fits" / f"{task.spec.name}-h{task.horizon}-s{seed}-{digest}.npz"
     if cached.exists():
@@ -509,15 +525,20 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
     rows = task.origin[:, None] + np.arange(1, task.horizon + 1)  # (n, horizon) target rows
     forecast = transform.inverse(report.test_forecast[:, :, 0], rows)[:, :, None]
     meta = {
-        "fit_s": fit_s, "steps": result.step, "epochs": result.epochs,
-        "stop_reason": result.stop_reason, "best_step": result.best_step,
-    }  # fmt: skip
+        "fit_s": fit_s,
+        "steps": result.step,
+        "epochs": result.epochs,
+        "stop_reason": result.stop_reason,
+        "best_step": result.best_step,
+    }
     extra = {}
     if getattr(result, "members", ()):  # the library's seed ensemble: each member's forecast
-        extra["members"] = np.stack([
-            transform.inverse(m.report.test_forecast[:, :, 0], rows)[:, :, None]
-            for m in result.members
-        ])  # fmt: skip
+        extra["members"] = np.stack(
+            [
+                transform.inverse(m.report.test_forecast[:, :, 0], rows)[:, :, None]
+                for m in result.members
+            ]
+        )
         meta["member_steps"] = [m.step for m in result.members]
     cached.parent.mkdir(parents=True, exist_ok=True)
     np.savez(cached, forecast=forecast, meta=json.dumps(meta), **extra)
@@ -581,16 +602,19 @@ def run_task(task: Task, recipes: Sequence[Recipe], seeds: Sequence[int], work: 
         for seed in seeds:
             fits = [fit_one(task, recipe, s, work) for s in members(recipe, seed)]
             forecast = np.median(np.stack([f["forecast"] for f in fits]), axis=0)
-            per_seed.append({
-                "seed": seed, **score(task, forecast),
-                "fit_s": sum(f["fit_s"] for f in fits),
-                "steps": [s for f in fits for s in f.get("member_steps", [f["steps"]])],
-                "member_mase": [
-                    score(task, m)["mase"]
-                    for f in fits
-                    for m in (f["members"] if "members" in f else [f["forecast"]])
-                ],
-            })  # fmt: skip
+            per_seed.append(
+                {
+                    "seed": seed,
+                    **score(task, forecast),
+                    "fit_s": sum(f["fit_s"] for f in fits),
+                    "steps": [s for f in fits for s in f.get("member_steps", [f["steps"]])],
+                    "member_mase": [
+                        score(task, m)["mase"]
+                        for f in fits
+                        for m in (f["members"] if "members" in f else [f["forecast"]])
+                    ],
+                }
+            )
             logging.info(
                 "%s %s seed %d: MASE %s", task.key, recipe.name, seed, per_seed[-1]["mase"]
             )
@@ -694,17 +718,21 @@ def markdown(
                     lines.append(f"| {label} | | " + " | ".join(wins) + " |")
             else:
                 rel = {
-                    n: _mean([
-                        None if r["methods"][n]["rmse"] is None
-                        else r["methods"][n]["rmse"] / r["methods"]["seasonal_naive"]["rmse"]
-                        for r in rows
-                    ])
+                    n: _mean(
+                        [
+                            None
+                            if r["methods"][n]["rmse"] is None
+                            else r["methods"][n]["rmse"] / r["methods"]["seasonal_naive"]["rmse"]
+                            for r in rows
+                        ]
+                    )
                     for n in names
-                }  # fmt: skip
+                }
                 lines.append(
                     "| **mean RMSE / seasonal naive RMSE** | | "
-                    + " | ".join(_cell(rel[n]) for n in names) + " |"
-                )  # fmt: skip
+                    + " | ".join(_cell(rel[n]) for n in names)
+                    + " |"
+                )
             lines.append("")
     lines += _seed_table(results, recipes)
     lines += _time_table(results, recipes)
@@ -867,7 +895,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--list", action="store_true", help="list the series and recipes, then exit"
     )
-    args = parser.parse_args(argv)  # fmt: skip
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     for noisy in ("stacklstm", "absl", "jax", "orbax"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -914,9 +942,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     meta = {
         "command": " ".join(["python benchmarks/accuracy.py", *(argv or sys.argv[1:])]),
-        "machine": _machine(), "stacklstm": stacklstm.__version__, "jax": jax.__version__,
-        "statsforecast": statsforecast.__version__, "when": time.strftime("%Y-%m-%d"),
-    }  # fmt: skip
+        "machine": _machine(),
+        "stacklstm": stacklstm.__version__,
+        "jax": jax.__version__,
+        "statsforecast": statsforecast.__version__,
+        "when": time.strftime("%Y-%m-%d"),
+    }
     text = markdown(results, use, seeds, meta)
     print(text)
     if args.out:

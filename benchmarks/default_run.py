@@ -80,13 +80,17 @@ def main() -> None:
     print("\n| run | median wall (s) | runs |\n|---|---|---|")
     for name, values in walls.items():
         runs = ", ".join(f"{w:.1f}" for w in values)
-        print(f"| `stacklstm train {'' if name.startswith('default') else name}` "
-              f"{'' if '@' not in name else '(baseline)'}| {statistics.median(values):.1f} | "
-              f"{runs} |")  # fmt: skip
+        print(
+            f"| `stacklstm train {'' if name.startswith('default') else name}` "
+            f"{'' if '@' not in name else '(baseline)'}| {statistics.median(values):.1f} | "
+            f"{runs} |"
+        )
     if {"default", "--baselines naive"} <= walls.keys():
         default, naive = (statistics.median(walls[c]) for c in ("default", "--baselines naive"))
-        print(f"\nthe statistical baselines' share of the default run: "
-              f"{(default - naive) / default:.0%}")  # fmt: skip
+        print(
+            f"\nthe statistical baselines' share of the default run: "
+            f"{(default - naive) / default:.0%}"
+        )
 
 
 if __name__ == "__main__":

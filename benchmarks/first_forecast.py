@@ -55,12 +55,14 @@ def make_panel(path: Path, seed: int = 0) -> None:
         level, trend, swing = rng.uniform(50, 150), rng.normal(0, 0.2), rng.uniform(2, 10)
         y = level + trend * t + swing * np.sin(2 * np.pi * (t + i) / 7) + rng.normal(0, 2, N_ROWS)
         frames.append(
-            pd.DataFrame({
-                "unique_id": f"s{i:02d}",
-                "ds": pd.date_range("2024-01-01", periods=N_ROWS, freq="D"),
-                "y": y,
-            })
-        )  # fmt: skip
+            pd.DataFrame(
+                {
+                    "unique_id": f"s{i:02d}",
+                    "ds": pd.date_range("2024-01-01", periods=N_ROWS, freq="D"),
+                    "y": y,
+                }
+            )
+        )
     pd.concat(frames, ignore_index=True).to_parquet(path)
 
 
@@ -115,8 +117,16 @@ def worker(system: str, data: Path, horizon: int, steps: int | None) -> None:
 
 
 def time_process(system: str, data: Path, horizon: int, steps: int | None, env: dict) -> tuple:
-    command = [sys.executable, __file__, "--worker", system, "--data", str(data),
-               "--horizon", str(horizon)]  # fmt: skip
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        system,
+        "--data",
+        str(data),
+        "--horizon",
+        str(horizon),
+    ]
     if steps is not None:
         command += ["--steps", str(steps)]
     start = time.perf_counter()
@@ -147,8 +157,11 @@ def main() -> None:
         data = Path(scratch) / "panel.parquet"
         make_panel(data)
         caches = Path(scratch) / "caches"
-        env = {**os.environ, "STACKLSTM_CACHE_DIR": str(caches / "jax"),
-               "NUMBA_CACHE_DIR": str(caches / "numba")}  # fmt: skip
+        env = {
+            **os.environ,
+            "STACKLSTM_CACHE_DIR": str(caches / "jax"),
+            "NUMBA_CACHE_DIR": str(caches / "numba"),
+        }
         for k in range(args.repeats):
             steps = None
             for system in systems:
@@ -160,8 +173,10 @@ def main() -> None:
                     if system == "stacklstm":
                         steps = info["steps"]  # neuralforecast trains as many updates
                     walls.setdefault((system, state), []).append(wall)
-                    print(f"{system:<15} {state} run {k + 1}: {wall:6.1f} s  {info}  "
-                          f"(load before: {load:.2f})")  # fmt: skip
+                    print(
+                        f"{system:<15} {state} run {k + 1}: {wall:6.1f} s  {info}  "
+                        f"(load before: {load:.2f})"
+                    )
     base = statistics.median(walls[("stacklstm", "warm")]) if "stacklstm" in systems else None
     print("\n| system | cache | median wall (s) | / stacklstm warm | runs |\n|---|---|---|---|---|")
     for (system, state), values in walls.items():

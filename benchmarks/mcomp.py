@@ -173,8 +173,9 @@ def _holdout(s: MSeries) -> MSeries:
     return MSeries(s.id, s.frequency, s.x[: -s.h], s.x[-s.h :])
 
 
-def statistical(series: Sequence[MSeries], work: Path, dataset: str,
-                holdout: bool = False) -> dict[str, dict]:  # fmt: skip
+def statistical(
+    series: Sequence[MSeries], work: Path, dataset: str, holdout: bool = False
+) -> dict[str, dict]:
     """``{id: {model: forecast (h,) list, "fit_s": seconds}}`` for every series, from the cache
     or fitted now, one series at a time (cached after each). With ``holdout``, fitted on
     ``x`` without its last ``h`` values and forecasting those (series too short are left out,
@@ -189,8 +190,11 @@ def statistical(series: Sequence[MSeries], work: Path, dataset: str,
     for k, s in enumerate(todo):
         m = s.season
         row: dict[str, Any] = {"key": s.id}
-        models = {"auto_ets": AutoETS(season_length=m), "auto_arima": AutoARIMA(season_length=m),
-                  "auto_theta": AutoTheta(season_length=m)}  # fmt: skip
+        models = {
+            "auto_ets": AutoETS(season_length=m),
+            "auto_arima": AutoARIMA(season_length=m),
+            "auto_theta": AutoTheta(season_length=m),
+        }
         start = time.perf_counter()
         try:
             for name, model in models.items():
@@ -248,8 +252,14 @@ def _config(settings: Mapping[str, str], h: int, with_id: bool, seed: int):
             with contextlib.suppress(json.JSONDecodeError):  # else a plain string (log1p)
                 value = json.loads(value)
         sections[owner][key] = value
-    data = {"target": ("y",), "time_column": "ds", "horizon": h, "test_size": 0,
-            "id_column": "unique_id" if with_id else None, **sections[DataConfig]}  # fmt: skip
+    data = {
+        "target": ("y",),
+        "time_column": "ds",
+        "horizon": h,
+        "test_size": 0,
+        "id_column": "unique_id" if with_id else None,
+        **sections[DataConfig],
+    }
     train = {"baselines": "naive", "seed": seed, **sections[TrainConfig]}
     return RunConfig(DataConfig(**data), ModelConfig(**sections[ModelConfig]), TrainConfig(**train))
 
@@ -294,8 +304,9 @@ def _forecasts(run_dir: Path, table: Path, horizon: int, ids: bool) -> tuple[dic
     return last, val, fallback
 
 
-def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
-             with_id: bool) -> dict[str, Any]:  # fmt: skip
+def lstm_fit(
+    items: Sequence[MSeries], settings: Mapping[str, str], seed: int, with_id: bool
+) -> dict[str, Any]:
     """One ``fit`` on ``items`` (one series, or a panel with ``with_id``) and its forecasts;
     ``{"forecasts": {id: list}, "fit_s": s, "error": message or None}``."""
     from stacklstm.run import fit
@@ -314,14 +325,25 @@ def lstm_fit(items: Sequence[MSeries], settings: Mapping[str, str], seed: int,
             return {"forecasts": {}, "fit_s": time.perf_counter() - start, "error": str(err)}
         if not with_id:
             found, val = {items[0].id: found[""]}, {items[0].id: val.get("")}
-        return {"forecasts": found, "val_forecasts": val, "fallback": fallback,
-                "fit_s": time.perf_counter() - start, "error": None}  # fmt: skip
+        return {
+            "forecasts": found,
+            "val_forecasts": val,
+            "fallback": fallback,
+            "fit_s": time.perf_counter() - start,
+            "error": None,
+        }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def local(series: Sequence[MSeries], sample: int, seeds: Sequence[int], settings: Mapping[str, str],
-          work: Path, dataset: str) -> dict[int, dict[str, dict]]:  # fmt: skip
+def local(
+    series: Sequence[MSeries],
+    sample: int,
+    seeds: Sequence[int],
+    settings: Mapping[str, str],
+    work: Path,
+    dataset: str,
+) -> dict[int, dict[str, dict]]:
     """``{seed: {id: {"forecast", "fit_s", "error"}}}``: one model per series of the sample."""
     path = work / dataset / f"local-{_recipe_key(settings)}.jsonl"
     done = _read_jsonl(path)
@@ -332,19 +354,34 @@ def local(series: Sequence[MSeries], sample: int, seeds: Sequence[int], settings
             key = f"{seed}/{s.id}"
             if key not in done or "val_forecast" not in done[key]:  # older rows: refit
                 result = lstm_fit([s], settings, seed, with_id=False)
-                row = {"key": key, "forecast": result["forecasts"].get(s.id),
-                       "val_forecast": result.get("val_forecasts", {}).get(s.id),
-                       "fit_s": result["fit_s"], "error": result["error"]}  # fmt: skip
+                row = {
+                    "key": key,
+                    "forecast": result["forecasts"].get(s.id),
+                    "val_forecast": result.get("val_forecasts", {}).get(s.id),
+                    "fit_s": result["fit_s"],
+                    "error": result["error"],
+                }
                 _append(path, {**row, "settings": dict(settings)})
                 done[key] = row
-                logging.info("local seed %d: %d of %d (%s, %.1f s)", seed, k + 1, len(chosen),
-                             s.id, row["fit_s"])  # fmt: skip
+                logging.info(
+                    "local seed %d: %d of %d (%s, %.1f s)",
+                    seed,
+                    k + 1,
+                    len(chosen),
+                    s.id,
+                    row["fit_s"],
+                )
             out[seed][s.id] = done[key]
     return out
 
 
-def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[str, str],
-            work: Path, dataset: str) -> dict[int, dict[str, dict]]:  # fmt: skip
+def global_(
+    series: Sequence[MSeries],
+    seeds: Sequence[int],
+    settings: Mapping[str, str],
+    work: Path,
+    dataset: str,
+) -> dict[int, dict[str, dict]]:
     """``{seed: {id: {"forecast", "fit_s"}}}``: one model per frequency over all its series."""
     path = work / dataset / f"global-{_recipe_key(settings)}.jsonl"
     done = _read_jsonl(path)
@@ -364,9 +401,12 @@ def global_(series: Sequence[MSeries], seeds: Sequence[int], settings: Mapping[s
             row = done[key]
             for s in items:
                 val = row.get("val_forecasts", {}).get(s.id)
-                out[seed][s.id] = {"forecast": row["forecasts"].get(s.id), "fit_s": row["fit_s"],
-                                   "val_forecast": val,
-                                   "fallback": s.id in row["fallback"]}  # fmt: skip
+                out[seed][s.id] = {
+                    "forecast": row["forecasts"].get(s.id),
+                    "fit_s": row["fit_s"],
+                    "val_forecast": val,
+                    "fallback": s.id in row["fallback"],
+                }
     return out
 
 
@@ -401,8 +441,10 @@ def coverage_rows(found: Mapping[str, Any]) -> list[str]:
     lines = ["| frequency | series | trainable | the most common refusal |", "|---|---|---|---|"]
     for frequency, row in found.items():
         share = row["trainable"] / row["series"]
-        lines.append(f"| {frequency} | {row['series']} | {row['trainable']} ({share:.0%}) | "
-                     f"{row['most_common_error'] or ''} |")  # fmt: skip
+        lines.append(
+            f"| {frequency} | {row['series']} | {row['trainable']} ({share:.0%}) | "
+            f"{row['most_common_error'] or ''} |"
+        )
     return lines
 
 
@@ -426,8 +468,12 @@ def _means(series: Sequence[MSeries], forecasts: Mapping[str, Any]) -> dict[str,
 
 
 def _first_error(lstm: Mapping[int, Mapping[str, dict]], group: Sequence[MSeries]) -> str:
-    errors = [r.get("error") for by_id in lstm.values() for s in group
-              if (r := by_id.get(s.id)) and r.get("error")]  # fmt: skip
+    errors = [
+        r.get("error")
+        for by_id in lstm.values()
+        for s in group
+        if (r := by_id.get(s.id)) and r.get("error")
+    ]
     return errors[0] if errors else "no forecast"
 
 
@@ -437,8 +483,9 @@ def combine(lstm: Sequence[float], stats: Mapping[str, Any]) -> list[float]:
     return np.median([lstm, *(stats[n] for n in STATISTICAL)], axis=0).tolist()
 
 
-def combine_weighted(s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, Any],
-                     held: Mapping[str, Any] | None) -> list[float]:  # fmt: skip
+def combine_weighted(
+    s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, Any], held: Mapping[str, Any] | None
+) -> list[float]:
     """The library's combination (:func:`stacklstm.combine.combine`): the LSTM's and the
     statistical models' forecasts weighed by the inverse of their mean absolute error on the
     last ``h`` values of ``x`` (each fitted without them); the median of the four where the
@@ -457,8 +504,13 @@ def combine_weighted(s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, An
     return weigh(forecasts, errors).tolist()
 
 
-def _own_rows(frequency: str, covered: Sequence[MSeries], stats: Mapping[str, dict],
-              lstm: Mapping[int, Mapping[str, dict]], name: str) -> list[str]:  # fmt: skip
+def _own_rows(
+    frequency: str,
+    covered: Sequence[MSeries],
+    stats: Mapping[str, dict],
+    lstm: Mapping[int, Mapping[str, dict]],
+    name: str,
+) -> list[str]:
     """Where a global model gave some series ``predict``'s fallback (the seasonal naive, for
     series too short for its window): the model and the statistical median on the series it
     forecast itself."""
@@ -490,14 +542,21 @@ def _median_where_forecast(stats: Mapping[str, dict]) -> Any:
     return make
 
 
-def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
-               lstm: Mapping[int, Mapping[str, dict]] | None, name: str,
-               held: Mapping[str, dict] | None = None) -> list[str]:  # fmt: skip
+def table_rows(
+    series: Sequence[MSeries],
+    stats: Mapping[str, dict],
+    lstm: Mapping[int, Mapping[str, dict]] | None,
+    name: str,
+    held: Mapping[str, dict] | None = None,
+) -> list[str]:
     """Markdown rows per frequency: the LSTM (mean and sd over seeds), its combinations with the
     statistical models (``held``: their forecasts of the held-out end of ``x``, for the weighted
     one), and the baselines on the series the LSTM forecast."""
-    lines = ["| frequency | series | forecaster | mean MASE | mean sMAPE % | beats seasonal "
-             "naive (share of series) |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| frequency | series | forecaster | mean MASE | mean sMAPE % | beats seasonal "
+        "naive (share of series) |",
+        "|---|---|---|---|---|---|",
+    ]
     for frequency in FREQUENCIES:
         group = [s for s in series if s.frequency == frequency]
         if lstm is not None:
@@ -507,69 +566,96 @@ def table_rows(series: Sequence[MSeries], stats: Mapping[str, dict],
                 s for s in group if all(lstm[k][s.id]["forecast"] is not None for k in seeds)
             ]
             if group and not covered:
-                lines.append(f"| {frequency} | 0 of {len(group)} | **{name}** | no forecast | "
-                             f"| ({_first_error(lstm, group)}) |")  # fmt: skip
+                lines.append(
+                    f"| {frequency} | 0 of {len(group)} | **{name}** | no forecast | "
+                    f"| ({_first_error(lstm, group)}) |"
+                )
         else:
             covered = group
         if not covered:
             continue
         if lstm is not None:
-            per_seed = [_means(covered, {s.id: lstm[k][s.id]["forecast"] for s in covered})
-                        for k in seeds]  # fmt: skip
+            per_seed = [
+                _means(covered, {s.id: lstm[k][s.id]["forecast"] for s in covered}) for k in seeds
+            ]
             mase = [m["mase"] for m in per_seed]
             smape = [m["smape"] for m in per_seed]
             naive = {s.id: score(s, stats[s.id]["seasonal_naive"])["mase"] for s in covered}
-            wins = np.mean([[score(s, lstm[k][s.id]["forecast"])["mase"] < naive[s.id]
-                             for s in covered] for k in seeds])  # fmt: skip
+            wins = np.mean(
+                [
+                    [score(s, lstm[k][s.id]["forecast"])["mase"] < naive[s.id] for s in covered]
+                    for k in seeds
+                ]
+            )
             sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
-            lines.append(f"| {frequency} | {len(covered)} of {len(group)} | **{name}** "
-                         f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
-                         f"{np.mean(smape):.2f} | {wins:.0%} |")  # fmt: skip
+            lines.append(
+                f"| {frequency} | {len(covered)} of {len(group)} | **{name}** "
+                f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
+                f"{np.mean(smape):.2f} | {wins:.0%} |"
+            )
             lines += _own_rows(frequency, covered, stats, lstm, name)
             recipes = {"median": lambda r, s: combine(r["forecast"], stats[s.id])}
             if any(lstm[k][s.id].get("fallback") for k in seeds for s in covered):
                 # the model's vote only where it forecast: the statistical median elsewhere
                 recipes["median where it forecast"] = _median_where_forecast(stats)
             if held is not None:
-                recipes["weighted"] = lambda r, s: combine_weighted(s, r, stats[s.id],
-                                                                    held.get(s.id))  # fmt: skip
+                recipes["weighted"] = lambda r, s: combine_weighted(
+                    s, r, stats[s.id], held.get(s.id)
+                )
             for recipe, make in recipes.items():
                 combined = [{s.id: make(lstm[k][s.id], s) for s in covered} for k in seeds]
                 per_seed = [_means(covered, c) for c in combined]
                 mase = [m["mase"] for m in per_seed]
-                wins = np.mean([[score(s, c[s.id])["mase"] < naive[s.id] for s in covered]
-                                for c in combined])  # fmt: skip
+                wins = np.mean(
+                    [[score(s, c[s.id])["mase"] < naive[s.id] for s in covered] for c in combined]
+                )
                 sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
                 smape = np.mean([m["smape"] for m in per_seed])
-                lines.append(f"| {frequency} | {len(covered)} | {name} + statistical, {recipe} | "
-                             f"{np.mean(mase):.3f}{sd} | {smape:.2f} | {wins:.0%} |")  # fmt: skip
+                lines.append(
+                    f"| {frequency} | {len(covered)} | {name} + statistical, {recipe} | "
+                    f"{np.mean(mase):.3f}{sd} | {smape:.2f} | {wins:.0%} |"
+                )
         for model in BASELINES:
             m = _means(covered, {s.id: stats[s.id][model] for s in covered})
-            naive_wins = np.mean([score(s, stats[s.id][model])["mase"]
-                                  < score(s, stats[s.id]["seasonal_naive"])["mase"]
-                                  for s in covered])  # fmt: skip
+            naive_wins = np.mean(
+                [
+                    score(s, stats[s.id][model])["mase"]
+                    < score(s, stats[s.id]["seasonal_naive"])["mase"]
+                    for s in covered
+                ]
+            )
             share = "" if model == "seasonal_naive" else f"{naive_wins:.0%}"
-            lines.append(f"| {frequency} | {len(covered)} | {model} | {m['mase']:.3f} | "
-                         f"{m['smape']:.2f} | {share} |")  # fmt: skip
+            lines.append(
+                f"| {frequency} | {len(covered)} | {model} | {m['mase']:.3f} | "
+                f"{m['smape']:.2f} | {share} |"
+            )
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=("m1", "m3", "tourism"), default="m3")
-    parser.add_argument("--modes", default="stats,coverage,local,global",
-                        help="stats, coverage, local, global")  # fmt: skip
+    parser.add_argument(
+        "--modes", default="stats,coverage,local,global", help="stats, coverage, local, global"
+    )
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
     parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config field of the LSTM (repeatable); h: the horizon")  # fmt: skip
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config field of the LSTM (repeatable); h: the horizon",
+    )
     parser.add_argument("--frequencies", default=",".join(FREQUENCIES))
     parser.add_argument("--limit", type=int, help="only the first N series of each frequency")
     parser.add_argument("--work", type=Path, default=HERE / "results" / "mcomp")
     parser.add_argument("--out", type=Path, help="markdown file for the tables")
-    parser.add_argument("--no-weighted", action="store_true",
-                        help="skip the weighted combination (and its holdout fits of the "
-                        "statistical models)")  # fmt: skip
+    parser.add_argument(
+        "--no-weighted",
+        action="store_true",
+        help="skip the weighted combination (and its holdout fits of the statistical models)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     for name in ("jax", "absl", "orbax", "stacklstm"):
@@ -589,23 +675,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines += ["Statistical models on every series:", "", *table_rows(series, stats, None, ""), ""]
     recipe = ", ".join(f"{k}={v}" for k, v in settings.items()) or "the defaults"
     if "coverage" in modes:
-        lines += [f"Series one stacklstm model per series can train on ({recipe}; the data "
-                  "checks of `fit`, no training):", "",
-                  *coverage_rows(coverage(series, settings)), ""]  # fmt: skip
+        lines += [
+            f"Series one stacklstm model per series can train on ({recipe}; the data "
+            "checks of `fit`, no training):",
+            "",
+            *coverage_rows(coverage(series, settings)),
+            "",
+        ]
     if "local" in modes:
         results = local(series, args.sample, seeds, settings, args.work, args.dataset)
         chosen = [s for s in series if s.id in results[seeds[0]]]
         held = None if args.no_weighted else statistical(chosen, args.work, args.dataset, True)
-        lines += [f"One stacklstm model per series ({recipe}), on a fixed sample of "
-                  f"{args.sample} series per frequency:", "",
-                  *table_rows(series, stats, results, "stacklstm local", held), ""]  # fmt: skip
+        lines += [
+            f"One stacklstm model per series ({recipe}), on a fixed sample of "
+            f"{args.sample} series per frequency:",
+            "",
+            *table_rows(series, stats, results, "stacklstm local", held),
+            "",
+        ]
         times = [r["fit_s"] for by_id in results.values() for r in by_id.values()]
         lines += [f"Median fit time per series: {np.median(times):.1f} s.", ""]
     if "global" in modes:
         results = global_(series, seeds, settings, args.work, args.dataset)
         held = None if args.no_weighted else statistical(series, args.work, args.dataset, True)
-        lines += [f"One global stacklstm model per frequency ({recipe}):", "",
-                  *table_rows(series, stats, results, "stacklstm global", held), ""]  # fmt: skip
+        lines += [
+            f"One global stacklstm model per frequency ({recipe}):",
+            "",
+            *table_rows(series, stats, results, "stacklstm global", held),
+            "",
+        ]
     lines.append(f"This run: {time.perf_counter() - start:.0f} s (cached results are not refit).")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -47,10 +47,28 @@ CASES: dict[str, dict] = {
 
 #: The model and training settings of every case: one epoch of a small model.
 TRAIN_FLAGS = [
-    "--horizon", "1", "--epochs", "1", "--patience", "0", "--batch-size", "256",
-    "--hidden-size", "32", "--num-layers", "1", "--linear-layer-sizes", "16",
-    "--baselines", "naive", "--log-every", "200", "--checkpoint-every", "0", "--quiet",
-]  # fmt: skip
+    "--horizon",
+    "1",
+    "--epochs",
+    "1",
+    "--patience",
+    "0",
+    "--batch-size",
+    "256",
+    "--hidden-size",
+    "32",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "16",
+    "--baselines",
+    "naive",
+    "--log-every",
+    "200",
+    "--checkpoint-every",
+    "0",
+    "--quiet",
+]
 
 
 def write_table(case: dict, path: Path) -> list[str]:
@@ -61,18 +79,31 @@ def write_table(case: dict, path: Path) -> list[str]:
         t = np.tile(np.arange(steps), n)
         level = np.repeat(rng.uniform(10, 1000, n), steps)
         walk = rng.normal(size=(n, steps)).cumsum(axis=1).ravel()
-        frame = pd.DataFrame({
-            "id": np.repeat([f"s{i:05d}" for i in range(n)], steps),
-            "day": np.tile(pd.date_range("2020-01-01", periods=steps, freq="D").strftime(
-                "%Y-%m-%d"), n),
-            "y": level + walk + 5 * np.sin(2 * np.pi * t / 7),
-        })  # fmt: skip
+        frame = pd.DataFrame(
+            {
+                "id": np.repeat([f"s{i:05d}" for i in range(n)], steps),
+                "day": np.tile(
+                    pd.date_range("2020-01-01", periods=steps, freq="D").strftime("%Y-%m-%d"), n
+                ),
+                "y": level + walk + 5 * np.sin(2 * np.pi * t / 7),
+            }
+        )
         features = [f"f{j}" for j in range(k)]
         for name in features:
             frame[name] = rng.normal(size=len(frame))
         frame.to_csv(path, index=False)
-        return ["--id-column", "id", "--time-column", "day", "--target", "y",
-                "--features", ",".join(features), "--season", "7"]  # fmt: skip
+        return [
+            "--id-column",
+            "id",
+            "--time-column",
+            "day",
+            "--target",
+            "y",
+            "--features",
+            ",".join(features),
+            "--season",
+            "7",
+        ]
     n = case["rows"]
     t = np.arange(n)
     y = 100 + rng.normal(size=n).cumsum() + 5 * np.sin(2 * np.pi * t / 7)
@@ -85,8 +116,9 @@ def run_child(python: str, argv: list[str], log: Path) -> dict:
     ``ru_maxrss``) and exit status; stderr goes to ``log``."""
     start = time.perf_counter()
     with log.open("w") as err:
-        child = subprocess.Popen([python, "-m", "stacklstm", *argv], stdout=subprocess.DEVNULL,
-                                 stderr=err)  # fmt: skip
+        child = subprocess.Popen(
+            [python, "-m", "stacklstm", *argv], stdout=subprocess.DEVNULL, stderr=err
+        )
         _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     return {
@@ -143,11 +175,18 @@ def measure(name: str, python: str, folder: Path) -> dict:
     data, run = folder / f"{name}.csv", folder / f"run-{name}"
     flags = write_table(case, data)
     window = ["--window", str(case["window"])]
-    train = run_child(python, ["train", "--data", str(data), "--out", str(run), *flags, *window,
-                               *TRAIN_FLAGS], folder / f"{name}.train.log")  # fmt: skip
+    train = run_child(
+        python,
+        ["train", "--data", str(data), "--out", str(run), *flags, *window, *TRAIN_FLAGS],
+        folder / f"{name}.train.log",
+    )
     columns = 1 + case.get("features", 0)
-    out = {"case": name, **case, "one_batch": one_batch(python, case["window"], columns),
-           "train": train}  # fmt: skip
+    out = {
+        "case": name,
+        **case,
+        "one_batch": one_batch(python, case["window"], columns),
+        "train": train,
+    }
     if train["returncode"] == 0:
         out["predict"] = run_child(
             python,
@@ -172,9 +211,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             results[name] = measure(name, args.python, Path(tmp))
             print(json.dumps(results[name]), file=sys.stderr)
-    lines = ["| case | train: wall (s) | train: peak RSS (MB) | predict: wall (s) | "
-             "predict: peak RSS (MB) | one batch, no data (MB) |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| case | train: wall (s) | train: peak RSS (MB) | predict: wall (s) | "
+        "predict: peak RSS (MB) | one batch, no data (MB) |",
+        "|---|---|---|---|---|---|",
+    ]
     lines.append(f"| import only | | {results['import-only']['peak_rss_mb']} | | | |")
     for name in names:
         r = results[name]
@@ -190,8 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    meta = {"command": " ".join(sys.argv), "python": args.python, "machine": platform.platform(),
-            "train_flags": TRAIN_FLAGS, "results": results, "table": table}  # fmt: skip
+    meta = {
+        "command": " ".join(sys.argv),
+        "python": args.python,
+        "machine": platform.platform(),
+        "train_flags": TRAIN_FLAGS,
+        "results": results,
+        "table": table,
+    }
     (out / f"memory-{stamp}.json").write_text(json.dumps(meta, indent=2) + "\n")
     return 0
 

@@ -120,20 +120,32 @@ def processes(args: argparse.Namespace, settings: list[str]) -> list[dict]:
     command = [sys.executable, __file__, *settings]
 
     def start(i: int, port: int) -> subprocess.Popen:
-        env = {**base, "STACKLSTM_COORDINATOR": f"127.0.0.1:{port}",
-               "STACKLSTM_NUM_PROCESSES": "2", "STACKLSTM_PROCESS_ID": str(i)}  # fmt: skip
+        env = {
+            **base,
+            "STACKLSTM_COORDINATOR": f"127.0.0.1:{port}",
+            "STACKLSTM_NUM_PROCESSES": "2",
+            "STACKLSTM_PROCESS_ID": str(i),
+        }
         return subprocess.Popen(
-            [*command, "--worker", "process", "2"], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, **_pinned(i),
-        )  # fmt: skip
+            [*command, "--worker", "process", "2"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **_pinned(i),
+        )
 
     rows = [{"mode": "unsharded", "devices": 1, "steps_per_s": []},
             {"mode": "process", "devices": 2, "steps_per_s": []}]  # fmt: skip
     for _ in range(args.rounds):
         one = subprocess.run(
-            [*command, "--worker", "unsharded", "1"], env=base, capture_output=True, text=True,
-            check=False, **_pinned(0),
-        )  # fmt: skip
+            [*command, "--worker", "unsharded", "1"],
+            env=base,
+            capture_output=True,
+            text=True,
+            check=False,
+            **_pinned(0),
+        )
         if one.returncode:
             raise SystemExit(f"one process failed:\n{one.stderr[-2000:]}")
         rows[0]["steps_per_s"] += json.loads(one.stdout.strip().splitlines()[-1])["steps_per_s"]
@@ -173,8 +185,10 @@ def main() -> None:
         worker(args)
         return
 
-    settings = [f"--{name}={getattr(args, name)}" for name in
-                ("batch", "window", "hidden", "layers", "steps", "repeats")]  # fmt: skip
+    settings = [
+        f"--{name}={getattr(args, name)}"
+        for name in ("batch", "window", "hidden", "layers", "steps", "repeats")
+    ]
     results = processes(args, settings) if args.processes else []
     for mode, devices in () if args.processes else ROWS:
         env = {**os.environ, "JAX_PLATFORMS": "cpu"}

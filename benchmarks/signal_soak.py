@@ -24,9 +24,23 @@ import tempfile
 import time
 from pathlib import Path
 
-FLAGS = ["--window", "6", "--hidden-size", "8", "--num-layers", "2", "--epochs", "2",
-         "--batch-size", "16", "--log-every", "5", "--checkpoint-every", "10",
-         "--quiet"]  # fmt: skip
+FLAGS = [
+    "--window",
+    "6",
+    "--hidden-size",
+    "8",
+    "--num-layers",
+    "2",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "16",
+    "--log-every",
+    "5",
+    "--checkpoint-every",
+    "10",
+    "--quiet",
+]
 
 
 def one_try(workdir: Path, kernel: str, delay: float, signum: int, count: int) -> str | None:
@@ -57,10 +71,20 @@ def one_try(workdir: Path, kernel: str, delay: float, signum: int, count: int) -
         return f"--resume suggested: {suggested}, resumable: {resumable}: {lines[0]}"
     if resumable:
         check = subprocess.run(
-            [sys.executable, "-m", "stacklstm", "predict", str(run), "--output",
-             str(workdir / "p.csv"), "--quiet"],
-            env=env, capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "stacklstm",
+                "predict",
+                str(run),
+                "--output",
+                str(workdir / "p.csv"),
+                "--quiet",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if check.returncode != 0:
             return f"predict after the interruption failed: {check.stderr.strip()[-300:]}"
     return None
@@ -85,8 +109,11 @@ def main() -> int:
             problem = one_try(Path(tmp), kernel, delay, signum, count)
             failures += problem is not None
             name = signal.Signals(signum).name
-            print(f"{n + 1:4d} {kernel:6s} {name}x{count} at {delay:5.2f}s: "
-                  f"{'clean' if problem is None else problem}", flush=True)  # fmt: skip
+            print(
+                f"{n + 1:4d} {kernel:6s} {name}x{count} at {delay:5.2f}s: "
+                f"{'clean' if problem is None else problem}",
+                flush=True,
+            )
     print(f"{args.tries - failures}/{args.tries} clean")
     return 1 if failures else 0
 

@@ -39,9 +39,17 @@ def main(quick: bool = False) -> pd.DataFrame:
     # %% one LSTM for the five series; the settings of `stacklstm train`, by their names
     size = dict(lstm_hidden_size=8, num_lstm_layers=1, epochs=3) if quick else dict(epochs=40)
     model = LSTMForecaster(
-        horizon=H, window=12, season=4, difference=True, test_size=8, val_size=12,
-        conformal=True, level=[80], baselines="naive", **size,
-    )  # fmt: skip
+        horizon=H,
+        window=12,
+        season=4,
+        difference=True,
+        test_size=8,
+        val_size=12,
+        conformal=True,
+        level=[80],
+        baselines="naive",
+        **size,
+    )
     model.fit(train)
     lstm = model.predict(level=[80])  # the 4 quarters after each series' last row
     print(lstm.head(H).to_string(index=False))

@@ -43,8 +43,10 @@ def main(quick: bool = False) -> dict:
     print("per-series MASE on the test quarters (below 1 beats seasonal naive in-sample):")
     for name, splits in report["per_series"].items():
         test = splits["test"]
-        print(f"  {name:<9} model {test['model']['mase']:.3f}  "
-              f"last_value {test['last_value']['mase']:.3f}")  # fmt: skip
+        print(
+            f"  {name:<9} model {test['model']['mase']:.3f}  "
+            f"last_value {test['last_value']['mase']:.3f}"
+        )
     predict = ["predict", str(run), "--ids", "realgdp,realinv", "--output", str(forecasts)]
     if stacklstm(predict) != 0:
         raise SystemExit("predict failed")

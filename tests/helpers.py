@@ -62,13 +62,42 @@ def tiny_run(
     train`` flags and as the ``RunConfig`` those flags mean. The same settings everywhere let
     the compilation cache hit."""
     flags = [
-        "--window", "6", "--hidden-size", "8", "--num-layers", "2", "--linear-layer-sizes", "8",
-        "--dropout", "0.2", "--epochs", "2", "--batch-size", str(batch_size),
-        "--log-every", str(log_every), "--checkpoint-every", str(checkpoint_every),
-        "--baselines", "naive", "--season", "52", "--no-deseasonalize", "--patience", "15",
-        "--start-padding", "none", "--scaler", "standard", "--retrain", "off",
-        "--loss-weight", "none", "--target-transform", "none",
-    ]  # fmt: skip
+        "--window",
+        "6",
+        "--hidden-size",
+        "8",
+        "--num-layers",
+        "2",
+        "--linear-layer-sizes",
+        "8",
+        "--dropout",
+        "0.2",
+        "--epochs",
+        "2",
+        "--batch-size",
+        str(batch_size),
+        "--log-every",
+        str(log_every),
+        "--checkpoint-every",
+        str(checkpoint_every),
+        "--baselines",
+        "naive",
+        "--season",
+        "52",
+        "--no-deseasonalize",
+        "--patience",
+        "15",
+        "--start-padding",
+        "none",
+        "--scaler",
+        "standard",
+        "--retrain",
+        "off",
+        "--loss-weight",
+        "none",
+        "--target-transform",
+        "none",
+    ]
     # every setting explicit (none "auto"): the saved config equals this one as it is
     run = RunConfig(
         DataConfig(
@@ -119,10 +148,26 @@ ENSEMBLE_RUN = dataclasses.replace(
 )
 
 # Cheap search trials: the tiny model, two epochs of 99 steps (batch 16), naive baselines.
-TRIAL_FLAGS = ["--window", "6", "--hidden-size", "8", "--num-layers", "1",
-               "--linear-layer-sizes", "8", "--epochs", "2", "--batch-size", "16",
-               "--season", "52", "--no-deseasonalize", "--baselines", "naive",
-               "--quiet"]  # fmt: skip
+TRIAL_FLAGS = [
+    "--window",
+    "6",
+    "--hidden-size",
+    "8",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "8",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "16",
+    "--season",
+    "52",
+    "--no-deseasonalize",
+    "--baselines",
+    "naive",
+    "--quiet",
+]
 
 
 # When one array of a checkpoint cannot be read, Orbax's other reads are dropped unawaited.
@@ -215,10 +260,11 @@ def _full_disk_at_commit(monkeypatch, step):
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=6,
-)  # fmt: skip
+)
 
 
 # readable numbers: no scaling, no window normalisation, row order as time (so no season)
@@ -347,9 +393,20 @@ def _panel_table(path, lengths=(60, 50)):
 
 # tiny and fully explicit settings (nothing "auto" to resolve from the data), naive baselines
 TINY = dict(
-    horizon=3, window=8, season=7, deseasonalize=False, lstm_hidden_size=8, epochs=2,
-    batch_size=16, patience=0, min_steps=0, baselines="naive", test_size=6, val_size=6, seed=0,
-)  # fmt: skip
+    horizon=3,
+    window=8,
+    season=7,
+    deseasonalize=False,
+    lstm_hidden_size=8,
+    epochs=2,
+    batch_size=16,
+    patience=0,
+    min_steps=0,
+    baselines="naive",
+    test_size=6,
+    val_size=6,
+    seed=0,
+)
 
 
 def _panel(ids=("a", "b", "c"), n=60, start="2020-01-01", seed=0):
@@ -452,7 +509,7 @@ BAD_CARRY = st.one_of(
     _NON_ARRAYS.map(lambda v: (v, v)),
     _NON_ARRAYS.filter(lambda v: v is not None),
     st.just((LSTMState("a", "b"),) * 2),
-)  # fmt: skip
+)
 
 
 BAD_LENGTHS = st.one_of(

@@ -47,8 +47,13 @@ def test_training_budget_follows_the_windows():
 def test_data_rules(id_column, season, scaler, padded, transform):
     cfg = DataConfig(id_column=id_column, season=season)
     assert (scaler_of(cfg), padding_of(cfg), transform_of(cfg)) == (scaler, padded, transform)
-    given = DataConfig(id_column=id_column, season=season, scaler="robust",
-                       start_padding="none", target_transform="log1p")  # fmt: skip
+    given = DataConfig(
+        id_column=id_column,
+        season=season,
+        scaler="robust",
+        start_padding="none",
+        target_transform="log1p",
+    )
     assert (scaler_of(given), padding_of(given), transform_of(given)) == ("robust", False, "log1p")
     resolved = resolve_data_config(cfg, None)
     assert (resolved.scaler, resolved.start_padding, resolved.target_transform) == (
@@ -61,9 +66,16 @@ def test_data_rules(id_column, season, scaler, padded, transform):
 def test_retrain_and_loss_weight_rules():
     assert [retrain_of("auto", n) for n in (0, 3)] == ["off", "all"]
     assert retrain_of("on", 0) == "on"  # refusing it is the resolve pass's (it names the table)
-    assert [fold_retrain_of(r, p, n) for r, p, n in [("all", False, 0), ("auto", True, 6),
-            ("auto", True, 0), ("auto", False, 6), ("on", False, 6)]] == [
-        "on", "on", "off", "off", "on"]  # fmt: skip
+    assert [
+        fold_retrain_of(r, p, n)
+        for r, p, n in [
+            ("all", False, 0),
+            ("auto", True, 6),
+            ("auto", True, 0),
+            ("auto", False, 6),
+            ("on", False, 6),
+        ]
+    ] == ["on", "on", "off", "off", "on"]
     panel = DataConfig(id_column="id", season=12)  # standard scaler: not MASE's own
     assert loss_weight_of(TrainConfig(), panel, 2) == "mase"
     assert loss_weight_of(TrainConfig(), panel, 1) == "none"  # one series: nothing to weigh
@@ -75,10 +87,26 @@ def test_retrain_and_loss_weight_rules():
 
 #: The settings whose "auto" a run resolves, and the modules allowed to compare them with
 #: "auto": the rules, the resolve pass, and the checks that skip a value not known yet.
-RESOLVED = ("season", "window", "scaler", "start_padding", "target_transform", "batch_size",
-            "epochs", "patience", "retrain", "loss_weight")  # fmt: skip
-ALLOWED = {"config/auto.py", "train/resolve.py", "config/data.py", "config/training.py",
-           "data/season.py", "data/rows.py"}  # fmt: skip
+RESOLVED = (
+    "season",
+    "window",
+    "scaler",
+    "start_padding",
+    "target_transform",
+    "batch_size",
+    "epochs",
+    "patience",
+    "retrain",
+    "loss_weight",
+)
+ALLOWED = {
+    "config/auto.py",
+    "train/resolve.py",
+    "config/data.py",
+    "config/training.py",
+    "data/season.py",
+    "data/rows.py",
+}
 
 
 def test_auto_is_resolved_in_one_place():

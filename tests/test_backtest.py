@@ -22,10 +22,33 @@ def _write_series(path, n=80):
     return path
 
 
-FLAGS = ["--target", "y", "--time-column", "none", "--window", "6", "--horizon", "3",
-         "--season", "4", "--hidden-size", "8", "--num-layers", "1", "--linear-layer-sizes",
-         "8", "--epochs", "3", "--batch-size", "16", "--log-every", "5", "--checkpoint-every",
-         "5", "--quiet"]  # fmt: skip
+FLAGS = [
+    "--target",
+    "y",
+    "--time-column",
+    "none",
+    "--window",
+    "6",
+    "--horizon",
+    "3",
+    "--season",
+    "4",
+    "--hidden-size",
+    "8",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "8",
+    "--epochs",
+    "3",
+    "--batch-size",
+    "16",
+    "--log-every",
+    "5",
+    "--checkpoint-every",
+    "5",
+    "--quiet",
+]
 
 
 def test_refit_never_trains_once_and_scores_like_statsforecast(tmp_path, monkeypatch, capsys):
@@ -36,15 +59,32 @@ def test_refit_never_trains_once_and_scores_like_statsforecast(tmp_path, monkeyp
     real_fit = loop.fit
     monkeypatch.setattr(loop, "fit", lambda *a, **k: fits.append(a[1]) or real_fit(*a, **k))
     out = tmp_path / "bt"
-    argv = ["backtest", "--data", data, *FLAGS, "--baselines", "all", "--folds", "3",
-            "--step", "4", "--refit", "never", "--out", out]  # fmt: skip
+    argv = [
+        "backtest",
+        "--data",
+        data,
+        *FLAGS,
+        "--baselines",
+        "all",
+        "--folds",
+        "3",
+        "--step",
+        "4",
+        "--refit",
+        "never",
+        "--out",
+        out,
+    ]
     code = main([str(a) for a in argv])
     stdout, err = capsys.readouterr()
     assert code == 0, err
     assert fits == [out / "fold_00"]  # one model, trained at the first cut-off
     assert sorted(p.name for p in out.iterdir()) == [
-        "backtest.json", "backtest.png", "fold_00", "plan.json"
-    ]  # fmt: skip
+        "backtest.json",
+        "backtest.png",
+        "fold_00",
+        "plan.json",
+    ]
     result = json.loads((out / "backtest.json").read_text())
     # 80 rows, horizon 3, 3 folds of 4: cut-offs 65, 69, 73; origins 65..76
     assert result["cutoffs"] == [65, 69, 73]
@@ -205,10 +245,17 @@ def test_a_panel_with_static_and_known_future_covariates_forecasts_as_predict(tm
     frame = pd.concat(parts, ignore_index=True)
     data = tmp_path / "panel.csv"
     frame.to_csv(data, index=False)
-    cfg = _cfg("naive").replace({"data": {
-        "id_column": "id", "time_column": "ds", "future_features": ("promo",),
-        "static_features": ("size",), "calendar": "auto",
-    }})  # fmt: skip
+    cfg = _cfg("naive").replace(
+        {
+            "data": {
+                "id_column": "id",
+                "time_column": "ds",
+                "future_features": ("promo",),
+                "static_features": ("size",),
+                "calendar": "auto",
+            }
+        }
+    )
     out = tmp_path / "bt"
     result = bt.backtest(cfg, out, folds=2, step=3, data_path=data, quiet=True)
     assert result.data["cutoffs"] == [51, 54]

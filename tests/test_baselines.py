@@ -103,8 +103,15 @@ def test_report_scores_every_test_origin_next_to_statsforecast(all_run):
     assert splits.test.origin.tolist() == origins.tolist()
     assert report["n_test"] == 10 * 3 and report["n_val"] == len(splits.val) * 3
     assert report["baselines"] == "all"
-    assert list(report["test"]) == ["model", "last_value", "seasonal_naive", "auto_ets",
-                                    "auto_arima", "auto_theta", "combination"]  # fmt: skip
+    assert list(report["test"]) == [
+        "model",
+        "last_value",
+        "seasonal_naive",
+        "auto_ets",
+        "auto_arima",
+        "auto_theta",
+        "combination",
+    ]
     assert list(report["val"]) == ["model", "last_value", "seasonal_naive"]
     # every target once per (origin, step), in original units
     actual = y[origins[:, None] + np.arange(1, 4)]  # (10, 3)
@@ -151,10 +158,31 @@ def test_without_statsforecast_the_naive_path_works_and_all_is_refused(
     with pytest.raises(SettingError, match=r"pip install 'stacklstm\[baselines\]'"):
         baselines.require("all")
     data = _write_series(tmp_path / "s.csv")
-    flags = ["--data", data, "--target", "y", "--time-column", "none", "--window", "6",
-             "--horizon", "3", "--season", "4", "--hidden-size", "8", "--num-layers", "1",
-             "--linear-layer-sizes", "8", "--epochs", "2", "--batch-size", "16",
-             "--quiet"]  # fmt: skip
+    flags = [
+        "--data",
+        data,
+        "--target",
+        "y",
+        "--time-column",
+        "none",
+        "--window",
+        "6",
+        "--horizon",
+        "3",
+        "--season",
+        "4",
+        "--hidden-size",
+        "8",
+        "--num-layers",
+        "1",
+        "--linear-layer-sizes",
+        "8",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--quiet",
+    ]
     code = main(["train", "--out", str(tmp_path / "all"), "--baselines", "all", *map(str, flags)])
     _, err = capsys.readouterr()
     assert code == 2 and not (tmp_path / "all").exists()
@@ -258,8 +286,11 @@ def test_report_intervals_come_from_the_validation_fit_once(all_run, monkeypatch
         assert got["coverage"] == want["coverage"] and got["wql"] == pytest.approx(want["wql"])
     # one computation for both splits, and none in a process that does not write the report
     real, seen = baselines.forecast_parts, []
-    monkeypatch.setattr(baselines, "forecast_parts", lambda parts, *a, **k: seen.append(
-        [o.tolist() for _, o in parts]) or real(parts, *a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        baselines,
+        "forecast_parts",
+        lambda parts, *a, **k: seen.append([o.tolist() for _, o in parts]) or real(parts, *a, **k),
+    )
     copy = shutil.copytree(run, tmp_path / "run")
     assert evaluate_run(copy).data["test"] == report["test"]
     assert seen == [[splits.val.origin.tolist() + splits.test.origin.tolist()]]
@@ -282,8 +313,9 @@ def test_fit_starts_the_baselines_while_the_model_trains(tmp_path, monkeypatch):
 
     data = _write_series(tmp_path / "s.csv")
     real_prefetch, real_jobs, started, batches = baselines.prefetch, worker.run_jobs, [], []
-    monkeypatch.setattr(baselines, "prefetch",
-                        lambda *a, **k: started.append(a) or real_prefetch(*a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        baselines, "prefetch", lambda *a, **k: started.append(a) or real_prefetch(*a, **k)
+    )
 
     def run_jobs(jobs, *args, **kwargs):
         batches.append(len(jobs))
@@ -318,9 +350,18 @@ def test_a_panels_baselines_are_computed_once_for_every_series(tmp_path, monkeyp
         for k in range(10)
     )
     baselines.cache.clear()
-    model = LSTMForecaster(horizon=2, window=6, season=SEASON, lstm_hidden_size=4, epochs=1,
-                           batch_size=16, baselines="all", test_size=6, val_size=6,
-                           run_dir=tmp_path / "run").fit(frame)  # fmt: skip
+    model = LSTMForecaster(
+        horizon=2,
+        window=6,
+        season=SEASON,
+        lstm_hidden_size=4,
+        epochs=1,
+        batch_size=16,
+        baselines="all",
+        test_size=6,
+        val_size=6,
+        run_dir=tmp_path / "run",
+    ).fit(frame)
     assert batches == [10 * 3]  # one fit per model and series, in one batch
     report = json.loads((model.run_dir / "report.json").read_text())
     assert all(report["test"][name]["mae"] > 0 for name in baselines.STATISTICAL)

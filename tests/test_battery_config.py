@@ -61,9 +61,10 @@ def test_an_alias_and_its_field_given_both_name_both_spellings(tmp_path):
     )
     raises_one_line(
         r"^\[train\] season and \[data\] season are the same setting; give one$",
-        RunConfig.from_dict, {"train": {"season": 12}, "data": {"season": 7}},
+        RunConfig.from_dict,
+        {"train": {"season": 12}, "data": {"season": 7}},
         error=SettingError,
-    )  # fmt: skip
+    )
     # one spelling alone is fine, whichever it is
     assert RunConfig.from_dict({"model": {"hidden_size": 8}}).model.lstm_hidden_size == 8
 
@@ -75,15 +76,21 @@ def test_interval_levels_that_the_quantiles_lack_are_refused_naming_both():
     err = raises_one_line(
         "interval_levels 0.8 cannot be read off `quantiles` 0.2: the interval at level 0.8 "
         "spans the quantiles 0.1 and 0.9",
-        TrainConfig, loss="quantile", quantiles=(0.2,), interval_levels=(0.8,),
+        TrainConfig,
+        loss="quantile",
+        quantiles=(0.2,),
+        interval_levels=(0.8,),
         error=SettingError,
-    )  # fmt: skip
+    )
     assert err.field == "interval_levels"
     raises_one_line(
         "the interval at level 0.95 spans the quantiles 0.025 and 0.975",
-        TrainConfig, loss="quantile", quantiles=(0.1, 0.9), interval_levels=(0.8, 0.95, 0.99),
+        TrainConfig,
+        loss="quantile",
+        quantiles=(0.1, 0.9),
+        interval_levels=(0.8, 0.95, 0.99),
         error=SettingError,
-    )  # fmt: skip
+    )
     # the quantiles hold each level's pair: the levels stand as given
     cfg = TrainConfig(loss="quantile", quantiles=(0.05, 0.1, 0.9, 0.95), interval_levels=(0.9,))
     assert cfg.interval_levels == (0.9,)
@@ -96,10 +103,20 @@ def test_interval_levels_that_the_quantiles_lack_are_refused_naming_both():
 
 def test_the_command_line_names_both_flags_of_the_conflict(tmp_path):
     out = tmp_path / "run"
-    err = _one_error_line(*_main(
-        "train", "--loss", "quantile", "--quantiles", "0.2", "--interval-levels", "0.8",
-        "--out", out, "--quiet",
-    ))  # fmt: skip
+    err = _one_error_line(
+        *_main(
+            "train",
+            "--loss",
+            "quantile",
+            "--quantiles",
+            "0.2",
+            "--interval-levels",
+            "0.8",
+            "--out",
+            out,
+            "--quiet",
+        )
+    )
     assert err == (
         "stacklstm: error: --interval-levels 0.8 cannot be read off --quantiles 0.2: the "
         "interval at level 0.8 spans the quantiles 0.1 and 0.9; add them to --quantiles, or "
@@ -145,8 +162,9 @@ def test_a_list_setting_given_one_value_is_suggested_in_the_files_syntax(
 
 
 def test_python_callers_keep_the_python_suggestion():
-    raises_one_line(r"write \('y',\)", RunConfig.from_dict, {"data": {"target": "y"}},
-                    error=SettingError)  # fmt: skip
+    raises_one_line(
+        r"write \('y',\)", RunConfig.from_dict, {"data": {"target": "y"}}, error=SettingError
+    )
 
 
 # ---------------------------------------------------- the table of a search, kept in best.toml
@@ -163,11 +181,13 @@ def _series_csv(path, n=400):
 
 def test_best_toml_names_the_searched_table_and_trains_on_it(tmp_path):
     data = _series_csv(tmp_path / "sales.csv")
-    base = RunConfig().replace({
-        "data": {"target": ["y"], "time_column": "day", "window": 6, "season": 7},
-        "model": {"lstm_hidden_size": 4, "num_lstm_layers": 1, "linear_layer_sizes": []},
-        "train": {"epochs": 1, "min_steps": 0, "batch_size": 32, "baselines": "naive"},
-    })  # fmt: skip
+    base = RunConfig().replace(
+        {
+            "data": {"target": ["y"], "time_column": "day", "window": 6, "season": 7},
+            "model": {"lstm_hidden_size": 4, "num_lstm_layers": 1, "linear_layer_sizes": []},
+            "train": {"epochs": 1, "min_steps": 0, "batch_size": 32, "baselines": "naive"},
+        }
+    )
     space = {"model": {"lstm_hidden_size": [4]}}
     result = tune.tune(base, tmp_path / "search", trials=1, space=space, data_path=data)
     best = tmp_path / "search" / "best.toml"
@@ -189,8 +209,12 @@ def test_a_config_files_table_is_read_from_the_files_folder(tmp_path):
     assert loaded.data_path == (folder / ".." / "sales.csv").absolute()
     assert loaded.config.data.target == ("y",) and loaded.space is None
     (folder / "bad.toml").write_text("[data]\nfile = 3\n")
-    raises_one_line(r"\[data\] file must be the path of a CSV/Parquet table, got 3",
-                    read_config, folder / "bad.toml", error=SettingError)  # fmt: skip
+    raises_one_line(
+        r"\[data\] file must be the path of a CSV/Parquet table, got 3",
+        read_config,
+        folder / "bad.toml",
+        error=SettingError,
+    )
     # without the key nothing changes
     (folder / "plain.toml").write_text("[train]\nepochs = 3\n")
     assert read_config(folder / "plain.toml").data_path is None
@@ -255,14 +279,36 @@ def test_train_config_best_toml_trains_on_the_searched_table(tmp_path):
     space = tmp_path / "space.toml"
     space.write_text("[tune.model]\nlstm_hidden_size = [4]\n")
     search = tmp_path / "search"
-    flags = ["--target", "y", "--time-column", "day", "--season", "7", "--window", "6",
-             "--num-layers", "1", "--linear-layer-sizes", "", "--epochs", "1", "--min-steps",
-             "0", "--batch-size", "32", "--baselines", "naive", "--quiet"]  # fmt: skip
-    code, _, err = _main("tune", "--data", data, "--config", space, "--trials", "1",
-                         "--out", search, *flags)  # fmt: skip
+    flags = [
+        "--target",
+        "y",
+        "--time-column",
+        "day",
+        "--season",
+        "7",
+        "--window",
+        "6",
+        "--num-layers",
+        "1",
+        "--linear-layer-sizes",
+        "",
+        "--epochs",
+        "1",
+        "--min-steps",
+        "0",
+        "--batch-size",
+        "32",
+        "--baselines",
+        "naive",
+        "--quiet",
+    ]
+    code, _, err = _main(
+        "tune", "--data", data, "--config", space, "--trials", "1", "--out", search, *flags
+    )
     assert code == 0, err
-    code, _, err = _main("train", "--config", search / "best.toml", "--out", tmp_path / "best",
-                         "--quiet")  # fmt: skip
+    code, _, err = _main(
+        "train", "--config", search / "best.toml", "--out", tmp_path / "best", "--quiet"
+    )
     assert code == 0, err  # the documented command of docs/tune.md
     info = read_run_info(tmp_path / "best")
     assert info.data_path == data.absolute() and info.config.data.target == ("y",)

@@ -47,11 +47,17 @@ def _one_line_error(code, out, err):
 
 def test_csv_ids_are_the_text_as_written(tmp_path):
     # "01" ends the day "1" starts: as numbers they were one series repeating 2021-04-01
-    path = _panel_csv(tmp_path / "ids.csv", [
-        ("01", "2021-01-01", 91, 5.0), ("1", "2021-04-01", 91, 500.0),
-        ("NA", "2021-01-01", 10, 7.0), ("None", "2021-01-01", 11, 8.0),
-        ("null", "2021-01-01", 12, 9.0), ("nan", "2021-01-01", 13, 10.0),
-    ])  # fmt: skip
+    path = _panel_csv(
+        tmp_path / "ids.csv",
+        [
+            ("01", "2021-01-01", 91, 5.0),
+            ("1", "2021-04-01", 91, 500.0),
+            ("NA", "2021-01-01", 10, 7.0),
+            ("None", "2021-01-01", 11, 8.0),
+            ("null", "2021-01-01", 12, 9.0),
+            ("nan", "2021-01-01", 13, 10.0),
+        ],
+    )
     series = prepare_series(read_table(path), _PANEL)
     assert series.ids == ("01", "1", "NA", "None", "nan", "null")
     assert series.bounds.tolist() == [0, 91, 182, 192, 203, 216, 228]
@@ -59,10 +65,12 @@ def test_csv_ids_are_the_text_as_written(tmp_path):
     assert str(series.times[91])[:10] == "2021-04-01" and series.values[90, 0] == 95.0
     only = select_series(series, ["01", "NA"])
     assert only.ids == ("01", "NA") and only.values[:, 0].tolist() == [
-        *np.arange(5.0, 96.0), *np.arange(7.0, 17.0),
-    ]  # fmt: skip
-    raises_one_line("no series '001' in the table; it has '01', '1', 'NA'", select_series,
-                    series, ["001"])  # fmt: skip
+        *np.arange(5.0, 96.0),
+        *np.arange(7.0, 17.0),
+    ]
+    raises_one_line(
+        "no series '001' in the table; it has '01', '1', 'NA'", select_series, series, ["001"]
+    )
 
 
 def test_an_id_column_changed_after_reading_is_used_as_changed(tmp_path):
@@ -82,8 +90,12 @@ def test_an_id_column_changed_after_reading_is_used_as_changed(tmp_path):
 def test_an_empty_id_is_refused_naming_its_row(tmp_path, cell):
     path = tmp_path / "ids.csv"
     path.write_text(f"id,date,y\na,2021-01-01,1\na,2021-01-02,2\n{cell},2021-01-03,3\n")
-    raises_one_line("id column 'id' has no series name in row 3; every row needs the name",
-                    prepare_series, read_table(path), _PANEL)  # fmt: skip
+    raises_one_line(
+        "id column 'id' has no series name in row 3; every row needs the name",
+        prepare_series,
+        read_table(path),
+        _PANEL,
+    )
 
 
 def test_parquet_ids_are_text_too(tmp_path):
@@ -100,8 +112,11 @@ def test_parquet_ids_are_text_too(tmp_path):
 def test_a_column_named_twice_in_the_header_is_refused(tmp_path):
     path = tmp_path / "twice.csv"
     path.write_text("date,y,y\n2021-01-01,1,2\n2021-01-02,3,4\n")
-    raises_one_line(f"column 'y' appears 2 times in the header of {path}; expected each column "
-                    "name once", read_table, path)  # fmt: skip
+    raises_one_line(
+        f"column 'y' appears 2 times in the header of {path}; expected each column name once",
+        read_table,
+        path,
+    )
     code, out, err = _main("train", "--data", path, "--target", "y", "--out", tmp_path / "run")
     assert "column 'y' appears 2 times in the header" in _one_line_error(code, out, err)
     assert not (tmp_path / "run").exists()
@@ -149,16 +164,43 @@ def test_rows_after_a_series_future_rows_keep_their_table_numbers(tmp_path):
     lines += ["b,2021-01-11,,1"]
     (tmp_path / "p.csv").write_text("\n".join(lines) + "\n")
     cfg = DataConfig(**{**_FUTURE.to_dict(), "id_column": "id"})
-    raises_one_line("target column 'y' must be numeric; row 15 holds 'x'", prepare_series,
-                    read_table(tmp_path / "p.csv"), cfg, forecast_only=True)  # fmt: skip
+    raises_one_line(
+        "target column 'y' must be numeric; row 15 holds 'x'",
+        prepare_series,
+        read_table(tmp_path / "p.csv"),
+        cfg,
+        forecast_only=True,
+    )
 
 
 _FUTURE_FLAGS = [
-    "--target", "y", "--future-features", "promo", "--window", "3", "--horizon", "1",
-    "--season", "7", "--no-deseasonalize", "--hidden-size", "4", "--num-layers", "1",
-    "--linear-layer-sizes", "4", "--epochs", "1", "--batch-size", "64", "--baselines", "naive",
-    "--log-every", "10", "--quiet",
-]  # fmt: skip
+    "--target",
+    "y",
+    "--future-features",
+    "promo",
+    "--window",
+    "3",
+    "--horizon",
+    "1",
+    "--season",
+    "7",
+    "--no-deseasonalize",
+    "--hidden-size",
+    "4",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "4",
+    "--epochs",
+    "1",
+    "--batch-size",
+    "64",
+    "--baselines",
+    "naive",
+    "--log-every",
+    "10",
+    "--quiet",
+]
 
 
 def test_predict_names_the_table_row_of_a_bad_future_row(tmp_path):
@@ -183,8 +225,16 @@ def test_predict_names_the_table_row_of_a_bad_future_row(tmp_path):
 
 def test_a_one_row_series_is_named_once_with_the_rows_the_run_needs(tmp_path, caplog):
     # daily rows: a season of 7
-    cfg = DataConfig(target=("y",), id_column="id", window=8, horizon=1, val_size=14,
-                     test_size=14, season=7, start_padding="none")  # fmt: skip
+    cfg = DataConfig(
+        target=("y",),
+        id_column="id",
+        window=8,
+        horizon=1,
+        val_size=14,
+        test_size=14,
+        season=7,
+        start_padding="none",
+    )
     path = _panel_csv(
         tmp_path / "p.csv", [("a", "2021-01-01", 40, 0.0), ("b", "2021-01-01", 1, 9.0)]
     )
@@ -211,23 +261,58 @@ def test_a_one_row_series_is_named_once_with_the_rows_the_run_needs(tmp_path, ca
     raises_one_line(
         r"the series has 1 row but window \(8\) \+ horizon \(1\) = 9 are needed for one training "
         r"window; with the validation and test rows the run needs at least 37$",
-        prepare_series, read_table(path).iloc[:1].drop(columns="id"), one,
-    )  # fmt: skip
+        prepare_series,
+        read_table(path).iloc[:1].drop(columns="id"),
+        one,
+    )
 
 
 _PANEL_FLAGS = [
-    "--id-column", "id", "--target", "y", "--window", "4", "--horizon", "2", "--season", "7",
-    "--test-size", "6", "--val-size", "6", "--no-deseasonalize", "--hidden-size", "4",
-    "--num-layers", "1", "--linear-layer-sizes", "4", "--epochs", "1", "--batch-size", "64",
-    "--baselines", "naive", "--log-every", "10", "--quiet", "--start-padding", "none",
-]  # fmt: skip
+    "--id-column",
+    "id",
+    "--target",
+    "y",
+    "--window",
+    "4",
+    "--horizon",
+    "2",
+    "--season",
+    "7",
+    "--test-size",
+    "6",
+    "--val-size",
+    "6",
+    "--no-deseasonalize",
+    "--hidden-size",
+    "4",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "4",
+    "--epochs",
+    "1",
+    "--batch-size",
+    "64",
+    "--baselines",
+    "naive",
+    "--log-every",
+    "10",
+    "--quiet",
+    "--start-padding",
+    "none",
+]
 
 
 def test_cli_panel_ids_as_written_and_a_one_row_series_named_once(tmp_path):
-    path = _panel_csv(tmp_path / "p.csv", [
-        ("01", "2021-01-01", 91, 5.0), ("1", "2021-04-01", 91, 500.0),
-        ("NA", "2021-01-01", 40, 50.0), ("short", "2021-01-01", 1, 9.0),
-    ])  # fmt: skip
+    path = _panel_csv(
+        tmp_path / "p.csv",
+        [
+            ("01", "2021-01-01", 91, 5.0),
+            ("1", "2021-04-01", 91, 500.0),
+            ("NA", "2021-01-01", 40, 50.0),
+            ("short", "2021-01-01", 1, 9.0),
+        ],
+    )
     run = tmp_path / "run"
     code, _, err = _main("train", "--data", path, "--out", run, *_PANEL_FLAGS)
     assert code == 0, err
@@ -243,14 +328,16 @@ def test_cli_panel_ids_as_written_and_a_one_row_series_named_once(tmp_path):
     # each series scaled on its own 91 (40) rows (the model that forecasts is trained again
     # on every row): level + 0..90 (0..39), no splicing
     assert info.scaler.center[:, 0].tolist() == pytest.approx([5 + 45, 500 + 45, 50 + 19.5])
-    code, _, err = _main("predict", run, "--ids", "01,NA", "--output", tmp_path / "o.csv",
-                         "--history")  # fmt: skip
+    code, _, err = _main(
+        "predict", run, "--ids", "01,NA", "--output", tmp_path / "o.csv", "--history"
+    )
     assert code == 0, err
     pred = pd.read_csv(tmp_path / "o.csv", dtype={"id": str}, keep_default_na=False)
     assert pred["id"].value_counts().to_dict() == {"01": 88, "NA": 37}
     assert pred.groupby("id")["origin"].first().to_dict() == {
-        "01": "2021-01-04", "NA": "2021-01-04",
-    }  # fmt: skip
+        "01": "2021-01-04",
+        "NA": "2021-01-04",
+    }
     assert pred.groupby("id")["origin"].last().to_dict() == {"01": "2021-04-01", "NA": "2021-02-09"}
 
 
@@ -278,7 +365,8 @@ def test_cli_memory_refusal_names_the_window_of_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(memory, "available_memory", lambda: 10 * 2**20)  # 10 MiB left
     for flags, steps in ((["--window", "8"], "windows of 8 steps"),
                          ([], "windows of up to 52 steps (--window is 'auto')")):  # fmt: skip
-        code, out, err = _main("train", "--data", tmp_path / "t.csv", "--out", tmp_path / "run",
-                               *flags)  # fmt: skip
+        code, out, err = _main(
+            "train", "--data", tmp_path / "t.csv", "--out", tmp_path / "run", *flags
+        )
         assert f"one batch of 32 {steps} 0.00 GiB more" in _one_line_error(code, out, err)
         assert not (tmp_path / "run").exists()

@@ -135,11 +135,36 @@ def test_an_all_zero_ensemble_and_an_all_zero_store_get_null_mape(tmp_path):
     ).sort_values(["day", "store"])
     frame.to_csv(tmp_path / "sales.csv", index=False)
     flags = [
-        "--id-column", "store", "--target", "sales", "--time-column", "day", "--window", "4",
-        "--horizon", "2", "--season", "7", "--test-size", "6", "--val-size", "6",
-        "--hidden-size", "8", "--num-layers", "1", "--linear-layer-sizes", "8", "--epochs", "1",
-        "--batch-size", "16", "--baselines", "naive", "--quiet",
-    ]  # fmt: skip
+        "--id-column",
+        "store",
+        "--target",
+        "sales",
+        "--time-column",
+        "day",
+        "--window",
+        "4",
+        "--horizon",
+        "2",
+        "--season",
+        "7",
+        "--test-size",
+        "6",
+        "--val-size",
+        "6",
+        "--hidden-size",
+        "8",
+        "--num-layers",
+        "1",
+        "--linear-layer-sizes",
+        "8",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--baselines",
+        "naive",
+        "--quiet",
+    ]
     panel = tmp_path / "panel"
     code, out, err = _main("train", "--data", tmp_path / "sales.csv", "--out", panel, *flags)
     assert code == 0, err
@@ -267,8 +292,9 @@ def test_checkpoint_every_0_saves_every_epoch_end_with_the_same_numbers(
     monkeypatch.setenv("STACKLSTM_CHECKPOINT_SECONDS", "0")  # every epoch end
     run = tmp_path / "run"
     on_disk = []
-    cfg = dataclasses.replace(TINY_RUN, train=dataclasses.replace(TINY_RUN.train,
-                                                                  checkpoint_every=0))  # fmt: skip
+    cfg = dataclasses.replace(
+        TINY_RUN, train=dataclasses.replace(TINY_RUN.train, checkpoint_every=0)
+    )
 
     def at_epoch_end(end):  # before the epoch's own checkpoint: what a kill -9 leaves
         on_disk.append((end.epoch, _complete_steps(run)))
@@ -293,8 +319,9 @@ def test_short_epochs_checkpoint_every_checkpoint_seconds_with_the_same_numbers(
     monkeypatch.setattr(trainer, "_clock", lambda: next(clock))
     monkeypatch.setenv("STACKLSTM_CHECKPOINT_SECONDS", "10")
     run = tmp_path / "run"
-    cfg = dataclasses.replace(TINY_RUN, train=dataclasses.replace(TINY_RUN.train,
-                                                                  checkpoint_every=0))  # fmt: skip
+    cfg = dataclasses.replace(
+        TINY_RUN, train=dataclasses.replace(TINY_RUN.train, checkpoint_every=0)
+    )
     on_disk = []
     fit(cfg, run, quiet=True, callbacks=[lambda end: on_disk.append(_complete_steps(run))])
     # start 0; epoch 1 ends at 6 (6 s after the start: not due), epoch 2 at 12: the run's end

@@ -44,10 +44,17 @@ def _owned_paths(run):
     in a checkpoint folder, a checkpoint folder itself, the calibration file (absent)."""
     metadata = next(p for p in sorted((run / "checkpoints_best").rglob("*")) if p.is_file())
     return [
-        run / CONFIG_FILE, run / LOCK_FILE, run / "metrics.jsonl", run / "report.json",
-        run / "loss.png", run / "forecast.png", metadata, run / "checkpoints" / "mine.csv",
-        run / "checkpoints", run / "calibration.json",
-    ]  # fmt: skip
+        run / CONFIG_FILE,
+        run / LOCK_FILE,
+        run / "metrics.jsonl",
+        run / "report.json",
+        run / "loss.png",
+        run / "forecast.png",
+        metadata,
+        run / "checkpoints" / "mine.csv",
+        run / "checkpoints",
+        run / "calibration.json",
+    ]
 
 
 def test_predict_and_export_refuse_every_file_a_run_folder_owns(trained_run, tmp_path):
@@ -91,9 +98,12 @@ def test_predict_refuses_to_replace_its_input_table_through_links(trained_run, t
     data = table.read_bytes()
     run = trained_run.out_dir
     for given, output in (
-        (table, table), (table, tmp_path / "link.csv"), (tmp_path / "link.csv", table),
-        (table, tmp_path / "hard.csv"), (tmp_path / "hard.csv", table),
-    ):  # fmt: skip
+        (table, table),
+        (table, tmp_path / "link.csv"),
+        (tmp_path / "link.csv", table),
+        (table, tmp_path / "hard.csv"),
+        (tmp_path / "hard.csv", table),
+    ):
         err = _refused(
             *_main("predict", run, "--data", given, "--output", output, "--quiet"),
             f"it is the input table {given}",
@@ -187,14 +197,25 @@ def test_standard_output_closed_or_gone_is_one_line_exit_2(trained_run, monkeypa
 
 
 def test_standard_output_closed_in_a_real_process(trained_run, tmp_path):
-    command = [sys.executable, "-m", "stacklstm", "predict", str(trained_run.out_dir),
-               "--output", "-", "--quiet"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "stacklstm",
+        "predict",
+        str(trained_run.out_dir),
+        "--output",
+        "-",
+        "--quiet",
+    ]
     before = _files(trained_run.out_dir)
     done = subprocess.run(
         ["bash", "-c", 'exec "$@" >&-', "bash", *command],  # standard output closed: `>&-`
-        stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path, timeout=600,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        timeout=600,
         env=cache_env(),
-    )  # fmt: skip
+    )
     err = done.stderr.decode()
     _refused(done.returncode, "", err, "cannot write to standard output (--output -)")
     assert _files(trained_run.out_dir) == before and list(tmp_path.iterdir()) == []
@@ -259,8 +280,13 @@ def test_the_owner_of_a_path_of_an_ensemble_a_backtest_and_a_search(tmp_path):
             check_output(path)
         with pytest.raises(ValueError, match="choose another `out_dir`"):
             check_new_folder(path)
-    for mine in (ens / "forecasts.csv", bt / "fold_1", bt / "mine.csv",
-                 search / "trials_of_mine.csv", tmp_path / CONFIG_FILE):  # fmt: skip
+    for mine in (
+        ens / "forecasts.csv",
+        bt / "fold_1",
+        bt / "mine.csv",
+        search / "trials_of_mine.csv",
+        tmp_path / CONFIG_FILE,
+    ):
         assert run_folder_owner(mine) is None, mine
         check_output(mine)
     # a config.json of the user's own, in a folder that holds no run, is the user's to write

@@ -141,9 +141,15 @@ def test_predict_combine_without_weights_is_a_clear_error(trained_run, tmp_path,
 
 
 @pytest.mark.parametrize(
-    "weights", [{"model": 5, "seasonal_naive": -4}, {"model": 0, "seasonal_naive": 0},
-                {"model": float("nan")}, {"model": "1"}, ["model"]],
-)  # fmt: skip
+    "weights",
+    [
+        {"model": 5, "seasonal_naive": -4},
+        {"model": 0, "seasonal_naive": 0},
+        {"model": float("nan")},
+        {"model": "1"},
+        ["model"],
+    ],
+)
 def test_edited_or_broken_weights_are_refused_with_the_files_name(trained_run, tmp_path, weights):
     def edit(report):
         report["combination"]["weights"] = weights
@@ -174,9 +180,18 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
     from stacklstm.estimator import LSTMForecaster
 
     model = LSTMForecaster(
-        horizon=2, window=6, season=4, lstm_hidden_size=4, epochs=1, batch_size=8,
-        baselines="all", test_size=6, val_size=8, run_dir=tmp_path / "run", retrain="off",
-    ).fit(_panel())  # fmt: skip
+        horizon=2,
+        window=6,
+        season=4,
+        lstm_hidden_size=4,
+        epochs=1,
+        batch_size=8,
+        baselines="all",
+        test_size=6,
+        val_size=8,
+        run_dir=tmp_path / "run",
+        retrain="off",
+    ).fit(_panel())
     run = model.run_dir
     report = json.loads((run / "report.json").read_text())
     info = read_run_info(run)
@@ -222,8 +237,10 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
         hand = np.zeros_like(model_all)
         for part in (rows < cfg.window - 1, rows >= cfg.window - 1):
             stat_all = baselines.statistical_forecasts(history, rows[part], 2, 4)
-            used = {"model": model_all[part],
-                    **{k: v for k, v in stat_all.items() if v is not None}}  # fmt: skip
+            used = {
+                "model": model_all[part],
+                **{k: v for k, v in stat_all.items() if v is not None},
+            }
             total = sum(weights[k] for k in used)
             hand[part] = sum(weights[k] / total * v for k, v in used.items())
         for h in range(2):
@@ -257,10 +274,11 @@ def test_panel_weights_per_series_fall_back_to_the_pooled_ones():
     # pooled: 1/2 : 3/5 -> 5/11, 6/11
     assert entry["weights"] == pytest.approx({"model": 5 / 11, "auto_ets": 6 / 11})
     per = entry["per_series"]
-    assert per["a"] == {"val_mae": {"model": 1.0, "auto_ets": 2.0, "auto_arima": None,
-                                    "auto_theta": None},
-                        "weights": pytest.approx({"model": 2 / 3, "auto_ets": 1 / 3}),
-                        "pooled": False}  # fmt: skip
+    assert per["a"] == {
+        "val_mae": {"model": 1.0, "auto_ets": 2.0, "auto_arima": None, "auto_theta": None},
+        "weights": pytest.approx({"model": 2 / 3, "auto_ets": 1 / 3}),
+        "pooled": False,
+    }
     assert per["b"]["pooled"] is True and per["b"]["weights"] == entry["weights"]
     assert per["c"]["weights"] == pytest.approx({"model": 0.2, "auto_ets": 0.8})
     # the test windows: a series' own weights, the pooled ones for "b"
@@ -288,8 +306,9 @@ def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run
     half = 0.5 * (forecasts["model"] + forecasts["seasonal_naive"])
     np.testing.assert_allclose(forecasts["combination"], half, rtol=1e-12)
     # predict --combine: the method saved in report.json, from every origin
-    copy = _copy_without_weights(trained_run.out_dir, tmp_path,
-                                 lambda r: r["combination"].update(method="median"))  # fmt: skip
+    copy = _copy_without_weights(
+        trained_run.out_dir, tmp_path, lambda r: r["combination"].update(method="median")
+    )
     _, series, _, values = _co2(copy)
     frame = predict(copy, combine=True)
     origins = pd.Index(series.times).get_indexer(frame["origin"])

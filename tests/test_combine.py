@@ -61,8 +61,9 @@ def test_median_is_value_by_value_and_leaves_out_what_is_missing():
     np.testing.assert_array_equal(median({"a": a, "b": b, "c": c}), [2.0, 5.0, 3.0])
     # four forecasts: the mean of the middle two; None is left out
     d = np.array([10.0, 0.0, np.inf])
-    np.testing.assert_array_equal(median({"a": a, "b": b, "c": c, "d": d, "e": None}),
-                                  [2.5, 3.0, 3.0])  # fmt: skip
+    np.testing.assert_array_equal(
+        median({"a": a, "b": b, "c": c, "d": d, "e": None}), [2.5, 3.0, 3.0]
+    )
     # nothing finite at a value: NaN there
     assert np.isnan(median({"b": b})[2]) and median({"b": b})[0] == 3.0
     with pytest.raises(ValueError, match="at least one forecast"):

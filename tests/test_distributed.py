@@ -37,8 +37,13 @@ def test_initialize_rejects_incomplete_or_bad_settings(kwargs, environ, message)
 
 
 def test_launcher_detection_reads_slurm_and_open_mpi():
-    slurm = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_PROCID": "1",
-             "SLURM_LOCALID": "0", "SLURM_NTASKS": "2"}  # fmt: skip
+    slurm = {
+        "SLURM_JOB_ID": "7",
+        "SLURM_STEP_NODELIST": "node[1-2]",
+        "SLURM_PROCID": "1",
+        "SLURM_LOCALID": "0",
+        "SLURM_NTASKS": "2",
+    }
     assert launcher_detected(slurm) == "slurm"
     assert launcher_detected({**slurm, "SLURM_NTASKS": "1"}) is None  # one task: one process
     assert launcher_detected({"SLURM_JOB_ID": "7"}) is None  # salloc shell, no srun step

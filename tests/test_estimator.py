@@ -60,9 +60,14 @@ def test_combine_adds_the_reports_combination_as_predict_gives_it(fitted):
 def test_levels_are_named_as_statsforecast_and_nest_around_the_point(fitted):
     out = fitted.predict(level=[80, 95])
     assert list(out.columns) == [
-        "unique_id", "ds", "stacklstm", "stacklstm-lo-80", "stacklstm-hi-80",
-        "stacklstm-lo-95", "stacklstm-hi-95",
-    ]  # fmt: skip
+        "unique_id",
+        "ds",
+        "stacklstm",
+        "stacklstm-lo-80",
+        "stacklstm-hi-80",
+        "stacklstm-lo-95",
+        "stacklstm-hi-95",
+    ]
     assert (out["stacklstm-lo-95"] <= out["stacklstm-lo-80"]).all()
     assert (out["stacklstm-lo-80"] <= out["stacklstm"]).all()
     assert (out["stacklstm"] <= out["stacklstm-hi-80"]).all()
@@ -100,8 +105,9 @@ def test_save_and_load_give_the_same_forecasts_and_the_cli_reads_the_folder(fitt
     trained = json.loads((fitted.run_dir / "report.json").read_text())
     for split in ("test", "val"):
         for key in ("mae", "rmse", "mape", "smape", "mase"):
-            assert report[split]["model"][key] == pytest.approx(trained[split]["model"][key],
-                                                                rel=1e-12)  # fmt: skip
+            assert report[split]["model"][key] == pytest.approx(
+                trained[split]["model"][key], rel=1e-12
+            )
     saved = moved
     loaded = LSTMForecaster.load(saved)
     pd.testing.assert_frame_equal(loaded.predict(level=[80]), fitted.predict(level=[80]))
@@ -121,11 +127,13 @@ def test_future_and_static_covariates_come_from_futr_df_and_static_df():
     static = pd.DataFrame({"unique_id": ["a", "b"], "size": [1.0, 3.0]})
     model = LSTMForecaster(**TINY, future_features=("promo",)).fit(df, static_df=static)
     assert model.config.data.static_features == ("size",)
-    future = pd.DataFrame({
-        "unique_id": np.repeat(["a", "b"], 3),
-        "ds": np.tile(pd.date_range("2020-03-01", periods=3, freq="D"), 2),
-        "promo": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
-    })  # fmt: skip
+    future = pd.DataFrame(
+        {
+            "unique_id": np.repeat(["a", "b"], 3),
+            "ds": np.tile(pd.date_range("2020-03-01", periods=3, freq="D"), 2),
+            "promo": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+        }
+    )
     out = model.predict(futr_df=future)
     table = pd.concat([df.merge(static), future.merge(static).assign(y=np.nan)])
     path = model._table.parent / "with_future.parquet"
@@ -160,7 +168,7 @@ def test_run_dir_keeps_a_self_contained_run_the_cli_reads(tmp_path):
     assert model.run_dir == run
     assert (run / TABLE_FILE).is_file() and sorted(p.name for p in run.parent.iterdir()) == [
         "panel"
-    ]  # fmt: skip
+    ]
     code, _, err = _main("evaluate", run, "--quiet")  # its own table, no --data
     assert code == 0, err
     before = json.loads((run / "report.json").read_text())["test"]["model"]
@@ -195,8 +203,14 @@ def test_the_temporary_run_folder_is_removed_at_exit(tmp_path):
         model = LSTMForecaster(**{dict(TINY, epochs=1, season=1)!r}).fit(df)
         print(model.run_dir.parent)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env=cache_env(), cwd=tmp_path)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=cache_env(),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     workspace = done.stdout.strip().splitlines()[-1]
     assert "stacklstm-" in workspace
@@ -214,8 +228,9 @@ def test_the_estimator_loads_lazily():
 def test_a_series_too_short_for_a_window_gets_the_seasonal_naive_forecast_named():
     panel = _panel()
     # 3 rows: not one training window of horizon 3 even in the model trained on every row
-    short = pd.DataFrame({"unique_id": "short", "ds": pd.date_range("2020-02-27", periods=3),
-                          "y": [3.0, 4.0, 5.0]})  # fmt: skip
+    short = pd.DataFrame(
+        {"unique_id": "short", "ds": pd.date_range("2020-02-27", periods=3), "y": [3.0, 4.0, 5.0]}
+    )
     model = LSTMForecaster(**TINY).fit(pd.concat([panel, short], ignore_index=True))
     out = model.predict()
     assert list(out.columns) == ["unique_id", "ds", "forecaster", "stacklstm"]

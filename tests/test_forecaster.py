@@ -73,8 +73,9 @@ def test_without_covariates_it_is_lstm_model_bit_for_bit(options):
 def test_covariates_join_the_head_as_documented_against_the_numpy_oracle():
     options = {"mean_aggregation": True, "bidirectional": True}
     x, future, static = _inputs()
-    model = Forecaster(**SIZES, **options, linear_layer_sizes=(4,), future_steps=3, n_future=2,
-                       n_static=2)  # fmt: skip
+    model = Forecaster(
+        **SIZES, **options, linear_layer_sizes=(4,), future_steps=3, n_future=2, n_static=2
+    )
     params = model.init(jax.random.key(3), x, future, static)["params"]
     # the encoder is LSTMModel's, initialised alike; the first head kernel has the extra rows
     plain = LSTMModel(**SIZES, **options, linear_layer_sizes=(4,)).init(jax.random.key(3), x)
@@ -160,8 +161,11 @@ def test_inputs_as_one_pytree_pad_shard_and_train_like_separate_arrays():
 
     model = build_model(
         ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=(3,)),
-        output_size=3, future_steps=3, n_future=2, n_static=2,
-    )  # fmt: skip
+        output_size=3,
+        future_steps=3,
+        n_future=2,
+        n_static=2,
+    )
     assert isinstance(model, Forecaster) and model.n_covariates == 8
     assert not isinstance(build_model(ModelConfig(), output_size=3, future_steps=3), Forecaster)
     inputs = ForecastInputs(np.asarray(x), np.asarray(future), np.asarray(static))

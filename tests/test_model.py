@@ -196,9 +196,13 @@ def test_model_rejects_malformed_carry_and_seq_lengths(model_and_params, carry, 
 
 
 _BAD_COUNT = st.one_of(
-    st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3),
-    st.none(), st.just(np.float32(3.0)),
-)  # fmt: skip
+    st.integers(max_value=0),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.text(max_size=3),
+    st.none(),
+    st.just(np.float32(3.0)),
+)
 
 
 _BAD_RATE = st.one_of(

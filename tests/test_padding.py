@@ -18,18 +18,30 @@ from stacklstm.forecasting.export import export_run
 from stacklstm.rundir.info import read_run_info
 
 # exact values: no scaling, no window normalisation, no seasonal pattern
-EXACT = {"target": ("v",), "time_column": None, "id_column": "id", "scaler": "none",
-         "normalize": "none", "deseasonalize": False, "season": 1, "window": 8, "horizon": 2,
-         "val_size": 2, "test_size": 0}  # fmt: skip
+EXACT = {
+    "target": ("v",),
+    "time_column": None,
+    "id_column": "id",
+    "scaler": "none",
+    "normalize": "none",
+    "deseasonalize": False,
+    "season": 1,
+    "window": 8,
+    "horizon": 2,
+    "val_size": 2,
+    "test_size": 0,
+}
 
 
 def _frame(lengths, seed=0):
     rng = np.random.default_rng(seed)
     return pd.concat(
-        [pd.DataFrame({"id": name, "v": rng.normal(10.0 * (i + 1), 1.0, n)})
-         for i, (name, n) in enumerate(lengths.items())],
+        [
+            pd.DataFrame({"id": name, "v": rng.normal(10.0 * (i + 1), 1.0, n)})
+            for i, (name, n) in enumerate(lengths.items())
+        ],
         ignore_index=True,
-    )  # fmt: skip
+    )
 
 
 def _splits(frame, **overrides):

@@ -12,12 +12,39 @@ from stacklstm.run.loop import fit
 from stacklstm.rundir import read_run_info
 
 PANEL_FLAGS = [
-    "--id-column", "store", "--target", "sales", "--time-column", "day", "--window", "4",
-    "--horizon", "2", "--season", "7", "--test-size", "6", "--val-size", "6",
-    "--hidden-size", "8", "--num-layers", "1", "--linear-layer-sizes", "8", "--epochs", "2",
-    "--batch-size", "16", "--log-every", "3", "--baselines", "naive", "--quiet",
+    "--id-column",
+    "store",
+    "--target",
+    "sales",
+    "--time-column",
+    "day",
+    "--window",
+    "4",
+    "--horizon",
+    "2",
+    "--season",
+    "7",
+    "--test-size",
+    "6",
+    "--val-size",
+    "6",
+    "--hidden-size",
+    "8",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "8",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "16",
+    "--log-every",
+    "3",
+    "--baselines",
+    "naive",
+    "--quiet",
     "--no-deseasonalize",  # the scaler of the raw values is checked by hand
-]  # fmt: skip
+]
 
 
 def panel_csv(path):
@@ -25,12 +52,18 @@ def panel_csv(path):
     short for a training window), rows interleaved as a sales table would have them."""
     rng = np.random.default_rng(0)
     parts = []
-    for store, n, start, level in (("a", 60, "2021-01-01", 10.0), ("b", 80, "2021-02-15", 1000.0),
-                                   ("c", 8, "2021-03-01", 50.0)):  # fmt: skip
+    for store, n, start, level in (
+        ("a", 60, "2021-01-01", 10.0),
+        ("b", 80, "2021-02-15", 1000.0),
+        ("c", 8, "2021-03-01", 50.0),
+    ):
         t = np.arange(n)
         sales = level * (1 + 0.3 * np.sin(2 * np.pi * t / 7) + 0.05 * rng.normal(size=n))
-        parts.append(pd.DataFrame({"day": pd.date_range(start, periods=n, freq="D"),
-                                   "store": store, "sales": sales}))  # fmt: skip
+        parts.append(
+            pd.DataFrame(
+                {"day": pd.date_range(start, periods=n, freq="D"), "store": store, "sales": sales}
+            )
+        )
     frame = pd.concat(parts).sort_values(["day", "store"])
     frame.to_csv(path, index=False)
     return frame
@@ -83,8 +116,9 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     base, run, frame, _ = panel_run
     # the report scores the selection's model (it did not train on the test rows): its
     # forecasts from b's test origins give the report's numbers
-    code, _, err = _main("predict", run / "selection", "--ids", "b", "--output", base / "b.csv",
-                         "--history")  # fmt: skip
+    code, _, err = _main(
+        "predict", run / "selection", "--ids", "b", "--output", base / "b.csv", "--history"
+    )
     assert code == 0, err
     pred = pd.read_csv(base / "b.csv")
     assert pred.columns.tolist() == ["id", "origin", "sales_h1", "sales_h2"]
@@ -95,8 +129,11 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     # the forecasts from b's test origins score what the report says
     test = pred.iloc[-(5 + 2) : -2]  # origins 73..77 of rows 0..79
     truth = b.to_numpy()
-    errors = [abs(row[f"sales_h{k}"] - truth[73 + i + k]) for i, (_, row) in
-              enumerate(test.iterrows()) for k in (1, 2)]  # fmt: skip
+    errors = [
+        abs(row[f"sales_h{k}"] - truth[73 + i + k])
+        for i, (_, row) in enumerate(test.iterrows())
+        for k in (1, 2)
+    ]
     report = json.loads((run / "report.json").read_text())
     assert report["per_series"]["b"]["test"]["model"]["mae"] == pytest.approx(
         np.mean(errors), rel=1e-12
@@ -118,8 +155,14 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     future = pd.read_csv(base / "future.csv")
     assert future.columns.tolist() == ["unique_id", "ds", "stacklstm"]
     assert future["unique_id"].tolist() == ["a", "a", "b", "b", "c", "c"]
-    assert future["ds"].tolist() == ["2021-03-02", "2021-03-03", "2021-05-06", "2021-05-07",
-                                     "2021-03-09", "2021-03-10"]  # fmt: skip
+    assert future["ds"].tolist() == [
+        "2021-03-02",
+        "2021-03-03",
+        "2021-05-06",
+        "2021-05-07",
+        "2021-03-09",
+        "2021-03-10",
+    ]
     assert "fallback" not in report
     model = everything[everything["forecaster"] == "model"].drop(columns="forecaster")
     assert model[model["id"] == "b"].reset_index(drop=True).equals(pred)
@@ -129,11 +172,15 @@ def test_panel_predict_writes_an_id_column_and_matches_the_report(panel_run):
     long = pd.read_csv(base / "long.csv")
     assert long.columns.tolist() == ["unique_id", "ds", "forecaster", "stacklstm"]
     assert long.groupby("unique_id")["forecaster"].first().to_dict() == {
-        "a": "model", "b": "model", "c": "seasonal_naive"}  # fmt: skip
+        "a": "model",
+        "b": "model",
+        "c": "seasonal_naive",
+    }
     assert long[long["unique_id"] == "c"]["stacklstm"].tolist() == [c[1], c[2]]
     # --no-fallback: c left out, as a series the model cannot forecast
-    code, _, err = _main("predict", run / "selection", "--no-fallback", "--history",
-                         "--output", base / "some.csv")  # fmt: skip
+    code, _, err = _main(
+        "predict", run / "selection", "--no-fallback", "--history", "--output", base / "some.csv"
+    )
     assert code == 0, err
     some = pd.read_csv(base / "some.csv")
     assert some["id"].value_counts().to_dict() == {"b": 80, "a": 60}

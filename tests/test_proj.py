@@ -123,8 +123,11 @@ def test_stacked_lstm_with_projection_param_tree_and_reference():
     layer = {"kernel_ih": (2, 24), "kernel_hh": (4, 24), "bias": (24,), "kernel_hr": (6, 4)}
     upper = {**layer, "kernel_ih": (8, 24)}  # D * proj_size = 8 input features
     assert jax.tree.map(jnp.shape, params) == {
-        "layer_0": layer, "layer_0_reverse": layer, "layer_1": upper, "layer_1_reverse": upper,
-    }  # fmt: skip
+        "layer_0": layer,
+        "layer_0_reverse": layer,
+        "layer_1": upper,
+        "layer_1_reverse": upper,
+    }
     carry = model.initialize_carry(3)
     assert [(s.h.shape, s.c.shape) for s in carry] == [((3, 4), (3, 6))] * 4
     lengths = np.array([5, 2, 3])

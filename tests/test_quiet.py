@@ -7,8 +7,9 @@ from stacklstm._quiet import dropping_dependency_noise
 
 
 def _unraisable(exc):
-    return types.SimpleNamespace(exc_type=type(exc), exc_value=exc, exc_traceback=None,
-                                 err_msg=None, object=None)  # fmt: skip
+    return types.SimpleNamespace(
+        exc_type=type(exc), exc_value=exc, exc_traceback=None, err_msg=None, object=None
+    )
 
 
 def test_only_the_dependencies_noise_is_dropped(monkeypatch):

@@ -50,22 +50,39 @@ def test_the_windows_apply_the_named_transform_to_the_rows_it_covers():
     np.testing.assert_allclose(out[:, 0], [np.log(2.0), 3.0, np.log(8.0)], rtol=1e-12)
     back = inverse_targets(out, np.array([True, False, True]), "log1p")
     np.testing.assert_allclose(back, rows, rtol=1e-12)
-    with pytest.raises(DataError, match=r"target_transform='log1p' needs non-negative targets, "
-                       r"got values from -2 to 7"):  # fmt: skip
+    with pytest.raises(
+        DataError,
+        match=r"target_transform='log1p' needs non-negative targets, "
+        r"got values from -2 to 7",
+    ):
         forward_targets(np.array([[1.0], [-2.0], [7.0]]), True, "log1p")
 
 
 def test_a_new_transform_is_one_entry(monkeypatch):
     """A transform added to the registry alone is a valid setting, and a run's windows are
     built on its scale and map back to the values exactly."""
-    sqrt = Transform("sqrt", "the square root of non-negative targets",
-                     lambda x, xp: xp.sqrt(x), lambda x, xp: xp.square(x),
-                     lambda x: bool((x >= 0).all()), "non-negative targets")  # fmt: skip
+    sqrt = Transform(
+        "sqrt",
+        "the square root of non-negative targets",
+        lambda x, xp: xp.sqrt(x),
+        lambda x, xp: xp.square(x),
+        lambda x: bool((x >= 0).all()),
+        "non-negative targets",
+    )
     monkeypatch.setitem(TRANSFORMS, "sqrt", sqrt)
     t = np.arange(60)
     frame = pd.DataFrame({"y": (5 + t % 7 + 0.1 * t) ** 2})
-    cfg = DataConfig(target=("y",), time_column=None, window=8, horizon=2, season=7, scaler="none",
-                     normalize="none", deseasonalize=False, target_transform="sqrt")  # fmt: skip
+    cfg = DataConfig(
+        target=("y",),
+        time_column=None,
+        window=8,
+        horizon=2,
+        season=7,
+        scaler="none",
+        normalize="none",
+        deseasonalize=False,
+        target_transform="sqrt",
+    )
     cfg.validate()
     splits, _ = make_splits(prepare_series(frame, cfg), cfg)
     train = splits.train

@@ -18,8 +18,21 @@ from stacklstm.configfile import load_config
 optuna = pytest.importorskip("optuna")
 
 # Cheap trials: the tiny model on the bundled data, two epochs of 6 steps.
-FLAGS = ["--window", "6", "--hidden-size", "8", "--num-layers", "1", "--linear-layer-sizes", "8",
-         "--epochs", "2", "--batch-size", "256", "--quiet"]  # fmt: skip
+FLAGS = [
+    "--window",
+    "6",
+    "--hidden-size",
+    "8",
+    "--num-layers",
+    "1",
+    "--linear-layer-sizes",
+    "8",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "256",
+    "--quiet",
+]
 SPACE = """
 [tune.model]
 lstm_hidden_size = [4, 8]
@@ -39,8 +52,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "--trials must be an integer >= 1, got 0" in err
     config = tmp_path / "space.toml"
     config.write_text("[tune.model]\nlstm_hidden_size = {low = 8}\n")
-    err = _one_line(cli.main(["tune", "--config", str(config), "--out", str(tmp_path / "b")]),
-                    capsys)  # fmt: skip
+    err = _one_line(
+        cli.main(["tune", "--config", str(config), "--out", str(tmp_path / "b")]), capsys
+    )
     assert "[tune.model] lstm_hidden_size: a range is" in err
     bad = "sqlite:////nonexistent-folder/here/study.db"
     err = _one_line(
@@ -48,8 +62,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         capsys,
     )
     assert f"cannot open the study storage '{bad}'" in err
-    err = _one_line(cli.main(["tune", "--val-fraction", "0", "--out", str(tmp_path / "d")]),
-                    capsys)  # fmt: skip
+    err = _one_line(cli.main(["tune", "--val-fraction", "0", "--out", str(tmp_path / "d")]), capsys)
     assert "--val-fraction must be above 0" in err
     assert not any((tmp_path / name).exists() for name in "abcd")
 
@@ -57,10 +70,25 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 def _worker(out, trials, *extra, heartbeat="60"):
     env = cache_env({**os.environ, "PYTHONUNBUFFERED": "1"})
     return subprocess.Popen(
-        [sys.executable, "-m", "stacklstm", "tune", "--out", str(out), "--trials", str(trials),
-         "--heartbeat", heartbeat, *FLAGS, *extra],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "stacklstm",
+            "tune",
+            "--out",
+            str(out),
+            "--trials",
+            str(trials),
+            "--heartbeat",
+            heartbeat,
+            *FLAGS,
+            *extra,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _study(out):
@@ -92,9 +120,20 @@ def test_two_workers_share_one_study_and_best_toml_trains(tmp_path):
     assert best.train.lr == study.best_params["train.lr"]
     assert (out / "trials.csv").read_text().count("\n") == 5  # header + 4 trials
     assert (out / "history.png").stat().st_size > 0
-    code = cli.main(["train", "--config", str(out / "best.toml"), "--epochs", "1",
-                     "--baselines", "naive",
-                     "--out", str(tmp_path / "best-run"), "--quiet"])  # fmt: skip
+    code = cli.main(
+        [
+            "train",
+            "--config",
+            str(out / "best.toml"),
+            "--epochs",
+            "1",
+            "--baselines",
+            "naive",
+            "--out",
+            str(tmp_path / "best-run"),
+            "--quiet",
+        ]
+    )
     assert code == 0 and (tmp_path / "best-run" / "report.json").exists()
 
 

@@ -66,8 +66,16 @@ def one_store(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def stores(rng: np.random.Generator) -> pd.DataFrame:
     """``stores.csv``: eight series of different lengths, ending together."""
-    starts = ["2023-01-01", "2023-02-01", "2023-01-15", "2023-04-01",
-              "2023-03-01", "2023-05-10", "2023-03-15", "2023-06-01"]  # fmt: skip
+    starts = [
+        "2023-01-01",
+        "2023-02-01",
+        "2023-01-15",
+        "2023-04-01",
+        "2023-03-01",
+        "2023-05-10",
+        "2023-03-15",
+        "2023-06-01",
+    ]
     frames = []
     for k, start in enumerate(starts, 1):
         stamps = pd.date_range(start, "2023-12-31", freq="D")

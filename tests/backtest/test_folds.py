@@ -18,8 +18,18 @@ def test_cutoffs_origins_and_fold_rows_on_arange():
     # 14..17; the last forecast (origin 17) ends on row 19
     assert bt.fold_cutoffs(20, horizon=2, folds=3, step=4) == [6, 10, 14]
     assert bt.fold_cutoffs(20, horizon=2, folds=1, step=18) == [0]
-    cfg = RunConfig(DataConfig(target=("v",), time_column=None, window=3, horizon=2, season=4,
-                               val_fraction=0.25, scaler="none", normalize="none"))  # fmt: skip
+    cfg = RunConfig(
+        DataConfig(
+            target=("v",),
+            time_column=None,
+            window=3,
+            horizon=2,
+            season=4,
+            val_fraction=0.25,
+            scaler="none",
+            normalize="none",
+        )
+    )
     series = prepare_series(pd.DataFrame({"v": np.arange(20.0)}), cfg.data)
     # the fold at cut-off 10 trains on rows 0..10: 8 for training, the last 3 for validation
     fold = bt.fold_config(cfg, 20, 10)
@@ -105,10 +115,17 @@ def test_a_panel_with_time_stamps_must_end_together(tmp_path):
 )
 def test_a_fold_never_trains_on_the_rows_after_its_cutoff(retrain, id_column, expected):
     cfg = RunConfig(
-        DataConfig(target=("v",), time_column=None, id_column=id_column, window=3, horizon=2,
-                   season=4, val_fraction=0.25),
+        DataConfig(
+            target=("v",),
+            time_column=None,
+            id_column=id_column,
+            window=3,
+            horizon=2,
+            season=4,
+            val_fraction=0.25,
+        ),
         train=TrainConfig(retrain=retrain),
-    )  # fmt: skip
+    )
     fold = bt.fold_config(cfg, 20, 10)
     assert fold.train.retrain == expected
     # and the rows after the cut-off are the fold's test rows, outside what "on" trains on

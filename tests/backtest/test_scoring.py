@@ -21,8 +21,9 @@ def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_pa
     series = prepare_series(read_table(data), read_run_info(out / "fold_00").config.data)
     for k, fold in enumerate(result.data["folds"]):
         assert {n: s["cutoff"] for n, s in fold["per_series"].items()} == {
-            "a": 51 + 3 * k, "b": 41 + 3 * k
-        }  # fmt: skip
+            "a": 51 + 3 * k,
+            "b": 41 + 3 * k,
+        }
         # the fold's training and validation rows end at the cut-off of every series
         run_data = read_run_info(out / f"fold_{k:02d}").config.data
         splits, _ = make_splits(series, run_data)
@@ -31,7 +32,7 @@ def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_pa
         forecasts = result.forecasts[k]
         assert forecasts["origin"].tolist() == [51 + 3 * k + j for j in range(3)] + [
             60 + 41 + 3 * k + j for j in range(3)
-        ]  # fmt: skip
+        ]
         for name, pooled in fold["scores"].items():
             each = [fold["per_series"][s]["scores"][name] for s in "ab"]
             # the pooled MASE is the mean of the series' MASE; MAE the mean over all targets
@@ -82,19 +83,29 @@ def test_the_backtest_plot_shows_each_forecasters_mase_by_fold_and_by_step_on_a_
         }
         scale = np.mean(np.abs(y[SEASON : cut + 1] - y[: cut + 1 - SEASON]))  # rows 0..cut
         scores, by_step, _ = _fold_scores(actual, made, [(slice(None), np.array([scale]))])
-        folds.append({"fold": k, "cutoff": cut, "cutoff_time": str(day0 + cut),
-                      "scores": scores, "by_step": by_step})  # fmt: skip
+        folds.append(
+            {
+                "fold": k,
+                "cutoff": cut,
+                "cutoff_time": str(day0 + cut),
+                "scores": scores,
+                "by_step": by_step,
+            }
+        )
         forecasts.append((actual, made))
         scales.append(scale)
     by_fold, by_step = backtest_figure({"folds": folds, "horizon": horizon}).axes
     for name in ("model", "last_value", "seasonal_naive"):
-        errors = [np.abs(made[name] - actual)[..., 0] / scale  # (3, horizon) scaled errors
-                  for (actual, made), scale in zip(forecasts, scales, strict=True)]  # fmt: skip
+        errors = [
+            np.abs(made[name] - actual)[..., 0] / scale  # (3, horizon) scaled errors
+            for (actual, made), scale in zip(forecasts, scales, strict=True)
+        ]
         (line,) = [ln for ln in by_fold.get_lines() if ln.get_label() == name]
         np.testing.assert_allclose(line.get_ydata(), [e.mean() for e in errors], rtol=1e-12)
         (line,) = [ln for ln in by_step.get_lines() if ln.get_label() == name]
-        np.testing.assert_allclose(line.get_ydata(), np.mean([e.mean(axis=0) for e in errors],
-                                                             axis=0), rtol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            line.get_ydata(), np.mean([e.mean(axis=0) for e in errors], axis=0), rtol=1e-12
+        )
         np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3])
     assert not [ln for ln in by_fold.get_lines() if ln.get_label() == "auto_ets"]
     labels = [t.get_text() for t in by_fold.get_xticklabels()]

@@ -37,8 +37,13 @@ def test_baseline_runs_the_stacklstm_peer_of_another_package(monkeypatch, tmp_pa
         def request(self, msg):
             if msg["cmd"] == "setup":
                 self.peer = msg["peer"]
-                return {"measures": ["train"], "compile": False, "notes": "", "info": {},
-                        "first_calls": {}}  # fmt: skip
+                return {
+                    "measures": ["train"],
+                    "compile": False,
+                    "notes": "",
+                    "info": {},
+                    "first_calls": {},
+                }
             if msg["cmd"] == "memory":
                 return {"rss_peak_growth_bytes": 0}
             return {"times": [0.002 if self.env is baseline_env else 0.001]}

@@ -85,8 +85,9 @@ def test_cli_train_evaluate_predict_end_to_end(cli_run, capsys, tmp_path):
     assert abs(future["stacklstm"].iloc[0] - 371.0) < 3  # the last value is ~370.6
     # --history: the forecasts from every origin, the last of which is the future's
     csv = tmp_path / "forecasts.csv"
-    code, out, _ = _run(capsys, "predict", run, "--data", bundled_dataset_path(), "--output", csv,
-                        "--history")  # fmt: skip
+    code, out, _ = _run(
+        capsys, "predict", run, "--data", bundled_dataset_path(), "--output", csv, "--history"
+    )
     assert code == 0 and out.strip() == f"wrote 2279 forecasts to {csv}"
     frame = pd.read_csv(csv)
     assert frame["co2_h1"].iloc[-1] == pytest.approx(future["stacklstm"].iloc[0], rel=1e-12)
@@ -234,8 +235,18 @@ def test_nan_or_inf_in_the_data_is_named_by_row_before_training(tmp_path, cells,
         values[row - 1] = cell  # row 1 is the first row below the header
     csv = _weekly_csv(tmp_path / "data.csv", values)
     # these settings train on the clean table
-    args = ["train", "--data", csv, "--out", tmp_path / "runs" / "r", "--window", "3",
-            "--batch-size", "4", *flags]  # fmt: skip
+    args = [
+        "train",
+        "--data",
+        csv,
+        "--out",
+        tmp_path / "runs" / "r",
+        "--window",
+        "3",
+        "--batch-size",
+        "4",
+        *flags,
+    ]
     err = _one_line_error(*_main(*args))
     assert message in err
     assert not (tmp_path / "runs").exists()
@@ -244,8 +255,19 @@ def test_nan_or_inf_in_the_data_is_named_by_row_before_training(tmp_path, cells,
 def test_gaps_reject_names_missing_time_stamps(tmp_path):
     dates = pd.date_range("2000-01-02", periods=41, freq="W").delete(20)  # one week missing
     csv = _weekly_csv(tmp_path / "data.csv", np.arange(40.0), dates)
-    args = ["train", "--data", csv, "--out", tmp_path / "r", "--window", "3", "--batch-size", "4",
-            "--gaps", "reject"]  # fmt: skip
+    args = [
+        "train",
+        "--data",
+        csv,
+        "--out",
+        tmp_path / "r",
+        "--window",
+        "3",
+        "--batch-size",
+        "4",
+        "--gaps",
+        "reject",
+    ]
     err = _one_line_error(*_main(*args))
     assert "1 time stamps of step 7D are missing, the first 2000-05-21" in err
     assert not (tmp_path / "r").exists()
@@ -341,7 +363,7 @@ def _bad_value(kind):
                 lambda v: ",".join(map(str, v))
             ),
             text.filter(lambda s: not _is(_ints, s)),
-        )  # fmt: skip
+        )
     if kind == tuple[float, ...]:  # levels: each strictly between 0 and 1
         outside = st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0))
         return st.one_of(
@@ -445,8 +467,21 @@ def test_cli_malformed_csv_exit_2_naming_the_problem_and_no_run_folder(tmp_path_
     text = "date,co2\n" + "".join(f"{r['date']},{r['co2']}\n" for r in rows if not r.get("drop"))
     (base / "data.csv").write_text(text)
     # 40 clean rows train with these flags; every defect above must stop it
-    argv = ["train", "--data", base / "data.csv", "--out", base / "runs" / "r", "--window", "3",
-            "--batch-size", "4", "--epochs", "1", "--gaps", "reject"]  # fmt: skip
+    argv = [
+        "train",
+        "--data",
+        base / "data.csv",
+        "--out",
+        base / "runs" / "r",
+        "--window",
+        "3",
+        "--batch-size",
+        "4",
+        "--epochs",
+        "1",
+        "--gaps",
+        "reject",
+    ]
     err = _one_line_error(*_main(*argv))
     file_row = {id(r): i for i, r in enumerate((r for r in rows if not r.get("drop")), 1)}
     expected = [
@@ -488,14 +523,22 @@ _RUN_INFO = st.one_of(
         {"layout_version": st.just(1) | _JSON, "config": _JSON, "data_path": _JSON, "scaler": _JSON}
     ),
     st.fixed_dictionaries(
-        {"layout_version": st.just(1), "config": st.just({}), "data_path": st.none(),
-         "scaler": st.fixed_dictionaries({"kind": st.just("standard") | _JSON,
-                                          "columns": st.just(["co2"]) | _JSON,
-                                          "n_targets": st.just(1) | _JSON,
-                                          "center": st.just([1.0]) | _JSON,
-                                          "scale": st.just([2.0]) | _JSON})}
+        {
+            "layout_version": st.just(1),
+            "config": st.just({}),
+            "data_path": st.none(),
+            "scaler": st.fixed_dictionaries(
+                {
+                    "kind": st.just("standard") | _JSON,
+                    "columns": st.just(["co2"]) | _JSON,
+                    "n_targets": st.just(1) | _JSON,
+                    "center": st.just([1.0]) | _JSON,
+                    "scale": st.just([2.0]) | _JSON,
+                }
+            ),
+        }
     ),
-)  # fmt: skip
+)
 
 
 @PROPERTY
@@ -525,17 +568,49 @@ def test_values_too_large_for_float32_are_refused_before_the_run_folder(tmp_path
         path = tmp_path / f"t{n}.csv"
         pd.DataFrame({"v": values}).to_csv(path, index=False)
         out = tmp_path / f"run{n}"
-        err = _one_line_error(*_main(
-            "train", "--data", path, "--target", "v", "--time-column", "none", "--scaler",
-            scaler, "--window", "4", "--epochs", "1", "--out", out, "--quiet",
-        ))  # fmt: skip
+        err = _one_line_error(
+            *_main(
+                "train",
+                "--data",
+                path,
+                "--target",
+                "v",
+                "--time-column",
+                "none",
+                "--scaler",
+                scaler,
+                "--window",
+                "4",
+                "--epochs",
+                "1",
+                "--out",
+                out,
+                "--quiet",
+            )
+        )
         assert f"column 'v' of {path} " in err and words in err, err
         assert "--lr" not in err and not out.exists()
     pd.DataFrame({"v": rows * 1e15}).to_csv(tmp_path / "ok.csv", index=False)  # large, fits
-    code, _, err = _main("train", "--data", tmp_path / "ok.csv", "--target", "v",
-                         "--time-column", "none", "--scaler", "none", "--window", "4",
-                         "--epochs", "1", "--baselines", "naive", "--out", tmp_path / "ok",
-                         "--quiet")  # fmt: skip
+    code, _, err = _main(
+        "train",
+        "--data",
+        tmp_path / "ok.csv",
+        "--target",
+        "v",
+        "--time-column",
+        "none",
+        "--scaler",
+        "none",
+        "--window",
+        "4",
+        "--epochs",
+        "1",
+        "--baselines",
+        "naive",
+        "--out",
+        tmp_path / "ok",
+        "--quiet",
+    )
     assert code == 0, err
 
 
@@ -551,9 +626,17 @@ def test_series_that_cannot_fit_in_memory_are_refused_before_allocating(
     assert (held, batch) == (rows * (24 + 16 + 2 * 32), 32 * 100_000 * 20)
     memory.check_series_fit(rows, 1, 1, 100_000, 32, available=held + batch)
     monkeypatch.setattr(memory, "available_memory", lambda: 10 * 2**20)  # 10 MiB left
-    err = _one_line_error(*_main(
-        "train", "--data", tmp_path / "t.csv", "--time-column", "none", "--out", tmp_path / "run",
-    ))  # fmt: skip
+    err = _one_line_error(
+        *_main(
+            "train",
+            "--data",
+            tmp_path / "t.csv",
+            "--time-column",
+            "none",
+            "--out",
+            tmp_path / "run",
+        )
+    )
     assert (
         "the series of 200000 rows x 1 columns need about 0.02 GiB held in memory, and one "
         "batch of 32 windows of 10 steps 0.00 GiB more, but 0.01 GiB of memory is available; "

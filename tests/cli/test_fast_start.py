@@ -14,8 +14,9 @@ from stacklstm import compile_cache
 
 
 def _python(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env
+    )
 
 
 def test_import_stacklstm_loads_no_jax():
@@ -94,15 +95,17 @@ def test_a_second_process_loads_the_compiled_steps_instead_of_compiling(tmp_path
         fit(cfg, {str(tmp_path)!r} + "/run" + __import__("sys").argv[-1], quiet=True)
         print(json.dumps({{"dir": jax.config.jax_compilation_cache_dir, "hits": len(hits)}}))
     """
-    first = subprocess.run([sys.executable, "-c", textwrap.dedent(code), "1"],
-                           capture_output=True, text=True, env=env)  # fmt: skip
+    first = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), "1"], capture_output=True, text=True, env=env
+    )
     assert first.returncode == 0, first.stderr
     seen = json.loads(first.stdout.strip().splitlines()[-1])
     assert seen["dir"] == str(cache) and any(cache.iterdir())
     entries = {p.name for p in cache.iterdir()}
     assert any(name.startswith("jit_train_step") for name in entries)
-    second = subprocess.run([sys.executable, "-c", textwrap.dedent(code), "2"],
-                            capture_output=True, text=True, env=env)  # fmt: skip
+    second = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), "2"], capture_output=True, text=True, env=env
+    )
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout.strip().splitlines()[-1])["hits"] > 0
     # the steps were not compiled anew (a tiny eager op may be: its compile time varies
@@ -111,8 +114,9 @@ def test_a_second_process_loads_the_compiled_steps_instead_of_compiling(tmp_path
     new = {p.name for p in cache.iterdir()} - entries
     assert not [name for name in new if name.startswith(steps)], new
     off = {**env, "STACKLSTM_COMPILE_CACHE": "0"}
-    third = subprocess.run([sys.executable, "-c", textwrap.dedent(code), "3"],
-                           capture_output=True, text=True, env=off)  # fmt: skip
+    third = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), "3"], capture_output=True, text=True, env=off
+    )
     assert third.returncode == 0, third.stderr
     assert json.loads(third.stdout.strip().splitlines()[-1]) == {"dir": None, "hits": 0}
 
@@ -122,10 +126,23 @@ def test_repeated_stamps_suggest_the_id_column(tmp_path):
     rows = [f"{name},2000-01-{day:02d},{day}.0" for name in "ab" for day in range(1, 21)]
     table.write_text("unique_id,ds,y\n" + "\n".join(rows) + "\n")
     done = subprocess.run(
-        [sys.executable, "-m", "stacklstm", "train", "--data", str(table), "--target", "y",
-         "--time-column", "ds", "--out", str(tmp_path / "run")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "stacklstm",
+            "train",
+            "--data",
+            str(table),
+            "--target",
+            "y",
+            "--time-column",
+            "ds",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "stacklstm: error: time column 'ds' repeats 2000-01-01 (rows 1 and 21); expected one "

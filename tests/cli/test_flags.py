@@ -12,10 +12,26 @@ def test_flags_map_onto_config_fields_without_defaults_of_their_own():
     parser = build_parser()
     assert _overrides(parser.parse_args(["train"])) == {"data": {}, "model": {}, "train": {}}
     args = parser.parse_args(
-        ["train", "--target", "a,b", "--features", "", "--time-column", "none",
-         "--linear-layer-sizes", "", "--mean-aggregation", "--no-skip-nonfinite", "--lr", "1e-3",
-         "--loss", "huber", "--val-fraction", "0.2"]
-    )  # fmt: skip
+        [
+            "train",
+            "--target",
+            "a,b",
+            "--features",
+            "",
+            "--time-column",
+            "none",
+            "--linear-layer-sizes",
+            "",
+            "--mean-aggregation",
+            "--no-skip-nonfinite",
+            "--lr",
+            "1e-3",
+            "--loss",
+            "huber",
+            "--val-fraction",
+            "0.2",
+        ]
+    )
     assert _overrides(args) == {
         "data": {"target": ("a", "b"), "features": (), "time_column": None, "val_fraction": 0.2},
         "model": {"linear_layer_sizes": (), "mean_aggregation": True},

@@ -28,9 +28,14 @@ def test_long_format_is_the_forecast_after_the_last_row_in_statsforecasts_names(
     assert "wrote 1 forecasts" in stdout  # horizon 1, one series
     long = pd.read_csv(out, parse_dates=["ds"], float_precision="round_trip")
     assert list(long.columns) == [
-        "unique_id", "ds", "stacklstm", "stacklstm-lo-80", "stacklstm-hi-80",
-        "stacklstm-lo-95", "stacklstm-hi-95",
-    ]  # fmt: skip
+        "unique_id",
+        "ds",
+        "stacklstm",
+        "stacklstm-lo-80",
+        "stacklstm-hi-80",
+        "stacklstm-lo-95",
+        "stacklstm-hi-95",
+    ]
     wide = predict(co2_run)  # the default stays the wide frame, every origin
     last = wide.iloc[-1]
     assert long["unique_id"].tolist() == ["co2"]  # one series: named by its target
@@ -46,15 +51,26 @@ def test_long_format_is_the_forecast_after_the_last_row_in_statsforecasts_names(
 
 def test_long_format_of_an_estimators_run_equals_its_predict(tmp_path):
     rng = np.random.default_rng(4)
-    df = pd.DataFrame({
-        "unique_id": np.repeat([3, 7], 50),  # whole-number ids come back as given
-        "ds": np.tile(pd.date_range("2021-01-03", periods=50, freq="W-SUN"), 2),
-        "y": rng.standard_normal(100).cumsum(),
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "unique_id": np.repeat([3, 7], 50),  # whole-number ids come back as given
+            "ds": np.tile(pd.date_range("2021-01-03", periods=50, freq="W-SUN"), 2),
+            "y": rng.standard_normal(100).cumsum(),
+        }
+    )
     model = LSTMForecaster(
-        horizon=2, window=6, season=1, lstm_hidden_size=4, epochs=1, batch_size=8,
-        baselines="naive", test_size=4, val_size=6, loss="quantile", level=[50],
-    ).fit(df)  # fmt: skip
+        horizon=2,
+        window=6,
+        season=1,
+        lstm_hidden_size=4,
+        epochs=1,
+        batch_size=8,
+        baselines="naive",
+        test_size=4,
+        val_size=6,
+        loss="quantile",
+        level=[50],
+    ).fit(df)
     out = tmp_path / "long.csv"
     code, _, err = _main("predict", model.run_dir, "--format", "long", "--output", out)
     assert code == 0, err
@@ -82,6 +98,8 @@ def test_long_format_carries_the_combination_column():
     })  # fmt: skip
     long = to_long(wide, ["y"], 2, "1", models=("combination",))
     assert long.to_dict("list") == {
-        "unique_id": ["a", "a", "b", "b"], "ds": [5, 6, 10, 11],
-        "stacklstm": [2.0, 4.0, 5.0, 6.0], "combination": [2.5, 4.5, 5.5, 6.5],
-    }  # fmt: skip
+        "unique_id": ["a", "a", "b", "b"],
+        "ds": [5, 6, 10, 11],
+        "stacklstm": [2.0, 4.0, 5.0, 6.0],
+        "combination": [2.5, 4.5, 5.5, 6.5],
+    }

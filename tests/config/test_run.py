@@ -26,8 +26,12 @@ def test_older_spellings_are_aliases():
     )
     assert old.model == ModelConfig(lstm_hidden_size=8, num_lstm_layers=3, dropout_rate=0.5)
     assert old.data.season == 12
-    assert set(ALIASES) == {("model", "hidden_size"), ("model", "num_layers"),
-                            ("model", "dropout"), ("train", "season")}  # fmt: skip
+    assert set(ALIASES) == {
+        ("model", "hidden_size"),
+        ("model", "num_layers"),
+        ("model", "dropout"),
+        ("train", "season"),
+    }
     assert RunConfig().replace({"model": {"hidden_size": 4}}).model.lstm_hidden_size == 4
 
 
@@ -45,8 +49,14 @@ def test_a_field_given_under_both_names_is_refused():
 def test_layout_1_config_json_reads_as_it_was_written():
     """A config.json written before the rename (hidden_size, train.season) keeps its values."""
     v1 = RunConfig().to_dict()
-    v1["model"] = {"hidden_size": 16, "num_layers": 1, "linear_layer_sizes": [8],
-                   "mean_aggregation": True, "bidirectional": False, "dropout": 0.1}  # fmt: skip
+    v1["model"] = {
+        "hidden_size": 16,
+        "num_layers": 1,
+        "linear_layer_sizes": [8],
+        "mean_aggregation": True,
+        "bidirectional": False,
+        "dropout": 0.1,
+    }
     season = v1["data"].pop("season")
     v1["train"]["season"] = 12
     cfg = RunConfig.from_dict(json.loads(json.dumps(v1)), saved=True)
@@ -149,8 +159,9 @@ def test_replace_builds_only_the_sections_it_changes_and_checks_them_in_order():
     cfg = RunConfig(DataConfig(window=12), ModelConfig(lstm_hidden_size=8))
     new = cfg.replace({"train": {"epochs": 3}, "model": {"hidden_size": 4}})
     assert new.data is cfg.data and (new.model.lstm_hidden_size, new.train.epochs) == (4, 3)
-    assert new == RunConfig.from_dict({**cfg.to_dict(), "model": new.model.to_dict(),
-                                       "train": new.train.to_dict()})  # fmt: skip
+    assert new == RunConfig.from_dict(
+        {**cfg.to_dict(), "model": new.model.to_dict(), "train": new.train.to_dict()}
+    )
     # two bad sections: [data]'s error first, as from_dict checks data, model, train
     with pytest.raises(SettingError, match="horizon must be an integer >= 1, got 0"):
         cfg.replace({"train": {"epochs": 0}, "data": {"horizon": 0}})

@@ -7,14 +7,44 @@ from stacklstm.config import SECTIONS, describe
 #: Every key a layout-2 config.json holds. A field added later must carry `legacy=` (the
 #: behaviour before it existed), so that older run folders keep meaning what they meant.
 LAYOUT_2_KEYS = {
-    "data": {"target", "features", "time_column", "window", "horizon", "stride",
-             "val_fraction", "test_fraction", "scaler", "normalize", "difference", "gaps",
-             "season"},
-    "model": {"lstm_hidden_size", "num_lstm_layers", "linear_layer_sizes", "mean_aggregation",
-              "bidirectional", "dropout_rate"},
-    "train": {"epochs", "batch_size", "lr", "weight_decay", "warmup_fraction", "clip_norm",
-              "loss", "patience", "seed", "log_every", "checkpoint_every", "skip_nonfinite"},
-}  # fmt: skip
+    "data": {
+        "target",
+        "features",
+        "time_column",
+        "window",
+        "horizon",
+        "stride",
+        "val_fraction",
+        "test_fraction",
+        "scaler",
+        "normalize",
+        "difference",
+        "gaps",
+        "season",
+    },
+    "model": {
+        "lstm_hidden_size",
+        "num_lstm_layers",
+        "linear_layer_sizes",
+        "mean_aggregation",
+        "bidirectional",
+        "dropout_rate",
+    },
+    "train": {
+        "epochs",
+        "batch_size",
+        "lr",
+        "weight_decay",
+        "warmup_fraction",
+        "clip_norm",
+        "loss",
+        "patience",
+        "seed",
+        "log_every",
+        "checkpoint_every",
+        "skip_nonfinite",
+    },
+}
 
 
 def test_every_field_has_help():

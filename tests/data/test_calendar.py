@@ -25,9 +25,13 @@ def _utc(raw: pd.Series) -> np.ndarray:
 def test_hourly_across_the_spring_daylight_saving_change_keeps_the_wall_clock():
     # Berlin, 2021-03-28 (a Sunday): 02:00 does not exist; the UTC stamps are one hour apart
     raw = pd.Series(
-        ["2021-03-28T00:00:00+01:00", "2021-03-28T01:00:00+01:00", "2021-03-28T03:00:00+02:00",
-         "2021-03-28T04:00:00+02:00"]
-    )  # fmt: skip
+        [
+            "2021-03-28T00:00:00+01:00",
+            "2021-03-28T01:00:00+01:00",
+            "2021-03-28T03:00:00+02:00",
+            "2021-03-28T04:00:00+02:00",
+        ]
+    )
     frame = pd.DataFrame({"date": raw, "co2": [1.0, 2.0, 3.0, 4.0]})
     series = prepare_series(frame, DataConfig(window=2, horizon=1))
     assert series.freq == "h"  # regular in UTC: 23:00 (Saturday), 00:00, 01:00, 02:00
@@ -35,14 +39,18 @@ def test_hourly_across_the_spring_daylight_saving_change_keeps_the_wall_clock():
     assert (offsets // np.timedelta64(1, "h")).tolist() == [1, 1, 2, 2]
     local = wall_clock(series.times, _utc(raw), offsets)
     assert local.astype(str).tolist() == [
-        "2021-03-28T00:00:00", "2021-03-28T01:00:00", "2021-03-28T03:00:00",
+        "2021-03-28T00:00:00",
+        "2021-03-28T01:00:00",
+        "2021-03-28T03:00:00",
         "2021-03-28T04:00:00",
-    ]  # fmt: skip
+    ]
     names, values = calendar_features(local, series.freq)
     assert names == (
-        "calendar_hour_of_day_sin", "calendar_hour_of_day_cos",
-        "calendar_day_of_week_sin", "calendar_day_of_week_cos",
-    )  # fmt: skip
+        "calendar_hour_of_day_sin",
+        "calendar_hour_of_day_cos",
+        "calendar_day_of_week_sin",
+        "calendar_day_of_week_cos",
+    )
     expected = _sincos([0 / 24, 1 / 24, 3 / 24, 4 / 24], [6 / 7] * 4)  # Sunday is 6
     np.testing.assert_array_equal(values, expected)
     # computed from UTC, the first stamp would be Saturday 23:00: the calendar would move
@@ -54,9 +62,13 @@ def test_hourly_across_the_autumn_change_repeats_the_hour_and_inserted_stamps_ta
     # Berlin, 2021-10-31: 02:00 happens twice; the second one (01:00 UTC) is missing from the
     # table and inserted by the cleaning
     raw = pd.Series(
-        ["2021-10-31T01:00:00+02:00", "2021-10-31T02:00:00+02:00", "2021-10-31T03:00:00+01:00",
-         "2021-10-31T04:00:00+01:00"]
-    )  # fmt: skip
+        [
+            "2021-10-31T01:00:00+02:00",
+            "2021-10-31T02:00:00+02:00",
+            "2021-10-31T03:00:00+01:00",
+            "2021-10-31T04:00:00+01:00",
+        ]
+    )
     frame = pd.DataFrame({"date": raw, "co2": [1.0, 2.0, 4.0, 5.0]})
     series = prepare_series(frame, DataConfig(window=2, horizon=1))
     assert len(series) == 5 and series.n_filled == 1  # 23:00, 00:00, (01:00), 02:00, 03:00 UTC
@@ -65,25 +77,37 @@ def test_hourly_across_the_autumn_change_repeats_the_hour_and_inserted_stamps_ta
     # 03:00 (a table of offsets does not say when the zone changed; a clock still on +02:00
     # would show 03:00); the written stamps keep their own wall-clock hours
     assert local.astype(str).tolist() == [
-        "2021-10-31T01:00:00", "2021-10-31T02:00:00", "2021-10-31T03:00:00",
-        "2021-10-31T03:00:00", "2021-10-31T04:00:00",
-    ]  # fmt: skip
+        "2021-10-31T01:00:00",
+        "2021-10-31T02:00:00",
+        "2021-10-31T03:00:00",
+        "2021-10-31T03:00:00",
+        "2021-10-31T04:00:00",
+    ]
     _, values = calendar_features(local, series.freq)
-    np.testing.assert_array_equal(values, _sincos([1 / 24, 2 / 24, 3 / 24, 3 / 24, 4 / 24],
-                                                  [6 / 7] * 5))  # fmt: skip
+    np.testing.assert_array_equal(
+        values, _sincos([1 / 24, 2 / 24, 3 / 24, 3 / 24, 4 / 24], [6 / 7] * 5)
+    )
 
 
 def test_daily_across_a_daylight_saving_change_finds_its_step_on_the_wall_clock():
     # local midnights: the UTC steps are 24 h and 23 h, irregular in UTC
-    raw = pd.Series(["2021-03-27T00:00+01:00", "2021-03-28T00:00+01:00", "2021-03-29T00:00+02:00",
-                     "2021-03-30T00:00+02:00"])  # fmt: skip
+    raw = pd.Series(
+        [
+            "2021-03-27T00:00+01:00",
+            "2021-03-28T00:00+01:00",
+            "2021-03-29T00:00+02:00",
+            "2021-03-30T00:00+02:00",
+        ]
+    )
     frame = pd.DataFrame({"date": raw, "co2": [1.0, 2.0, 3.0, 4.0]})
     series = prepare_series(frame, DataConfig(window=2, horizon=1))
     local = wall_clock(series.times, _utc(raw), utc_offsets(raw))
     assert local.astype(str).tolist() == [
-        "2021-03-27T00:00:00", "2021-03-28T00:00:00", "2021-03-29T00:00:00",
+        "2021-03-27T00:00:00",
+        "2021-03-28T00:00:00",
+        "2021-03-29T00:00:00",
         "2021-03-30T00:00:00",
-    ]  # fmt: skip
+    ]
     names, values = calendar_features(local, series.freq)  # freq None: the local median step
     assert names[::2] == ("calendar_day_of_week_sin", "calendar_day_of_year_sin")
     # Saturday..Tuesday; 2021-03-27 is day 86 of 365
@@ -108,9 +132,11 @@ def test_daily_positions_in_a_leap_year_and_business_days():
     days = np.array(["2024-02-28", "2024-02-29", "2024-03-01", "2024-12-31"], "datetime64[D]")
     names, values = calendar_features(days, "D")
     assert names == (
-        "calendar_day_of_week_sin", "calendar_day_of_week_cos",
-        "calendar_day_of_year_sin", "calendar_day_of_year_cos",
-    )  # fmt: skip
+        "calendar_day_of_week_sin",
+        "calendar_day_of_week_cos",
+        "calendar_day_of_year_sin",
+        "calendar_day_of_year_cos",
+    )
     # Wednesday, Thursday, Friday, Tuesday; days 59, 60, 61, 366 of 366
     expected = _sincos([2 / 7, 3 / 7, 4 / 7, 1 / 7], [58 / 366, 59 / 366, 60 / 366, 365 / 366])
     np.testing.assert_array_equal(values, expected)

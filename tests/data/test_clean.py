@@ -187,8 +187,10 @@ def test_prepare_series_converts_stamps_across_daylight_saving_changes_to_utc(tm
 
 def test_prepare_series_accepts_whole_number_time_stamps_with_their_step():
     years = [1700, 1702, 1704, 1708, 1710]  # step 2; 1706 missing
-    series = prepare_series(frame_of(year=years, co2=[1.0, 2.0, 3.0, 5.0, 6.0]),
-                            DataConfig(window=2, horizon=1, time_column="year"))  # fmt: skip
+    series = prepare_series(
+        frame_of(year=years, co2=[1.0, 2.0, 3.0, 5.0, 6.0]),
+        DataConfig(window=2, horizon=1, time_column="year"),
+    )
     assert series.times.dtype == np.int64
     assert series.times.tolist() == [1700, 1702, 1704, 1706, 1708, 1710]
     assert series.freq == "2" and series.n_filled == 1
@@ -208,5 +210,8 @@ def test_forecast_only_needs_one_input_window():
     assert len(prepare_series(frame, cfg, forecast_only=True)) == 4
     raises_one_line(
         "series has 3 rows but one input window needs window \\(4\\) = 4",
-        prepare_series, frame_of(v=np.arange(3.0)), cfg, forecast_only=True,
-    )  # fmt: skip
+        prepare_series,
+        frame_of(v=np.arange(3.0)),
+        cfg,
+        forecast_only=True,
+    )

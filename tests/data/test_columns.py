@@ -22,8 +22,9 @@ def test_numeric_column_reads_numbers_blanks_and_what_python_reads():
     got = numeric_column(raw, "y", "target")
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, [1.5, np.nan, np.nan, -2000.0, np.inf, 7.0])
-    np.testing.assert_array_equal(numeric_column(pd.Series([True, False]), "f", "feature"),
-                                  [1.0, 0.0])  # fmt: skip
+    np.testing.assert_array_equal(
+        numeric_column(pd.Series([True, False]), "f", "feature"), [1.0, 0.0]
+    )
 
 
 def test_numeric_column_names_the_row_of_a_word():

@@ -19,16 +19,34 @@ from stacklstm.data.calendar import calendar_features
 def _arange_frame(n=20, future_rows=0):
     """y = t, past feature p = 100 + t, future feature f = 1000 + t, static s = 7, days."""
     t = np.arange(n + future_rows, dtype=np.float64)
-    frame = pd.DataFrame({"date": pd.date_range("2024-01-01", periods=len(t), freq="D"),
-                          "y": t, "p": 100 + t, "f": 1000 + t, "s": 7.0})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "date": pd.date_range("2024-01-01", periods=len(t), freq="D"),
+            "y": t,
+            "p": 100 + t,
+            "f": 1000 + t,
+            "s": 7.0,
+        }
+    )
     frame.loc[n:, ["y", "p"]] = np.nan  # the future rows: the target (and past feature) empty
     return frame
 
 
 # daily rows: a season of 7
-_CFG = DataConfig(target=("y",), features=("p",), future_features=("f",), static_features=("s",),
-                  calendar="auto", window=3, horizon=2, scaler="none", normalize="none",
-                  val_fraction=0.2, test_fraction=0.2, season=7)  # fmt: skip
+_CFG = DataConfig(
+    target=("y",),
+    features=("p",),
+    future_features=("f",),
+    static_features=("s",),
+    calendar="auto",
+    window=3,
+    horizon=2,
+    scaler="none",
+    normalize="none",
+    val_fraction=0.2,
+    test_fraction=0.2,
+    season=7,
+)
 
 
 def test_windows_see_the_horizon_of_future_features_never_the_future_of_past_ones():
@@ -131,17 +149,21 @@ def test_training_leaves_the_future_rows_out_and_static_values_are_per_series():
     np.testing.assert_array_equal(x.static[:, 0], np.where(splits.train.series == 0, -1.0, 1.0))
     raises_one_line(
         r"static feature column 's' holds 2 values in series 'b' \(3 and 4\)",
-        prepare_series, panel.assign(s=np.r_[np.ones(20), 3.0, np.full(19, 4.0)]), cfg,
-    )  # fmt: skip
+        prepare_series,
+        panel.assign(s=np.r_[np.ones(20), 3.0, np.full(19, 4.0)]),
+        cfg,
+    )
 
 
 def test_calendar_only_runs_forecast_without_future_rows_from_the_step():
-    cfg = DataConfig(target=("y",), calendar="auto", window=3, horizon=2, scaler="none",
-                     normalize="none")  # fmt: skip
+    cfg = DataConfig(
+        target=("y",), calendar="auto", window=3, horizon=2, scaler="none", normalize="none"
+    )
     series = prepare_series(_arange_frame()[["date", "y"]], cfg, forecast_only=True)
     assert series.tail_times[0].astype("datetime64[D]").astype(str).tolist() == [
-        "2024-01-21", "2024-01-22",
-    ]  # fmt: skip
+        "2024-01-21",
+        "2024-01-22",
+    ]
     _, calendar = calendar_features(pd.date_range("2024-01-21", periods=2).to_numpy(), "D")
     np.testing.assert_array_equal(series.tail[0], calendar)
     years = pd.DataFrame({"date": np.arange(1990, 2010), "y": np.arange(20.0)})

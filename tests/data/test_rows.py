@@ -32,7 +32,7 @@ PANEL = {
     "deseasonalize": False,
     "season": 7,
     "start_padding": "none",
-}  # fmt: skip  (padded windows: tests/data/test_padding.py)
+}  # (padded windows: tests/data/test_padding.py)
 
 
 def panel_frame(lengths, starts=None, bases=None, freq="D", seed=0):
@@ -42,10 +42,15 @@ def panel_frame(lengths, starts=None, bases=None, freq="D", seed=0):
     for name, n in lengths.items():
         start = (starts or {}).get(name, "2000-01-01")
         base = (bases or {}).get(name, 0.0)
-        parts.append(pd.DataFrame({
-            "id": name, "t": pd.date_range(start, periods=n, freq=freq),
-            "v": base + np.arange(n, dtype=np.float64),
-        }))  # fmt: skip
+        parts.append(
+            pd.DataFrame(
+                {
+                    "id": name,
+                    "t": pd.date_range(start, periods=n, freq=freq),
+                    "v": base + np.arange(n, dtype=np.float64),
+                }
+            )
+        )
     frame = pd.concat(parts, ignore_index=True)
     return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
@@ -97,8 +102,9 @@ def test_panel_splits_by_size_per_series():
 
 
 def test_panel_splits_by_fraction_per_series():
-    series, cfg = prepared(panel_frame(**A_B), window=3, horizon=2, val_fraction=0.2,
-                           test_fraction=0.2)  # fmt: skip
+    series, cfg = prepared(
+        panel_frame(**A_B), window=3, horizon=2, val_fraction=0.2, test_fraction=0.2
+    )
     splits, _ = make_splits(series, cfg)
     # round(0.2 * 20) = 4 rows of a, round(0.2 * 30) = 6 rows of b
     assert splits.rows.tolist() == [[12, 4, 4], [18, 6, 6]]
@@ -106,8 +112,15 @@ def test_panel_splits_by_fraction_per_series():
 
 
 def test_panel_scalers_are_fitted_on_each_series_training_rows():
-    series, cfg = prepared(panel_frame(**A_B), window=3, horizon=2, val_size=4, test_size=5,
-                           scaler="standard", normalize="window")  # fmt: skip
+    series, cfg = prepared(
+        panel_frame(**A_B),
+        window=3,
+        horizon=2,
+        val_size=4,
+        test_size=5,
+        scaler="standard",
+        normalize="window",
+    )
     splits, scaler = make_splits(series, cfg)
     assert isinstance(scaler, PanelScaler) and scaler.ids == ("a", "b")
     # a trains on 0..10: mean 5, variance (11^2 - 1) / 12 = 10; b on 1000..1020: 1010, 440/12
@@ -129,8 +142,9 @@ def test_panel_scalers_are_fitted_on_each_series_training_rows():
 def test_no_window_crosses_two_series():
     frame = panel_frame({"a": 20, "b": 30, "c": 25}, bases={"b": 1000.0, "c": 5000.0})
     for difference in (False, True):
-        series, cfg = prepared(frame, window=4, horizon=3, val_size=5, test_size=5,
-                               difference=difference)  # fmt: skip
+        series, cfg = prepared(
+            frame, window=4, horizon=3, val_size=5, test_size=5, difference=difference
+        )
         splits, scaler = make_splits(series, cfg)
         inference = make_inference_windows(series, cfg, scaler)
         bounds = series.bounds
@@ -178,8 +192,9 @@ def test_a_short_series_is_named_and_skipped_or_refused_with_strict(caplog):
     assert scaler.ids == ("a", "b") and splits.test.ids == ("a", "b")
     assert splits.train.y_true.max() < 5000  # no window of c
     series, cfg = prepared(frame, window=3, horizon=2, val_size=4, test_size=5, strict=True)
-    raises_one_line(r"1 series cannot be used for training: 'c' \(12 rows", make_splits,
-                    series, cfg)  # fmt: skip
+    raises_one_line(
+        r"1 series cannot be used for training: 'c' \(12 rows", make_splits, series, cfg
+    )
     series, cfg = prepared(frame, window=30, horizon=2)
     message = r"no series can be used for training: 'a' \(20 rows: the training split has 14"
     raises_one_line(message, make_splits, series, cfg)
@@ -188,16 +203,20 @@ def test_a_short_series_is_named_and_skipped_or_refused_with_strict(caplog):
 def test_inference_windows_skip_series_the_run_did_not_train_on(caplog):
     series, cfg = prepared(panel_frame(**A_B), window=3, horizon=2, val_size=4, test_size=5)
     _, scaler = make_splits(series, cfg)
-    more, _ = prepared(panel_frame({**A_B["lengths"], "z": 10}, bases={"b": 1000.0}),
-                       window=3, horizon=2, val_size=4, test_size=5)  # fmt: skip
+    more, _ = prepared(
+        panel_frame({**A_B["lengths"], "z": 10}, bases={"b": 1000.0}),
+        window=3,
+        horizon=2,
+        val_size=4,
+        test_size=5,
+    )
     with caplog.at_level(logging.WARNING, logger="stacklstm.data"):
         windows = make_inference_windows(more, cfg, scaler)
     assert "'z' (no scaler: the run was not trained on it)" in caplog.text
     assert windows.ids == ("a", "b") and len(windows) == 18 + 28
     only_b = make_inference_windows(select_series(more, ["b"]), cfg, scaler)
     assert only_b.ids == ("b",) and only_b.x[0, :, 0].tolist() == [1000, 1001, 1002]
-    raises_one_line("no series 'q' in the table; it has 'a', 'b', 'z'", select_series, more,
-                    ["q"])  # fmt: skip
+    raises_one_line("no series 'q' in the table; it has 'a', 'b', 'z'", select_series, more, ["q"])
 
 
 def test_panel_scaler_round_trips_and_old_scalers_still_read():
@@ -243,15 +262,28 @@ def test_bad_panels_are_refused_in_one_line(change, message):
 
 def test_split_sizes_and_fractions_are_two_forms_of_one_setting():
     assert DataConfig(test_size=5).test_size == 5
-    raises_one_line("give test_size or test_fraction, not both", DataConfig, error=SettingError,
-                    test_size=5, test_fraction=0.3)  # fmt: skip
+    raises_one_line(
+        "give test_size or test_fraction, not both",
+        DataConfig,
+        error=SettingError,
+        test_size=5,
+        test_fraction=0.3,
+    )
     raises_one_line("val_size must be an integer", DataConfig, error=SettingError, val_size=-1)
-    raises_one_line("id_column 'co2' is also the time column or a target", DataConfig,
-                    error=SettingError, id_column="co2")  # fmt: skip
+    raises_one_line(
+        "id_column 'co2' is also the time column or a target",
+        DataConfig,
+        error=SettingError,
+        id_column="co2",
+    )
     # a one-series table with sizes: the rows themselves, and the message names the sizes
     series, cfg = prepared(panel_frame({"a": 20}), window=3, horizon=2, val_size=4, test_size=5)
     single = DataConfig(target=("v",), time_column="t", window=3, horizon=2, test_size=14, season=7)
     one = prepare_series(panel_frame({"a": 20}), single)
-    raises_one_line(r"training split has 3 of 20 rows \(val_fraction=0.15, test_size=14\)",
-                    make_splits, one, single)  # fmt: skip
+    raises_one_line(
+        r"training split has 3 of 20 rows \(val_fraction=0.15, test_size=14\)",
+        make_splits,
+        one,
+        single,
+    )
     assert make_splits(series, cfg)[0].rows.tolist() == [[11, 4, 5]]

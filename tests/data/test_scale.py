@@ -65,8 +65,9 @@ def test_a_panel_of_seasonal_naive_scalers_uses_each_series_own_rows():
     from stacklstm.data import PanelScaler
 
     values = np.array([[0.0], [1.0], [4.0], [9.0], [5.0], [5.0], [7.0], [3.0]])  # a: 0-3, b: 4-7
-    s = PanelScaler.fit(values, np.array([0, 4, 8]), [4, 4], "seasonal_naive", ("y",), 1,
-                        ("a", "b"), season=2)  # fmt: skip
+    s = PanelScaler.fit(
+        values, np.array([0, 4, 8]), [4, 4], "seasonal_naive", ("y",), 1, ("a", "b"), season=2
+    )
     assert s.scale[:, 0].tolist() == [(4 + 8) / 2, (2 + 2) / 2]
 
 
@@ -82,8 +83,16 @@ def test_a_panels_seasonal_naive_scale_is_each_series_mase_denominator():
         for i, v in values.items()
     ]
     frame = pd.concat(frames)
-    cfg = DataConfig(target=("y",), time_column="t", id_column="id", window=4, horizon=2,
-                     season=4, scaler="seasonal_naive", deseasonalize=False)  # fmt: skip
+    cfg = DataConfig(
+        target=("y",),
+        time_column="t",
+        id_column="id",
+        window=4,
+        horizon=2,
+        season=4,
+        scaler="seasonal_naive",
+        deseasonalize=False,
+    )
     splits, scaler = make_splits(prepare_series(frame, cfg), cfg)
     for k, (name, v) in enumerate(values.items()):
         train = v[: splits.rows[k][0]]  # the series' training rows

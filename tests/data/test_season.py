@@ -23,30 +23,63 @@ PATTERN = np.array([3.0, -1.0, 2.0, -4.0, 0.5, -0.5])  # sums to 0
 
 
 def cfg(**kw):
-    base = dict(target=("y",), time_column="date", season=6, window=4, horizon=3,
-                scaler="standard", val_fraction=0.2, test_fraction=0.2,
-                season_test=False, target_transform="none")  # fmt: skip
+    base = dict(
+        target=("y",),
+        time_column="date",
+        season=6,
+        window=4,
+        horizon=3,
+        scaler="standard",
+        val_fraction=0.2,
+        test_fraction=0.2,
+        season_test=False,
+        target_transform="none",
+    )
     return DataConfig(**{**base, **kw})  # the additive pattern of the values themselves
 
 
 @pytest.mark.parametrize(
     ("freq", "season"),
-    [("MS", 12), ("ME", 12), ("QS", 4), ("QE", 4), ("7D", 52), ("W-SUN", 52), ("D", 7),
-     ("B", 5), ("h", 24), ("YS", 1), ("15min", 1), ("2MS", 6), ("1", 1), (None, 1)],
-)  # fmt: skip
+    [
+        ("MS", 12),
+        ("ME", 12),
+        ("QS", 4),
+        ("QE", 4),
+        ("7D", 52),
+        ("W-SUN", 52),
+        ("D", 7),
+        ("B", 5),
+        ("h", 24),
+        ("YS", 1),
+        ("15min", 1),
+        ("2MS", 6),
+        ("1", 1),
+        (None, 1),
+    ],
+)
 def test_season_of_freq(freq, season):
     assert season_of_freq(freq) == season
 
 
 def test_auto_window_is_two_seasons_within_bounds():
     assert [window_for_season(s) for s in (1, 4, 5, 7, 12, 24, 52, 365)] == [
-        10, 8, 10, 14, 24, 48, 52, 52,
-    ]  # fmt: skip
+        10,
+        8,
+        10,
+        14,
+        24,
+        48,
+        52,
+        52,
+    ]
     explicit = resolve_data(DataConfig(season=7), "MS")
     assert (explicit.season, explicit.window) == (7, 14)
     weekly = prepare_series(
-        pd.DataFrame({"date": pd.date_range("2000-01-02", periods=300, freq="7D"),
-                      "y": np.arange(300.0)}), DataConfig(target=("y",)))  # fmt: skip
+        pd.DataFrame(
+            {"date": pd.date_range("2000-01-02", periods=300, freq="7D"), "y": np.arange(300.0)}
+        ),
+        DataConfig(target=("y",)),
+    )
     splits, _ = make_splits(weekly, resolve_data(DataConfig(target=("y",)), weekly.freq))
     assert (weekly.freq, splits.train.window) == ("7D", 52)
 
@@ -56,8 +89,9 @@ def test_classical_pattern_is_exact_on_trend_plus_season():
     values = 100 + 0.7 * t + np.tile(PATTERN, 6)
     np.testing.assert_allclose(classical_pattern(values, 6), PATTERN, atol=1e-12)
     odd = np.array([2.0, -3.0, 1.0])
-    np.testing.assert_allclose(classical_pattern(5 - 0.2 * t[:15] + np.tile(odd, 5), 3), odd,
-                               atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        classical_pattern(5 - 0.2 * t[:15] + np.tile(odd, 5), 3), odd, atol=1e-12
+    )
     with pytest.raises(ValueError, match="at least 2 seasons"):
         classical_pattern(values[:11], 6)
 
@@ -109,8 +143,9 @@ def test_phases_follow_the_time_stamps_of_a_later_table():
     assert windows.held.phase0.tolist() == [5]
     np.testing.assert_allclose(
         windows.held.model[:, 0] * scaler.scale[0] + scaler.center[0],
-        10 + 0.5 * np.arange(5, n), atol=1e-11,
-    )  # fmt: skip
+        10 + 0.5 * np.arange(5, n),
+        atol=1e-11,
+    )
     off_grid = monthly(values)
     off_grid["date"] += pd.Timedelta(days=14)  # the 15th of each month
     with pytest.raises(DataError, match="not on the MS grid"):
@@ -122,8 +157,9 @@ def test_no_pattern_without_two_seasons_of_training_rows_or_when_off():
     _, scaler = make_splits(prepare_series(monthly(values), cfg()), cfg())
     assert scaler.seasonal is None and "seasonal" not in scaler.to_dict()
     long = 10 + np.tile(PATTERN, 10)
-    _, off = make_splits(prepare_series(monthly(long), cfg(deseasonalize=False)),
-                         cfg(deseasonalize=False))  # fmt: skip
+    _, off = make_splits(
+        prepare_series(monthly(long), cfg(deseasonalize=False)), cfg(deseasonalize=False)
+    )
     assert off.seasonal is None
 
 
@@ -181,8 +217,9 @@ def test_log1p_transform_inverts_exactly_and_clips_at_zero():
     assert held.transformed and held.transform == "log1p" and scaler.seasonal is not None
     np.testing.assert_allclose(  # the pattern is fitted on log1p: a multiplicative season
         scaler.seasonal.pattern[0, :, 0],
-        classical_pattern(np.log1p(values[: splits.n_train]), 6), atol=1e-12,
-    )  # fmt: skip
+        classical_pattern(np.log1p(values[: splits.n_train]), 6),
+        atol=1e-12,
+    )
     rows = np.minimum(test.target_index, n - 1)
     y64 = held.model[rows, :1] - test.anchor[:, None, :]
     np.testing.assert_allclose(test.to_original(y64), test.y_true, rtol=1e-12)

@@ -60,7 +60,9 @@ def test_a_fraction_gives_at_least_one_horizon_of_rows():
     assert split_rows(40, DataConfig(window=4, season=1, horizon=8, val_size=2)) == (30, 2, 8)
     # a fraction of 0 stays 0 rows; a fraction giving more than the horizon is untouched
     assert split_rows(40, DataConfig(window=4, season=1, horizon=8, test_fraction=0.0)) == (
-        32, 8, 0,
-    )  # fmt: skip
+        32,
+        8,
+        0,
+    )
     assert split_rows(100, DataConfig(window=4, season=1, horizon=8)) == (70, 15, 15)
     assert split_problem(40, split_rows(40, cfg), cfg) is None  # 24 >= 4 + 8

@@ -67,8 +67,10 @@ def test_the_choice_reads_the_training_rows_only():
 
 def test_a_panel_takes_the_median_lambda_of_its_series():
     c = _cfg(target_transform="auto", id_column="id")
-    frames = [monthly(v).assign(id=name) for name, v in
-              [("a", GROWING), ("b", GROWING * 2), ("c", STEADY)]]  # fmt: skip
+    frames = [
+        monthly(v).assign(id=name)
+        for name, v in [("a", GROWING), ("b", GROWING * 2), ("c", STEADY)]
+    ]
     chosen, median = choose_target_transform(prepare_series(pd.concat(frames), c), c)
     assert chosen == "log1p" and abs(median) < 0.05  # two of three grow with their level
     frames[1] = monthly(STEADY * 3).assign(id="b")

@@ -47,9 +47,16 @@ def test_gathered_windows_are_exactly_the_windows_cut_up_front(
     values = np.arange(n_rows, dtype=np.float64)[:, None] * (1.0 + np.arange(features + 1))
     values[:, 1:] += 1000.0
     series, cfg = series_of(
-        values, window=window, horizon=horizon, stride=stride, scaler=kind,
-        normalize=normalize, difference=difference, val_fraction=0.2, test_fraction=0.2,
-    )  # fmt: skip
+        values,
+        window=window,
+        horizon=horizon,
+        stride=stride,
+        scaler=kind,
+        normalize=normalize,
+        difference=difference,
+        val_fraction=0.2,
+        test_fraction=0.2,
+    )
     splits, scaler = make_splits(series, cfg)
     inference = make_inference_windows(series, cfg, scaler)
     for ws in (splits.train, splits.val, splits.test, inference):

@@ -32,15 +32,25 @@ def _noisy_series(path, n=3000, noise_scale_in_test=1.0, seed=0):
 
 CALIBRATION_RUN = RunConfig(
     DataConfig(
-        target=("y",), time_column=None, window=8, season=20, val_fraction=0.3,
-        test_fraction=0.25, deseasonalize=False,  # as its figures were measured
+        target=("y",),
+        time_column=None,
+        window=8,
+        season=20,
+        val_fraction=0.3,
+        test_fraction=0.25,
+        deseasonalize=False,  # as its figures were measured
     ),
     ModelConfig(lstm_hidden_size=8, num_lstm_layers=1, linear_layer_sizes=()),
     TrainConfig(
-        epochs=2, batch_size=64, loss="quantile", quantiles=(0.1, 0.9), conformal=True,
-        baselines="naive", retrain="off",
+        epochs=2,
+        batch_size=64,
+        loss="quantile",
+        quantiles=(0.1, 0.9),
+        conformal=True,
+        baselines="naive",
+        retrain="off",
     ),
-)  # fmt: skip
+)
 
 
 @pytest.mark.slow
@@ -90,18 +100,21 @@ def _promotion_table(path, n=400):
     rng = np.random.default_rng(0)
     promo = (rng.random(n) < 0.3).astype(np.float64)
     sales = 10 + 3 * promo + 0.3 * rng.standard_normal(n)
-    frame = pd.DataFrame({"date": pd.date_range("2020-01-01", periods=n, freq="D"),
-                          "sales": sales, "promo": promo})  # fmt: skip
+    frame = pd.DataFrame(
+        {"date": pd.date_range("2020-01-01", periods=n, freq="D"), "sales": sales, "promo": promo}
+    )
     frame.to_csv(path, index=False)
     return frame
 
 
 def _promotion_run(**data):
-    return RunConfig.from_dict({
-        "data": {"target": ["sales"], "window": 7, "horizon": 1, "season": 7, **data},
-        "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": [8]},
-        "train": {"epochs": 15, "baselines": "naive", "log_every": 10, "checkpoint_every": 0},
-    })  # fmt: skip
+    return RunConfig.from_dict(
+        {
+            "data": {"target": ["sales"], "window": 7, "horizon": 1, "season": 7, **data},
+            "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": [8]},
+            "train": {"epochs": 15, "baselines": "naive", "log_every": 10, "checkpoint_every": 0},
+        }
+    )
 
 
 def _rmse(result, name):
@@ -116,13 +129,18 @@ def test_a_known_future_promotion_is_forecast_and_resume_stays_bit_identical(tmp
     naive = min(_rmse(whole, "last_value"), _rmse(whole, "seasonal_naive"))
     assert _rmse(whole, "model") <= 0.5 * naive  # measured: 0.42 against 2.07
     # the same column as a past-only feature cannot know the promotion of the forecast day
-    past = fit(_promotion_run(features=["promo"]), tmp_path / "past",
-               data_path=tmp_path / "sales.csv", quiet=True)  # fmt: skip
+    past = fit(
+        _promotion_run(features=["promo"]),
+        tmp_path / "past",
+        data_path=tmp_path / "sales.csv",
+        quiet=True,
+    )
     assert _rmse(past, "model") > 0.5 * naive  # measured: 1.44
 
     # a run stopped mid-training and resumed is the uninterrupted one, bit for bit
-    fit(known, tmp_path / "split", data_path=tmp_path / "sales.csv", quiet=True,
-        stop_after_steps=50)  # fmt: skip
+    fit(
+        known, tmp_path / "split", data_path=tmp_path / "sales.csv", quiet=True, stop_after_steps=50
+    )
     resumed = fit(known, tmp_path / "split", resume=True, quiet=True)
     leaves = [jax.tree.leaves(load_run(r.out_dir).params) for r in (whole, resumed)]
     for a, b in zip(*leaves, strict=True):
@@ -134,8 +152,12 @@ def test_a_known_future_promotion_is_forecast_and_resume_stays_bit_identical(tmp
     ] == ["promo"]
 
     # predict reads the promotion of the day after the last observed one
-    future = pd.concat([frame, pd.DataFrame({"date": [pd.Timestamp("2021-02-04")],
-                                             "sales": [np.nan], "promo": [1.0]})])  # fmt: skip
+    future = pd.concat(
+        [
+            frame,
+            pd.DataFrame({"date": [pd.Timestamp("2021-02-04")], "sales": [np.nan], "promo": [1.0]}),
+        ]
+    )
     forecasts = {}
     for promo in (1.0, 0.0):
         future["promo"] = np.r_[frame["promo"], promo]
@@ -146,8 +168,14 @@ def test_a_known_future_promotion_is_forecast_and_resume_stays_bit_identical(tmp
     assert 2.0 < forecasts[1.0] - forecasts[0.0] < 4.0  # the promotion adds 3
     future["promo"] = np.r_[frame["promo"], np.nan]
     future.to_csv(tmp_path / "next.csv", index=False)
-    code, out, err = _main("predict", whole.out_dir, "--data", tmp_path / "next.csv",
-                           "--output", tmp_path / "forecasts.csv")  # fmt: skip
+    code, out, err = _main(
+        "predict",
+        whole.out_dir,
+        "--data",
+        tmp_path / "next.csv",
+        "--output",
+        tmp_path / "forecasts.csv",
+    )
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert "future feature 'promo' has no value for 2021-02-04" in err
     assert not (tmp_path / "forecasts.csv").exists()

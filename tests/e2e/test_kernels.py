@@ -47,8 +47,14 @@ print(json.dumps(report))
 def test_one_call_runs_per_shard_under_a_batch_sharded_mesh():
     env = cache_env({k: v for k, v in os.environ.items() if k != "XLA_FLAGS"})
     env.update(JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    done = subprocess.run([sys.executable, "-c", CUDNN_SHARDED_SCRIPT], env=env,
-                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CUDNN_SHARDED_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["per_shard"] and not report["all_gather"], report
@@ -108,8 +114,12 @@ def test_kernel_runs_per_shard_under_a_batch_sharded_mesh():
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(NATIVE_SHARDED_SCRIPT)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(report) == 4
@@ -174,9 +184,13 @@ def test_concurrent_callers_add_no_threads():
         pytest.skip("needs /proc")
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "STACKLSTM_KERNEL")}
     done = subprocess.run(
-        [sys.executable, "-c", THREADS_SCRIPT], env=cache_env({**env, "JAX_PLATFORMS": "cpu"}),
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", THREADS_SCRIPT],
+        env=cache_env({**env, "JAX_PLATFORMS": "cpu"}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     added_xla, added_native = map(int, done.stdout.split()[-2:])
     assert added_native <= max(0, added_xla), (added_xla, added_native)

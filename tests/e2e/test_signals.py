@@ -43,10 +43,21 @@ def _start(tmp_path, hook, n):
     env = {**cache_env(), "STACKLSTM_TEST_HOOK": hook}
     with log.open("w") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", "stacklstm", "train", "--out", str(run), "--quiet",
-             *CRASH_FLAGS],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "stacklstm",
+                "train",
+                "--out",
+                str(run),
+                "--quiet",
+                *CRASH_FLAGS,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=tmp_path,
+        )
     return child, run, log
 
 
@@ -85,11 +96,22 @@ def test_a_signal_during_a_search_is_the_one_line_of_the_command(tmp_path):
     for hook in ("epoch=SIGINT", "epoch=SIGTERM"):
         out = tmp_path / hook.replace("=", "-")
         children[hook] = subprocess.Popen(
-            [sys.executable, "-m", "stacklstm", "tune", "--trials", "2", "--out", str(out),
-             *TRIAL_FLAGS],
+            [
+                sys.executable,
+                "-m",
+                "stacklstm",
+                "tune",
+                "--trials",
+                "2",
+                "--out",
+                str(out),
+                *TRIAL_FLAGS,
+            ],
             env=cache_env({**os.environ, "STACKLSTM_TEST_HOOK": hook}),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     for hook, child in children.items():
         _, stderr = child.communicate(timeout=600)
         code = 130 if hook.endswith("SIGINT") else 143
@@ -104,14 +126,46 @@ def test_sigterm_ends_a_train_in_its_statistical_baselines_at_once(tmp_path):
     pd.DataFrame({"y": _long_series()}).to_csv(data, index=False)
     run = tmp_path / "run"
     child = subprocess.Popen(
-        [sys.executable, "-m", "stacklstm", "train", "--data", str(data), "--target", "y",
-         "--time-column", "none", "--out", str(run), "--window", "8", "--hidden-size", "4",
-         "--num-layers", "1", "--linear-layer-sizes", "", "--epochs", "1", "--min-steps", "0",
-         "--batch-size", "512", "--stride", "50", "--season", "52", "--no-deseasonalize",
-         "--baselines", "all"],
+        [
+            sys.executable,
+            "-m",
+            "stacklstm",
+            "train",
+            "--data",
+            str(data),
+            "--target",
+            "y",
+            "--time-column",
+            "none",
+            "--out",
+            str(run),
+            "--window",
+            "8",
+            "--hidden-size",
+            "4",
+            "--num-layers",
+            "1",
+            "--linear-layer-sizes",
+            "",
+            "--epochs",
+            "1",
+            "--min-steps",
+            "0",
+            "--batch-size",
+            "512",
+            "--stride",
+            "50",
+            "--season",
+            "52",
+            "--no-deseasonalize",
+            "--baselines",
+            "all",
+        ],
         env=cache_env({**os.environ, "PYTHONUNBUFFERED": "1"}),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = []
     try:
         for line in child.stderr:  # the report's statistical baselines begin

@@ -69,8 +69,11 @@ def test_resume_is_bit_identical_for_every_interval_loss(tmp_path, train):
     assert (stopped.step, stopped.report) == (8, None)
     resumed = fit(cfg, tmp_path / "split", quiet=True, resume=True)
     assert resumed.step == whole.step == 12
-    for a, b in zip(_leaves(load_run(whole.out_dir).params),
-                    _leaves(load_run(resumed.out_dir).params), strict=True):  # fmt: skip
+    for a, b in zip(
+        _leaves(load_run(whole.out_dir).params),
+        _leaves(load_run(resumed.out_dir).params),
+        strict=True,
+    ):
         np.testing.assert_array_equal(a, b)
     assert _metric_lines(resumed.out_dir) == _metric_lines(whole.out_dir)
     report = {**resumed.report.data, "data_path": whole.report.data["data_path"]}
@@ -93,10 +96,21 @@ def test_sigkill_mid_epoch_then_resume_equals_an_uninterrupted_run(reference, tm
     run, log = tmp_path / "run", tmp_path / "child.log"
     with log.open("w") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", "stacklstm", "train", "--out", str(run), "--quiet",
-             *CRASH_FLAGS],
-            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "stacklstm",
+                "train",
+                "--out",
+                str(run),
+                "--quiet",
+                *CRASH_FLAGS,
+            ],
+            env=cache_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=tmp_path,
+        )
         # at least one checkpoint besides step 0, and well inside epoch 1
         started = lambda: _last_logged_step(run) >= 30 and max(_complete_steps(run)) >= 10  # noqa: E731
         _wait_for(child, started, log)
@@ -140,10 +154,22 @@ def test_kill_during_a_checkpoint_write_keeps_the_previous_checkpoint(reference,
     run, log, marker = tmp_path / "run", tmp_path / "child.log", tmp_path / "stalled"
     with log.open("w") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-c", STALL_COMMIT_OF_STEP_40, str(marker), "train", "--out",
-             str(run), "--quiet", *CRASH_FLAGS],
-            env=cache_env(), stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                STALL_COMMIT_OF_STEP_40,
+                str(marker),
+                "train",
+                "--out",
+                str(run),
+                "--quiet",
+                *CRASH_FLAGS,
+            ],
+            env=cache_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=tmp_path,
+        )
         _wait_for(child, marker.exists, log)
         partial = Path(marker.read_text())
         assert partial.name == "40.orbax-checkpoint-tmp" and partial.is_dir()
@@ -243,8 +269,10 @@ def test_concurrent_trains_on_one_folder_and_predict_during_training(reference, 
             lines = log.read_text().splitlines()
             assert len(lines) == 1, lines
             assert lines[0].startswith(f"stacklstm: error: {run}")
-            assert (f"in use by another `stacklstm train` (pid {winner})" in lines[0]
-                    or "already holds a run" in lines[0])  # fmt: skip
+            assert (
+                f"in use by another `stacklstm train` (pid {winner})" in lines[0]
+                or "already holds a run" in lines[0]
+            )
     assert len(predictions) >= 3
     # the winner's run is exactly an undisturbed one: no lost or duplicated line or step
     got, expected = _saved(run), reference[1]
@@ -284,8 +312,11 @@ def test_evaluate_of_a_damaged_checkpoint_prints_only_its_error_line(trained_run
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     done = subprocess.run(
         [sys.executable, "-m", "stacklstm", "evaluate", str(run), "--quiet"],
-        env=cache_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=cache_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("stacklstm: error: cannot restore step"), (
@@ -303,8 +334,11 @@ def test_resume_falling_back_from_a_damaged_checkpoint_prints_only_its_warning(
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     done = subprocess.run(
         [sys.executable, "-m", "stacklstm", "train", "--out", str(run), "--resume", "--quiet"],
-        env=cache_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=cache_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr[-3000:]  # the fallback's warning, no traceback

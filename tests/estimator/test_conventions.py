@@ -25,14 +25,17 @@ def fitted():
 
 def test_fit_scores_only_the_naive_baselines_unless_a_report_is_asked(fitted):
     assert fitted.config.train.baselines == "naive"
-    assert set(fitted.report_.data["test"]) == {"model", "last_value", "seasonal_naive",
-                                                 "combination"}  # fmt: skip
+    assert set(fitted.report_.data["test"]) == {
+        "model",
+        "last_value",
+        "seasonal_naive",
+        "combination",
+    }
     asked = LSTMForecaster(**SETTINGS, baselines="naive")._base_config(
         time=True, ids=True, statics=(), report=True
     )
     assert asked.train.baselines == "naive"  # a setting given wins
-    reported = LSTMForecaster(**SETTINGS)._base_config(time=True, ids=True, statics=(),
-                                                        report=True)  # fmt: skip
+    reported = LSTMForecaster(**SETTINGS)._base_config(time=True, ids=True, statics=(), report=True)
     assert reported.train.baselines != "naive" or not _statsforecast()
 
 
@@ -118,8 +121,9 @@ def test_a_polars_frame_in_gives_a_polars_frame_out(fitted):
     assert isinstance(out, polars.DataFrame)
     pd.testing.assert_frame_equal(out.to_pandas(), fitted.predict(df=_panel()))
     again = LSTMForecaster(**SETTINGS, conformal=True, level=[80])
-    pd.testing.assert_frame_equal(again.fit(polars.from_pandas(_panel())).predict(),
-                                  fitted.predict())  # fmt: skip
+    pd.testing.assert_frame_equal(
+        again.fit(polars.from_pandas(_panel())).predict(), fitted.predict()
+    )
 
 
 def test_verbose_logs_each_epoch_and_nothing_about_intervals_not_asked(capsys, caplog):

@@ -76,8 +76,12 @@ def test_cross_validation_with_refit_trains_up_to_each_cutoff(scratches, tmp_pat
         k = (row["ds"] - row["cutoff"]).days
         at = wide[(wide["id"] == row["unique_id"]) & (wide["origin"] == row["cutoff"])]
         np.testing.assert_allclose(row["stacklstm"], at[f"y_h{k}"].iloc[0], rtol=1e-6)
-    np.testing.assert_array_equal(cv["y"], df.set_index(["unique_id", "ds"]).loc[
-        list(zip(cv["unique_id"], cv["ds"], strict=True)), "y"])  # fmt: skip
+    np.testing.assert_array_equal(
+        cv["y"],
+        df.set_index(["unique_id", "ds"]).loc[
+            list(zip(cv["unique_id"], cv["ds"], strict=True)), "y"
+        ],
+    )
 
 
 def test_cross_validation_refuses_too_few_rows_before_the_first_cutoff():

@@ -27,13 +27,18 @@ def test_a_pickled_estimator_forecasts_in_another_process(fitted, tmp_path):
     path.write_bytes(pickle.dumps(fitted))
     expected = fitted.predict()
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import pickle
             model = pickle.loads(open({str(path)!r}, "rb").read())
             model.predict().to_parquet({str(tmp_path / "out.parquet")!r})
-        """)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        """),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "out.parquet"), expected)
     copy = pickle.loads(pickle.dumps(fitted))  # a folder of its own, not the original's

@@ -73,15 +73,21 @@ def test_a_fit_while_another_process_writes_the_folder_is_refused_at_once(tmp_pa
     stage = tmp_path / f".run{STAGING_SUFFIX}"
     stage.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from stacklstm.rundir.lock import RunLock
             lock = RunLock.acquire({str(stage)!r})
             print("locked", flush=True)
             sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         busy = rf"another process is writing it now \(pid {holder.pid}\)"
@@ -123,8 +129,10 @@ def test_two_processes_saving_to_one_folder_never_mix(fitted, tmp_path):
             print(err, file=sys.stderr)
             sys.exit(2)
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]  # fmt: skip
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(), p.stderr.read()) for p in procs]
     assert sorted(code for code, _ in results) == [0, 2], results
     assert "cannot save to" in next(err for code, err in results if code == 2)

@@ -147,15 +147,27 @@ def test_an_ensemble_backtest_forecasts_each_fold_with_its_members_median(tmp_pa
     from stacklstm.forecasting.inference import forecast
 
     out = tmp_path / "bt"
-    code, _, err = _main("backtest", "--out", out, "--ensemble", "2", "--folds", "2",
-                         "--refit", "never", "--quiet", *FLAGS)  # fmt: skip
+    code, _, err = _main(
+        "backtest",
+        "--out",
+        out,
+        "--ensemble",
+        "2",
+        "--folds",
+        "2",
+        "--refit",
+        "never",
+        "--quiet",
+        *FLAGS,
+    )
     assert code == 0, err
     fold = out / "fold_00"
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["fold_00"]
     assert isinstance(load_run(fold), EnsembleRun)
     assert [read_run_info(fold / "members" / str(k)).config.train.seed for k in (0, 1)] == [
-        TINY.train.seed, TINY.train.seed + 1
-    ]  # fmt: skip
+        TINY.train.seed,
+        TINY.train.seed + 1,
+    ]
     # scored again from the saved folds (nothing is trained): the forecasts come back
     result = bt.backtest(bt.read_plan(out)["config"], out, resume=True, quiet=True)
     info = read_run_info(fold)

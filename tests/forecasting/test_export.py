@@ -92,18 +92,27 @@ def test_export_with_differences_features_and_two_targets_equals_predict(tmp_pat
     window and forecasts 3 steps of 2 targets from 3 columns; the input is window + 1 rows."""
     rng = np.random.default_rng(0)
     t = np.arange(240.0)
-    table = pd.DataFrame({
-        "a": 1000 + 0.5 * t + 3 * np.sin(t / 5) + rng.normal(0, 0.3, t.size),
-        "b": -40 + 2 * np.cos(t / 7) + rng.normal(0, 0.2, t.size),
-        "f": rng.normal(5, 1, t.size),
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "a": 1000 + 0.5 * t + 3 * np.sin(t / 5) + rng.normal(0, 0.3, t.size),
+            "b": -40 + 2 * np.cos(t / 7) + rng.normal(0, 0.2, t.size),
+            "f": rng.normal(5, 1, t.size),
+        }
+    )
     table.to_csv(tmp_path / "table.csv", index=False)
     cfg = RunConfig(
-        DataConfig(target=("a", "b"), features=("f",), time_column=None, window=5, horizon=3,
-                   difference=True, scaler="minmax"),
+        DataConfig(
+            target=("a", "b"),
+            features=("f",),
+            time_column=None,
+            window=5,
+            horizon=3,
+            difference=True,
+            scaler="minmax",
+        ),
         ModelConfig(lstm_hidden_size=4, num_lstm_layers=1, linear_layer_sizes=()),
         TrainConfig(epochs=1, batch_size=32, baselines="naive"),
-    )  # fmt: skip
+    )
     run = tmp_path / "run"
     fit(cfg, run, quiet=True, data_path=tmp_path / "table.csv")
     code, out, err = _main("export", run, "--output", tmp_path / "m.stacklstm", "--quiet")
@@ -151,12 +160,20 @@ def _seasonal_table(kind, n=84):
 # come from the cache
 SEASONAL_RUNS = {
     # deseasonalised differences of a target with a feature, date stamps
-    "additive": DataConfig(target=("y",), features=("f",), window=8, horizon=3, season=12,
-                           difference=True),
+    "additive": DataConfig(
+        target=("y",), features=("f",), window=8, horizon=3, season=12, difference=True
+    ),
     # log1p then deseasonalised, levels; no time column: phases count rows
-    "log1p": DataConfig(target=("y",), features=("f",), time_column=None, window=8, horizon=3,
-                        season=12, target_transform="log1p"),
-}  # fmt: skip
+    "log1p": DataConfig(
+        target=("y",),
+        features=("f",),
+        time_column=None,
+        window=8,
+        horizon=3,
+        season=12,
+        target_transform="log1p",
+    ),
+}
 
 
 @pytest.fixture(scope="module", params=sorted(SEASONAL_RUNS))
@@ -198,10 +215,12 @@ def test_a_deseasonalised_run_exports_and_equals_predict(seasonal_run):
         forecaster.predict(windows, last_time=frame["origin"].to_numpy()), want, rtol=1e-6, atol=0
     )
     # phases are taken modulo the season; any batch size
-    np.testing.assert_allclose(forecaster.predict(windows[5:12], phases[5:12] + 24), want[5:12],
-                               rtol=1e-6, atol=0)  # fmt: skip
-    np.testing.assert_allclose(forecaster.predict(windows[:1], int(phases[0])), want[:1],
-                               rtol=1e-6, atol=0)  # fmt: skip
+    np.testing.assert_allclose(
+        forecaster.predict(windows[5:12], phases[5:12] + 24), want[5:12], rtol=1e-6, atol=0
+    )
+    np.testing.assert_allclose(
+        forecaster.predict(windows[:1], int(phases[0])), want[:1], rtol=1e-6, atol=0
+    )
     # a wrong phase puts the pattern in the wrong months: forecasts off by its size
     wrong = forecaster.predict(windows, phases + 1)
     assert np.abs(wrong - want).max() > 1.0
@@ -228,9 +247,12 @@ def test_a_deseasonalised_artifact_records_its_season_and_takes_phases(seasonal_
         else (None, {"kind": "rows"})
     )
     assert forecaster.metadata["seasonal"] == {
-        "season": 12, "phase_of": "origin", "reference": reference,
-        "freq": "MS" if kind == "additive" else None, "step": step,
-    }  # fmt: skip
+        "season": 12,
+        "phase_of": "origin",
+        "reference": reference,
+        "freq": "MS" if kind == "additive" else None,
+        "step": step,
+    }
     assert forecaster.season == 12
     x, phase = forecaster.exported.in_avals
     assert str(x.shape[0]) == str(phase.shape[0]) == "batch" and phase.dtype == np.int32

@@ -25,13 +25,14 @@ def test_seasonal_naive_repeats_the_last_season_or_the_last_value():
 
 
 def _panel():
-    frame = pd.DataFrame({
-        "id": ["a"] * 6 + ["b"] * 3 + ["c"] * 5,
-        "t": list(range(6)) + list(range(3)) + list(range(5)),
-        "y": [1.0, 2, 3, 4, 5, 6, 10, 20, 30, 7, 8, 9, 10, 11],
-    })  # fmt: skip
-    cfg = DataConfig(target=("y",), id_column="id", time_column="t", window=4, horizon=2,
-                     season=2)  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "id": ["a"] * 6 + ["b"] * 3 + ["c"] * 5,
+            "t": list(range(6)) + list(range(3)) + list(range(5)),
+            "y": [1.0, 2, 3, 4, 5, 6, 10, 20, 30, 7, 8, 9, 10, 11],
+        }
+    )
+    cfg = DataConfig(target=("y",), id_column="id", time_column="t", window=4, horizon=2, season=2)
     return prepare_series(frame, cfg), cfg
 
 
@@ -47,18 +48,37 @@ def test_fallback_ids_name_the_short_and_the_untrained_series():
 def test_the_fallback_rows_and_their_place_among_the_models():
     series, _ = _panel()
     rows = fallback_frame(series, ["b", "c"], ["y"], 2, 2, others=("combination",))
-    assert rows.columns.tolist() == ["id", "origin", "y_h1", "y_h1_combination", "y_h2",
-                                     "y_h2_combination"]  # fmt: skip
+    assert rows.columns.tolist() == [
+        "id",
+        "origin",
+        "y_h1",
+        "y_h1_combination",
+        "y_h2",
+        "y_h2_combination",
+    ]
     # b: season 2 of rows 20, 30; c: 10, 11; each from its last stamp
     assert rows["y_h1"].tolist() == [20.0, 10.0] and rows["y_h2"].tolist() == [30.0, 11.0]
     assert rows["origin"].tolist() == [2, 4] and rows["y_h1_combination"].isna().all()
-    model = pd.DataFrame({
-        "id": ["a", "a"], "origin": [4, 5], "y_h1": [0.5, 0.6], "y_h2": [0.7, 0.8],
-        "y_h1_q0.1": [0.1, 0.2], "y_h2_q0.1": [0.3, 0.4],
-    })  # fmt: skip
+    model = pd.DataFrame(
+        {
+            "id": ["a", "a"],
+            "origin": [4, 5],
+            "y_h1": [0.5, 0.6],
+            "y_h2": [0.7, 0.8],
+            "y_h1_q0.1": [0.1, 0.2],
+            "y_h2_q0.1": [0.3, 0.4],
+        }
+    )
     both = merge(model, rows[["id", "origin", "y_h1", "y_h2"]], ["c", "a", "b"])
-    assert both.columns.tolist() == ["id", "origin", "forecaster", "y_h1", "y_h2", "y_h1_q0.1",
-                                     "y_h2_q0.1"]  # fmt: skip
+    assert both.columns.tolist() == [
+        "id",
+        "origin",
+        "forecaster",
+        "y_h1",
+        "y_h2",
+        "y_h1_q0.1",
+        "y_h2_q0.1",
+    ]
     assert both["id"].tolist() == ["c", "a", "a", "b"]  # in the table's order
     assert both["forecaster"].tolist() == ["seasonal_naive", "model", "model", "seasonal_naive"]
     assert both["y_h1_q0.1"].isna().tolist() == [True, False, False, True]
@@ -75,8 +95,13 @@ def test_a_panel_whose_every_series_needs_the_fallback(tmp_path):
     from stacklstm.forecasting import predict
 
     model = LSTMForecaster(**TINY, run_dir=tmp_path / "run").fit(panel())
-    short = pd.DataFrame({"unique_id": ["new"] * 5, "ds": pd.date_range("2020-01-01", periods=5),
-                          "y": [1.0, 2.0, 3.0, 4.0, 5.0]})  # fmt: skip
+    short = pd.DataFrame(
+        {
+            "unique_id": ["new"] * 5,
+            "ds": pd.date_range("2020-01-01", periods=5),
+            "y": [1.0, 2.0, 3.0, 4.0, 5.0],
+        }
+    )
     table = tmp_path / "short.csv"
     short.to_csv(table, index=False)
     wide = predict(model.run_dir, table, combine=True)

@@ -59,8 +59,15 @@ def test_predict_refuses_a_table_of_another_frequency(trained_run, tmp_path):
     pd.DataFrame({"date": days.strftime("%Y-%m-%d"), "co2": np.linspace(410, 411, 30)}).to_csv(
         tmp_path / "daily.csv", index=False
     )
-    code, out, err = _main("predict", trained_run.out_dir, "--data", tmp_path / "daily.csv",
-                           "--output", tmp_path / "p.csv", "--quiet")  # fmt: skip
+    code, out, err = _main(
+        "predict",
+        trained_run.out_dir,
+        "--data",
+        tmp_path / "daily.csv",
+        "--output",
+        tmp_path / "p.csv",
+        "--quiet",
+    )
     assert (code, out) == (2, "") and len(err.splitlines()) == 1, err
     assert f"{tmp_path / 'daily.csv'} has a time step of D but the run was trained on data " in err
     assert "a step of 7D" in err and not (tmp_path / "p.csv").exists()

@@ -18,9 +18,16 @@ def test_to_long_by_hand_two_targets_monthly_steps_and_levels():
     long = to_long(wide, ["u", "v"], 2, "MS", levels=[80], alias="m")
     assert list(long.columns) == ["unique_id", "ds", "m", "m-lo-80", "m-hi-80"]
     assert long["unique_id"].tolist() == ["s/u", "s/u", "t/u", "t/u", "s/v", "s/v", "t/v", "t/v"]
-    assert long["ds"].dt.strftime("%Y-%m-%d").tolist() == [
-        "2020-03-01", "2020-04-01", "2021-01-01", "2021-02-01",
-    ] * 2  # fmt: skip
+    assert (
+        long["ds"].dt.strftime("%Y-%m-%d").tolist()
+        == [
+            "2020-03-01",
+            "2020-04-01",
+            "2021-01-01",
+            "2021-02-01",
+        ]
+        * 2
+    )
     assert long["m"].tolist() == [2.0, 5.0, 3.0, 6.0, 8.0, 0.0, 9.0, 1.0]
     assert long["m-lo-80"].tolist()[:4] == [1.5, 4.5, 2.5, 5.5]
     every = to_long(wide[["id", "origin", "u_h1", "u_h2"]], ["u"], 2, "MS", every_origin=True)

@@ -46,10 +46,16 @@ def test_one_call_equals_the_layer_by_layer_path(layers, bidirectional, lengths,
     start = state or lstm.initialize_carry(batch)
     got_y, got_state = jax.jit(
         lambda p, x, s, q: cudnn.run_stack(
-            p, x, s, q, hidden_size=hidden, num_layers=layers, bidirectional=bidirectional,
+            p,
+            x,
+            s,
+            q,
+            hidden_size=hidden,
+            num_layers=layers,
+            bidirectional=bidirectional,
             implementation="reference",
         )
-    )(params, x, start, seq)  # fmt: skip
+    )(params, x, start, seq)
     np.testing.assert_allclose(got_y, want_y, atol=1e-5)
     if lengths is not None:  # padded steps are exactly zero
         for row, n in enumerate(lengths):
@@ -72,9 +78,15 @@ def test_one_call_gradients_equal_the_layer_by_layer_path():
 
     def loss_one_call(p, x):
         y, state = cudnn.run_stack(
-            p, x, lstm.initialize_carry(3), seq, hidden_size=hidden, num_layers=layers,
-            bidirectional=True, implementation="reference",
-        )  # fmt: skip
+            p,
+            x,
+            lstm.initialize_carry(3),
+            seq,
+            hidden_size=hidden,
+            num_layers=layers,
+            bidirectional=True,
+            implementation="reference",
+        )
         return jnp.sum(y**2) + sum(jnp.sum(s.c) for s in state)
 
     want = jax.jit(jax.grad(loss_default, argnums=(0, 1)))(params, x)

@@ -45,12 +45,15 @@ def test_packing_refuses_what_cudnn_cannot_hold():
 
 
 def test_why_not_names_each_reason():
-    ok = dict(platform="cuda", dtype=jnp.float32, remat=False, proj_size=0,
-              dropout_in_training=False)  # fmt: skip
+    ok = dict(
+        platform="cuda", dtype=jnp.float32, remat=False, proj_size=0, dropout_in_training=False
+    )
     assert cudnn.why_not(**ok) is None
     for change, reason in (
-        ({"platform": "cpu"}, "platform"), ({"dtype": jnp.bfloat16}, "dtype"),
-        ({"remat": True}, "remat"), ({"proj_size": 2}, "proj_size"),
+        ({"platform": "cpu"}, "platform"),
+        ({"dtype": jnp.bfloat16}, "dtype"),
+        ({"remat": True}, "remat"),
+        ({"proj_size": 2}, "proj_size"),
         ({"dropout_in_training": True}, "dropout"),
-    ):  # fmt: skip
+    ):
         assert cudnn.why_not(**{**ok, **change}) == cudnn.DECLINES[reason]

@@ -13,15 +13,21 @@ def test_info_says_which_path_runs_and_why(monkeypatch):
         return
     info = kernels.info()
     assert (info.path, info.choice, info.source, info.kernel_loaded) == (
-        "native", "auto", "default", True
-    )  # fmt: skip
+        "native",
+        "auto",
+        "default",
+        True,
+    )
     assert info.ffi_api_built is not None and info.ffi_api_running is not None
     assert info.ffi_api_built[0] == info.ffi_api_running[0]
     assert info.ffi_api_built[1] <= info.ffi_api_running[1]
     with kernels.use("xla"):
         assert kernels.info()[:4] == (
-            "xla", "kernels.use('xla') turns the compiled kernel off", "xla", "kernels.use('xla')"
-        )  # fmt: skip
+            "xla",
+            "kernels.use('xla') turns the compiled kernel off",
+            "xla",
+            "kernels.use('xla')",
+        )
     monkeypatch.setenv("STACKLSTM_KERNEL", "xla")
     assert kernels.info().path == "xla"
     assert kernels.info().source == "STACKLSTM_KERNEL=xla"
@@ -75,8 +81,13 @@ def test_the_dispatched_path_gives_the_oracles_numbers_on_each_blas_code_path(in
     if packed is not None:
         env["STACKLSTM_PACKED_GEMM"] = packed
     tests = str(Path(__file__).resolve().parents[1])
-    done = subprocess.run([sys.executable, "-c", _DISPATCHED.format(tests=tests)], env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _DISPATCHED.format(tests=tests)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["path"] == ("native" if ON_KERNEL_PLATFORM else "xla")

@@ -34,5 +34,6 @@ def test_second_derivatives_match_portable_path(order, monkeypatch):
     assert max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(out["xla"])) > 0.1
     jax.tree.map(  # float32 rounding relative to sizes up to ~300
         lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-5),
-        out["native"], out["xla"],
-    )  # fmt: skip
+        out["native"],
+        out["xla"],
+    )

@@ -166,8 +166,9 @@ def test_native_kernel_matches_scan_values_and_grads(batch, time, features, hidd
     jax.clear_caches()
     jax.tree.map(
         lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-5),
-        results["native"], results["xla"],
-    )  # fmt: skip
+        results["native"],
+        results["xla"],
+    )
 
 
 def test_unknown_kernel_choice_is_a_clear_error(monkeypatch):

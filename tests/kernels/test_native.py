@@ -210,10 +210,14 @@ def _ffi(name, outs, *args, **attrs):
 def test_forward_call_checks_every_shape(bad, message):
     f32 = np.float32
     args = {
-        "x": np.ones((4, 2, 1), f32), "kernel_ih": np.ones((1, 12), f32),
-        "kernel_hh": np.ones((3, 12), f32), "bias": np.ones(12, f32),
-        "h0": np.ones((2, 3), f32), "c0": np.ones((2, 3), f32), "mask": np.ones((4, 2), f32),
-    }  # fmt: skip
+        "x": np.ones((4, 2, 1), f32),
+        "kernel_ih": np.ones((1, 12), f32),
+        "kernel_hh": np.ones((3, 12), f32),
+        "bias": np.ones(12, f32),
+        "h0": np.ones((2, 3), f32),
+        "c0": np.ones((2, 3), f32),
+        "mask": np.ones((4, 2), f32),
+    }
     outs = [((4, 2, 3)), (2, 3), (2, 3)]
     if bad == "ys":
         outs[0] = (4, 2, 5)
@@ -230,8 +234,20 @@ def test_forward_call_checks_every_shape(bad, message):
 def test_backward_call_checks_every_shape():
     f32, t, b, f, h = np.float32, 4, 2, 1, 3
     z = lambda *s: np.zeros(s, f32)  # noqa: E731
-    args = [z(t, b, 4 * h), z(t, b, h), z(b, h), z(h, 4 * h), z(t, b, h + 1), z(b, h), z(b, h),
-            z(t, b), z(t, b, f), z(f, 4 * h), z(b, h), z(t, b, h)]  # fmt: skip
+    args = [
+        z(t, b, 4 * h),
+        z(t, b, h),
+        z(b, h),
+        z(h, 4 * h),
+        z(t, b, h + 1),
+        z(b, h),
+        z(b, h),
+        z(t, b),
+        z(t, b, f),
+        z(f, 4 * h),
+        z(b, h),
+        z(t, b, h),
+    ]
     outs = [(b, h), (b, h), (t, b, f), (f, 4 * h), (h, 4 * h), (4 * h,)]
     outs = tuple(jax.ShapeDtypeStruct(s, f32) for s in outs)
     with pytest.raises(Exception, match=r"d_ys must be \(4, 2, 3\), got \(4, 2, 4\)"):
@@ -386,8 +402,10 @@ def test_the_kernel_modules_keep_their_public_names():
     assert native.CHOICES == ("auto", "native", "cudnn", "xla") == choice.CHOICES
     assert kernels.use is native.use is choice.use and native._choice is choice.current
     assert (native.PerShard, native.export_marker, native.portable_derivatives) == (
-        ffi.PerShard, ffi.export_marker, ffi.portable_derivatives
-    )  # fmt: skip
+        ffi.PerShard,
+        ffi.export_marker,
+        ffi.portable_derivatives,
+    )
     for name in ("DECLINES", "pack_weights", "unpack_weights", "why_not", "platform"):
         assert getattr(cudnn, name) is getattr(cudnn_layout, name), name
     with native.use("xla"):

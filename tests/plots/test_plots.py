@@ -49,8 +49,16 @@ def test_evaluate_with_a_torn_last_metrics_line_names_it_and_succeeds(trained_ru
 
 # --------------------------------------------------------------------------- forecast.png
 
-DAILY = DataConfig(target=("y",), time_column="ds", id_column="unique_id", window=7, horizon=3,
-                   season=7, test_size=6, val_size=6)  # fmt: skip
+DAILY = DataConfig(
+    target=("y",),
+    time_column="ds",
+    id_column="unique_id",
+    window=7,
+    horizon=3,
+    season=7,
+    test_size=6,
+    val_size=6,
+)
 
 
 def _daily_panel(n_ids=3, n=60):
@@ -151,8 +159,15 @@ def test_the_future_line_and_fan_are_the_given_numbers_matched_by_id():
 def test_daily_dates_get_day_ticks_never_hours_and_the_legend_lies_outside_the_axes():
     splits, forecasts, bands = _daily_panel()
     for history in (1, 20):  # 3 days shown, and weeks
-        fig = forecast_figure(splits.series, splits.test, forecasts, ("y",), bands,
-                              history=history, future=_future(splits.series))  # fmt: skip
+        fig = forecast_figure(
+            splits.series,
+            splits.test,
+            forecasts,
+            ("y",),
+            bands,
+            history=history,
+            future=_future(splits.series),
+        )
         fig.draw_without_rendering()
         for ax in fig.axes:
             assert isinstance(ax.xaxis.get_major_formatter(), mdates.ConciseDateFormatter)
@@ -161,23 +176,40 @@ def test_daily_dates_get_day_ticks_never_hours_and_the_legend_lies_outside_the_a
         legend = fig.legends[0].get_window_extent()
         assert all(legend.y1 < ax.get_window_extent().y0 for ax in fig.axes)  # below them all
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["actual", "test period", "95% interval", "80% interval", "last_value",
-                      "model", "future forecast"]  # fmt: skip
+    assert labels == [
+        "actual",
+        "test period",
+        "95% interval",
+        "80% interval",
+        "last_value",
+        "model",
+        "future forecast",
+    ]
 
 
 def test_the_y_axis_names_the_target_and_its_units_and_one_series_is_titled_by_it():
-    cfg = DataConfig(target=("co2",), time_column="date", window=4, horizon=2, season=52,
-                     test_size=4, val_size=4)  # fmt: skip
-    frame = pd.DataFrame({"date": pd.date_range("2000-01-01", periods=60, freq="W-SAT"),
-                          "co2": 350 + np.arange(60.0)})  # fmt: skip
+    cfg = DataConfig(
+        target=("co2",), time_column="date", window=4, horizon=2, season=52, test_size=4, val_size=4
+    )
+    frame = pd.DataFrame(
+        {
+            "date": pd.date_range("2000-01-01", periods=60, freq="W-SAT"),
+            "co2": 350 + np.arange(60.0),
+        }
+    )
     series = prepare_series(frame, cfg)
     splits, _ = make_splits(series, cfg)
-    fig = forecast_figure(series, splits.test, {"model": splits.test.y_true}, ("co2",),
-                          units="ppm")  # fmt: skip
+    fig = forecast_figure(series, splits.test, {"model": splits.test.y_true}, ("co2",), units="ppm")
     (ax,) = fig.axes
     assert (ax.get_ylabel(), ax.get_title()) == ("co2 (ppm)", "co2")
-    assert forecast_figure(series, splits.test, {"model": splits.test.y_true}, ("co2",),
-                           units={"co2": "ppm"}).axes[0].get_ylabel() == "co2 (ppm)"  # fmt: skip
+    assert (
+        forecast_figure(
+            series, splits.test, {"model": splits.test.y_true}, ("co2",), units={"co2": "ppm"}
+        )
+        .axes[0]
+        .get_ylabel()
+        == "co2 (ppm)"
+    )
 
 
 def test_several_targets_get_a_row_per_series_each_labelled_with_its_own_units():
@@ -187,8 +219,9 @@ def test_several_targets_get_a_row_per_series_each_labelled_with_its_own_units()
     series = prepare_series(frame, cfg)
     splits, _ = make_splits(series, cfg)
     test = splits.test
-    fig = forecast_figure(series, test, {"model": test.y_true}, cfg.target,
-                          units={"y": "kg", "z": "lb"})  # fmt: skip
+    fig = forecast_figure(
+        series, test, {"model": test.y_true}, cfg.target, units={"y": "kg", "z": "lb"}
+    )
     assert [ax.get_title() for ax in fig.axes] == ["a · y", "a · z", "b · y", "b · z"]
     assert [ax.get_ylabel() for ax in fig.axes] == ["y (kg)", "z (lb)"] * 2
     rows = [ax.get_subplotspec().rowspan.start for ax in fig.axes]
@@ -199,8 +232,9 @@ def test_several_targets_get_a_row_per_series_each_labelled_with_its_own_units()
 
 
 def test_a_table_without_time_stamps_is_drawn_on_its_row_numbers():
-    cfg = DataConfig(target=("y",), time_column=None, window=4, horizon=1, season=6,
-                     test_size=5, val_size=5)  # fmt: skip
+    cfg = DataConfig(
+        target=("y",), time_column=None, window=4, horizon=1, season=6, test_size=5, val_size=5
+    )
     series = prepare_series(pd.DataFrame({"y": np.sin(np.arange(40.0))}), cfg)
     splits, _ = make_splits(series, cfg)
     test = splits.test
@@ -243,8 +277,15 @@ def _write_metrics(path, val_losses, steps_per_epoch=10):
     for e, val in enumerate(val_losses, 1):
         for step in range((e - 1) * steps_per_epoch + 5, e * steps_per_epoch + 1, 5):
             lines.append({"kind": "train", "step": step, "epoch": e, "train_loss": 1 / step})
-        lines.append({"kind": "epoch", "step": e * steps_per_epoch, "epoch": e,
-                      "train_loss": 0.1, "val_loss": val})  # fmt: skip
+        lines.append(
+            {
+                "kind": "epoch",
+                "step": e * steps_per_epoch,
+                "epoch": e,
+                "train_loss": 0.1,
+                "val_loss": val,
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
     return path
 
@@ -300,8 +341,10 @@ def test_a_run_without_validation_marks_its_last_epoch_and_zero_losses_say_why(t
 def test_a_loss_plot_of_negative_likelihood_losses_is_written_without_a_log_scale(tmp_path):
     """A distribution loss (student_t) may be negative: nothing to show on a log scale, for
     the selection's curve or the retrained one, and the plot is still written."""
-    lines = [{"kind": "train", "step": 5 * k, "epoch": k, "train_loss": -1.0 - k,
-              "val_loss": None} for k in (1, 2)]  # fmt: skip
+    lines = [
+        {"kind": "train", "step": 5 * k, "epoch": k, "train_loss": -1.0 - k, "val_loss": None}
+        for k in (1, 2)
+    ]
     lines += [{"kind": "epoch", "step": 10, "epoch": 2, "train_loss": -2.0, "val_loss": -3.0}]
     selection, retrained = tmp_path / "s.jsonl", tmp_path / "r.jsonl"
     for path in (selection, retrained):

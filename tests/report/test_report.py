@@ -50,8 +50,10 @@ def test_the_statistical_baselines_show_one_bar_each_on_a_terminal(monkeypatch):
         progress("auto_ets", 5, 20, "forecasting")
         progress("auto_arima", 20, 20, "done")
     text = report_baselines.sys.stderr.getvalue()
-    last = {name: [line for line in text.replace("\r", "\n").splitlines() if name in line][-1]
-            for name in ("auto_arima", "auto_ets")}  # fmt: skip
+    last = {
+        name: [line for line in text.replace("\r", "\n").splitlines() if name in line][-1]
+        for name in ("auto_arima", "auto_ets")
+    }
     assert "20/20" in last["auto_arima"] and "done" in last["auto_arima"]
     assert "5/20" in last["auto_ets"] and "forecasting" in last["auto_ets"]
     # not a terminal (or --quiet): no bars

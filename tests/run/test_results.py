@@ -11,8 +11,16 @@ from stacklstm.run.ensemble_fit import EnsembleResult
 
 def test_fit_results_hold_the_documented_fields_and_are_frozen():
     fields = [f.name for f in dataclasses.fields(FitResult)]
-    assert fields == ["out_dir", "step", "epochs", "best_val_loss", "best_step", "stop_reason",
-                      "skipped", "report"]  # fmt: skip
+    assert fields == [
+        "out_dir",
+        "step",
+        "epochs",
+        "best_val_loss",
+        "best_step",
+        "stop_reason",
+        "skipped",
+        "report",
+    ]
     one = FitResult(Path("run"), 48, 2, 0.25, 24, "epochs", 0, None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         one.step = 49

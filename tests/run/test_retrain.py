@@ -27,8 +27,15 @@ def panel_csv(path):
     for store, n in (("a", 90), ("b", 120)):
         t = np.arange(n)
         sales = 1 + 0.3 * np.sin(2 * np.pi * t / 7) + 0.2 * rng.normal(size=n)
-        frames.append(pd.DataFrame({"day": pd.date_range("2021-01-01", periods=n, freq="D"),
-                                    "store": store, "sales": sales}))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "day": pd.date_range("2021-01-01", periods=n, freq="D"),
+                    "store": store,
+                    "sales": sales,
+                }
+            )
+        )
     pd.concat(frames).to_csv(path, index=False)
 
 
@@ -36,16 +43,30 @@ def panel_csv(path):
 # (val_size 0) cuts the very same windows, scaled on the same rows
 SETTINGS = {
     "data": {
-        "id_column": "store", "target": ("sales",), "time_column": "day", "window": 4,
-        "horizon": 2, "season": 7, "test_size": 6, "val_size": 12,
-        "start_padding": "none", "deseasonalize": False, "target_transform": "none",
+        "id_column": "store",
+        "target": ("sales",),
+        "time_column": "day",
+        "window": 4,
+        "horizon": 2,
+        "season": 7,
+        "test_size": 6,
+        "val_size": 12,
+        "start_padding": "none",
+        "deseasonalize": False,
+        "target_transform": "none",
     },
     "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": (8,)},
     "train": {
-        "epochs": 40, "patience": 3, "batch_size": 16, "lr": 3e-2, "baselines": "naive",
-        "log_every": 2, "checkpoint_every": 5, "retrain": "on",
+        "epochs": 40,
+        "patience": 3,
+        "batch_size": 16,
+        "lr": 3e-2,
+        "baselines": "naive",
+        "log_every": 2,
+        "checkpoint_every": 5,
+        "retrain": "on",
     },
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -79,13 +100,17 @@ def test_the_retrained_model_is_a_run_on_the_merged_rows_for_the_best_epochs(tab
     # the same as a run trained by hand: no validation rows, `best` epochs, no stopping
     by_hand = table.parent / "by_hand"
     fit(
-        RunConfig().replace({
-            **SETTINGS,
-            "data": {**SETTINGS["data"], "val_size": 0},
-            "train": {**SETTINGS["train"], "epochs": best, "patience": 0, "retrain": "off"},
-        }),
-        by_hand, quiet=True, data_path=table,
-    )  # fmt: skip
+        RunConfig().replace(
+            {
+                **SETTINGS,
+                "data": {**SETTINGS["data"], "val_size": 0},
+                "train": {**SETTINGS["train"], "epochs": best, "patience": 0, "retrain": "off"},
+            }
+        ),
+        by_hand,
+        quiet=True,
+        data_path=table,
+    )
     mine, theirs = load_run(run), load_run(by_hand)
     assert mine.checkpoint == theirs.checkpoint  # its last epoch, the same step
     for a, b in zip(_leaves(mine.params), _leaves(theirs.params), strict=True):
@@ -173,13 +198,17 @@ def test_all_trains_the_saved_model_on_every_row_for_the_best_epochs(table, retr
     # the same as a run trained by hand on every row (no validation, no test), `best` epochs
     by_hand = table.parent / "by_hand_all"
     fit(
-        RunConfig().replace({
-            **SETTINGS,
-            "data": {**SETTINGS["data"], "val_size": 0, "test_size": 0},
-            "train": {**SETTINGS["train"], "epochs": best, "patience": 0, "retrain": "off"},
-        }),
-        by_hand, quiet=True, data_path=table,
-    )  # fmt: skip
+        RunConfig().replace(
+            {
+                **SETTINGS,
+                "data": {**SETTINGS["data"], "val_size": 0, "test_size": 0},
+                "train": {**SETTINGS["train"], "epochs": best, "patience": 0, "retrain": "off"},
+            }
+        ),
+        by_hand,
+        quiet=True,
+        data_path=table,
+    )
     mine, theirs = load_run(run), load_run(by_hand)
     assert mine.checkpoint == theirs.checkpoint
     for a, b in zip(_leaves(mine.params), _leaves(theirs.params), strict=True):
@@ -252,8 +281,7 @@ def test_a_seed_ensemble_retrains_each_member(table, retrained):
     assert read_run_info(ens).config.train.retrain == "on"
     # the test split: the median of the retrained members (for two, their mean)
     report = got.report.data
-    members = [json.loads((ens / "members" / str(k) / "report.json").read_text())
-               for k in (0, 1)]  # fmt: skip
+    members = [json.loads((ens / "members" / str(k) / "report.json").read_text()) for k in (0, 1)]
 
     def point(metrics, like):  # the point metrics the ensemble's report keeps per member
         return {key: metrics[key] for key in like}
@@ -265,8 +293,12 @@ def test_a_seed_ensemble_retrains_each_member(table, retrained):
     for k in (0, 1):
         scored = report["ensemble"]["members"][k]["val"]
         assert scored == point(members[k]["val"]["model"], scored)
-    selections = [json.loads((ens / "members" / str(k) / "selection" / "report.json")
-                             .read_text())["val"]["model"] for k in (0, 1)]  # fmt: skip
+    selections = [
+        json.loads((ens / "members" / str(k) / "selection" / "report.json").read_text())["val"][
+            "model"
+        ]
+        for k in (0, 1)
+    ]
     assert [members[k]["val"]["model"] for k in (0, 1)] == selections
     assert report["val"]["model"]["mae"] <= max(s["mae"] for s in selections)
     assert report["retrain"]["epochs"] == [result.epochs, got.members[1].epochs]
@@ -288,7 +320,8 @@ def test_a_retrained_ensemble_resumes_bit_identically_from_a_members_selection(t
     assert second.stop_reason == full.stop_reason and second.step == full.step
     for k in ("0", "1"):
         _assert_same_run(_saved(again / "members" / k), _saved(whole / "members" / k))
-        _assert_same_run(_saved(again / "members" / k / "selection"),
-                         _saved(whole / "members" / k / "selection"))  # fmt: skip
+        _assert_same_run(
+            _saved(again / "members" / k / "selection"), _saved(whole / "members" / k / "selection")
+        )
     assert second.report.data["test"] == full.report.data["test"]
     assert second.report.data["val"] == full.report.data["val"]

@@ -133,8 +133,10 @@ def test_trains_without_out_in_the_same_second_get_their_own_folders(tmp_path, m
     for name, lr in zip(runs, (0.01, 0.02), strict=True):
         config = json.loads((tmp_path / "runs" / name / CONFIG_FILE).read_text())
         assert config["config"]["train"]["lr"] == lr
-        lines = [json.loads(s) for s in (tmp_path / "runs" / name / "metrics.jsonl")
-                 .read_text().splitlines()]  # fmt: skip
+        lines = [
+            json.loads(s)
+            for s in (tmp_path / "runs" / name / "metrics.jsonl").read_text().splitlines()
+        ]
         keys = [(line["kind"], line["step"]) for line in lines]
         assert len(set(keys)) == len(keys) and keys[-1] == ("epoch", 24)  # one run's lines
     # a bad setting leaves no folder behind, not even runs/

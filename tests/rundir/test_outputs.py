@@ -99,8 +99,9 @@ def test_predict_output_dash_writes_the_csv_to_stdout(trained_run, tmp_path, mon
     assert list(tmp_path.iterdir()) == []  # no file named "-"
     link = tmp_path / "link.csv"
     link.symlink_to(tmp_path / "real.csv")
-    code, _out2, err = _main("predict", trained_run.out_dir, "--output", link, "--quiet",
-                             "--history")  # fmt: skip
+    code, _out2, err = _main(
+        "predict", trained_run.out_dir, "--output", link, "--quiet", "--history"
+    )
     assert code == 0, err
     assert link.is_symlink() and (tmp_path / "real.csv").read_text() == out
 

@@ -25,8 +25,10 @@ def test_a_run_folders_entries_are_owned_and_the_users_own_files_are_not(tmp_pat
     assert run_folder_owner(tmp_path / "other" / "config.json") is None
     # a lock file is owned wherever it is
     assert run_folder_owner(tmp_path / "other" / ".lock") == (
-        tmp_path / "other", "run folder", ".lock"
-    )  # fmt: skip
+        tmp_path / "other",
+        "run folder",
+        ".lock",
+    )
 
 
 def test_backtest_and_search_folders_own_their_files_and_folds(tmp_path):

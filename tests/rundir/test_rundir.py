@@ -119,8 +119,9 @@ def test_a_table_inside_the_run_folder_is_stored_relative_and_resolved_where_it_
     assert run_data_path(tmp_path / "other" / "members" / "1", table)[1] is None
     assert run_data_path(run, None) == (None, None)
     absolute, relative = run_data_path(run, table)
-    write_run_info(run.parent / "", RunInfo(_info().config, absolute, _info().scaler, None,
-                                            relative))  # fmt: skip
+    write_run_info(
+        run.parent / "", RunInfo(_info().config, absolute, _info().scaler, None, relative)
+    )
     run.mkdir()
     shutil.move(tmp_path / CONFIG_FILE, run / CONFIG_FILE)
     assert json.loads((run / CONFIG_FILE).read_text())["data_path"] == "data.parquet"
@@ -175,5 +176,6 @@ def test_a_new_run_folder_may_hold_just_its_own_table(tmp_path):
     with pytest.raises(ValueError, match="is not empty"), creating_run_dir(run):
         pass  # two files: not a run's own table
     assert sorted(p.name for p in run.iterdir() if p.name != ".lock") == [
-        "data.parquet", "other.csv"
-    ]  # fmt: skip
+        "data.parquet",
+        "other.csv",
+    ]

@@ -71,8 +71,14 @@ def _single(n=80):
 
 
 def _train(loss="mse", conformal=False, levels=(0.8,)):
-    return TrainConfig(epochs=2, batch_size=16, baselines="naive", loss=loss,
-                       conformal=conformal, interval_levels=levels)  # fmt: skip
+    return TrainConfig(
+        epochs=2,
+        batch_size=16,
+        baselines="naive",
+        loss=loss,
+        conformal=conformal,
+        interval_levels=levels,
+    )
 
 
 PANEL = {"id_column": "id", "window": 6, "horizon": 2, "deseasonalize": False}
@@ -128,8 +134,12 @@ def exported_run(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(kind)
     table.to_csv(folder / "table.csv", index=False)
     data = dataclasses.replace(data, target=("y",), time_column="date")
-    fit(RunConfig(data, TINY_MODEL, train), folder / "run", quiet=True,
-        data_path=folder / "table.csv")  # fmt: skip
+    fit(
+        RunConfig(data, TINY_MODEL, train),
+        folder / "run",
+        quiet=True,
+        data_path=folder / "table.csv",
+    )
     export_run(folder / "run", folder / "m.stacklstm", platforms=("cpu",))
     return kind, folder / "run", serving.from_bytes((folder / "m.stacklstm").read_bytes())
 
@@ -172,8 +182,12 @@ def _predicted(frame, forecaster):
     point = frame[forecaster.forecast_columns].to_numpy().reshape(n, nt, h).transpose(0, 2, 1)
     if not forecaster.quantiles:
         return point, None
-    names = [f"{t}_h{k}_q{level_key(q)}" for t in forecaster.targets
-             for k in range(1, h + 1) for q in forecaster.quantiles]  # fmt: skip
+    names = [
+        f"{t}_h{k}_q{level_key(q)}"
+        for t in forecaster.targets
+        for k in range(1, h + 1)
+        for q in forecaster.quantiles
+    ]
     q = frame[names].to_numpy().reshape(n, nt, h, len(forecaster.quantiles))
     return point, q.transpose(0, 2, 1, 3)
 
@@ -242,11 +256,15 @@ def test_each_input_moves_the_forecast_and_bad_inputs_are_clear_errors(exported_
     base = f.predict(x, **args, **phase)
     info = read_run_info(run)
     assert f.inputs == tuple(
-        ["windows"] + ["phase"] * bool(f.seasonal) + ["ids"] * (given["ids"] is not None)
-        + ["future"] * (given["future"] is not None) + ["static"] * (given["static"] is not None)
-    )  # fmt: skip
-    empty = {k: v if v is None or (np.ndim(v) == 1 and k == "static") else v[:0]
-             for k, v in args.items()}  # fmt: skip
+        ["windows"]
+        + ["phase"] * bool(f.seasonal)
+        + ["ids"] * (given["ids"] is not None)
+        + ["future"] * (given["future"] is not None)
+        + ["static"] * (given["static"] is not None)
+    )
+    empty = {
+        k: v if v is None or (np.ndim(v) == 1 and k == "static") else v[:0] for k, v in args.items()
+    }
     stamps = {"last_time": phase["last_time"][:0]} if phase else {}
     assert f.predict(x[:0], **empty, **stamps).shape == (0, *base.shape[1:])  # no windows
     if given["ids"] is not None:

@@ -26,10 +26,14 @@ def big_checkpoints(tmp_path_factory):
     rng = np.random.default_rng(0)
     states = {}
     for step in (10, 20):
-        params = {"w": jnp.asarray(rng.normal(size=(64, 256)), jnp.float32),
-                  "b": jnp.asarray(rng.normal(size=(256,)), jnp.float32)}  # fmt: skip
-        states[step] = (TrainState(jnp.asarray(step, jnp.int32), params, {"m": params["b"] * 2}),
-                        Progress(epoch=step, interval=Meter(loss_sum=0.1 + step)))  # fmt: skip
+        params = {
+            "w": jnp.asarray(rng.normal(size=(64, 256)), jnp.float32),
+            "b": jnp.asarray(rng.normal(size=(256,)), jnp.float32),
+        }
+        states[step] = (
+            TrainState(jnp.asarray(step, jnp.int32), params, {"m": params["b"] * 2}),
+            Progress(epoch=step, interval=Meter(loss_sum=0.1 + step)),
+        )
         with RunCheckpoints(folder) as ckpts:
             ckpts.save("latest", step, states[step][0], jax.random.key(step), states[step][1])
     return folder, states
@@ -153,8 +157,12 @@ def test_latest_keeps_two_steps_and_best_keeps_one(tmp_path):
 
 
 def test_best_checkpoint_refuses_nonfinite_params(tmp_path, caplog):
-    bad = _state()._replace(params={"lstm": {"bias": jnp.array([0.0, jnp.nan, 1.0, 2.0])},
-                                    "head": {"kernel": jnp.ones((2, 3))}})  # fmt: skip
+    bad = _state()._replace(
+        params={
+            "lstm": {"bias": jnp.array([0.0, jnp.nan, 1.0, 2.0])},
+            "head": {"kernel": jnp.ones((2, 3))},
+        }
+    )
     with RunCheckpoints(tmp_path) as ckpts:
         assert not ckpts.save("best", 5, bad, jax.random.key(0), Progress())
         assert ckpts.latest_step("best") is None

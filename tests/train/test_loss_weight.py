@@ -25,21 +25,37 @@ def _panel(path, scale_b=5.0, swing_b=0.3):
     for store, scale, swing in (("a", 1.0, 0.3), ("b", scale_b, swing_b)):
         noise = rng.normal(size=100) if store == "a" else frames[0]["noise"].to_numpy()
         sales = scale * (10 + swing * np.sin(2 * np.pi * t / 7) + 0.2 * noise)
-        frames.append(pd.DataFrame({"day": pd.date_range("2021-01-01", periods=100, freq="D"),
-                                    "store": store, "sales": sales, "noise": noise}))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "day": pd.date_range("2021-01-01", periods=100, freq="D"),
+                    "store": store,
+                    "sales": sales,
+                    "noise": noise,
+                }
+            )
+        )
     pd.concat(frames).drop(columns="noise").to_csv(path, index=False)
     return path
 
 
 SETTINGS = {
     "data": {
-        "id_column": "store", "target": ("sales",), "time_column": "day", "window": 6,
-        "horizon": 2, "season": 7, "test_size": 10, "val_size": 10, "start_padding": "none",
-        "deseasonalize": False, "target_transform": "none",  # scaled copies stay alike
+        "id_column": "store",
+        "target": ("sales",),
+        "time_column": "day",
+        "window": 6,
+        "horizon": 2,
+        "season": 7,
+        "test_size": 10,
+        "val_size": 10,
+        "start_padding": "none",
+        "deseasonalize": False,
+        "target_transform": "none",  # scaled copies stay alike
     },
     "model": {"lstm_hidden_size": 8, "num_lstm_layers": 1, "linear_layer_sizes": (8,)},
     "train": {"epochs": 3, "batch_size": 16, "baselines": "naive", "retrain": "off"},
-}  # fmt: skip
+}
 
 
 def _cfg(**train):
@@ -56,14 +72,28 @@ def test_mase_weights_by_hand_from_the_training_rows_only():
     a, b = rng.normal(size=12), 3 * rng.normal(size=9)
     model = np.concatenate([a, b])[:, None]
     model[10:12] = 1e6  # series a's rows after its windows' last target: not read
-    held = HeldSeries(model=model, original=np.zeros((21, 1)), times=None,
-                      offsets=np.array([0, 12, 21]), ids=("a", "b"), center=np.zeros((2, 1)),
-                      scale=np.ones((2, 1)))  # fmt: skip
+    held = HeldSeries(
+        model=model,
+        original=np.zeros((21, 1)),
+        times=None,
+        offsets=np.array([0, 12, 21]),
+        ids=("a", "b"),
+        center=np.zeros((2, 1)),
+        scale=np.ones((2, 1)),
+    )
     # a: origins 3..7 (targets up to row 9); b: origins 15, 16 (targets up to row 18 of 21)
     origin = np.array([3, 4, 5, 6, 7, 15, 16])
     series = np.array([0, 0, 0, 0, 0, 1, 1])
-    ws = WindowSet(held, origin, series, np.zeros((7, 1)), np.zeros((7, 1)), window=3,
-                   horizon=2, difference=False)  # fmt: skip
+    ws = WindowSet(
+        held,
+        origin,
+        series,
+        np.zeros((7, 1)),
+        np.zeros((7, 1)),
+        window=3,
+        horizon=2,
+        difference=False,
+    )
     got = ws.mase_weights(season=4, power=2.0)
     wa, wb = _by_hand(a[:10], 4, 2.0), _by_hand(b[:7], 4, 2.0)
     expected = np.array([wa] * 5 + [wb] * 2)
@@ -78,9 +108,16 @@ def test_mase_weights_by_hand_from_the_training_rows_only():
     np.testing.assert_allclose(short, expected / expected.mean(), rtol=1e-6)
     with pytest.raises(ValueError, match="season"):
         ws.mase_weights(season=0, power=2.0)
-    tiny = WindowSet(dataclasses.replace(held, model=model * 1e-300), origin, series,
-                     np.zeros((7, 1)), np.zeros((7, 1)), window=3, horizon=2,
-                     difference=False)  # fmt: skip
+    tiny = WindowSet(
+        dataclasses.replace(held, model=model * 1e-300),
+        origin,
+        series,
+        np.zeros((7, 1)),
+        np.zeros((7, 1)),
+        window=3,
+        horizon=2,
+        difference=False,
+    )
     got = tiny.mase_weights(season=4, power=2.0)  # s ** -2 overflows: capped, never NaN
     assert np.isfinite(got).all() and got.mean() == pytest.approx(1.0)
 
@@ -94,8 +131,11 @@ def test_auto_is_mase_for_a_panel_with_mse_and_none_otherwise(tmp_path):
     # naive forecasts it, so b's MASE scale in scaled units is smaller and b weighs more
     b = plan.train.series == 1
     assert plan.train_weight[b].min() > 5 * plan.train_weight[~b].max()
-    for train, data in (({"loss": "mae"}, {}), ({}, {"scaler": "seasonal_naive"}),
-                        ({"loss_weight": "none"}, {})):  # fmt: skip
+    for train, data in (
+        ({"loss": "mae"}, {}),
+        ({}, {"scaler": "seasonal_naive"}),
+        ({"loss_weight": "none"}, {}),
+    ):
         cfg = _cfg(**train).replace({"data": data})
         plan = make_plan(cfg, tmp_path / "other", False, table)
         assert plan.cfg.train.loss_weight == "none" and plan.train_weight is None

@@ -135,8 +135,9 @@ def test_resolve_run_config_and_the_planned_sizes():
     assert resolve_run_config(panel, None, None).data.target_transform == "none"  # season 1
     assert resolve_run_config(RunConfig(), "MS", None).data.target_transform == "none"
     # the default scaler: a panel's series by MASE's own scale for a short season, else standard
-    scalers = {freq: resolve_run_config(panel, freq, None).data.scaler for freq in
-               (None, "QS", "MS", "D")}  # fmt: skip
+    scalers = {
+        freq: resolve_run_config(panel, freq, None).data.scaler for freq in (None, "QS", "MS", "D")
+    }
     assert scalers == {None: "naive", "QS": "seasonal_naive", "MS": "standard", "D": "standard"}
     assert resolve_run_config(RunConfig(), "QS", None).data.scaler == "standard"  # one series
     assert planned_window(DataConfig(season=7)) == (14, True)

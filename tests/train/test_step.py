@@ -88,8 +88,9 @@ def test_train_step_compiles_once_and_donates_the_state(toy):
 def test_train_step_loss_falls_on_a_sine(toy):
     t = np.arange(400)
     frame = pd.DataFrame({"v": np.sin(2 * np.pi * t / 25) + 0.5 * np.sin(2 * np.pi * t / 9)})
-    cfg = DataConfig(target=("v",), time_column=None, window=6, horizon=2, normalize="none",
-                     season=1)  # fmt: skip
+    cfg = DataConfig(
+        target=("v",), time_column=None, window=6, horizon=2, normalize="none", season=1
+    )
     splits, _ = make_splits(prepare_series(frame, cfg), cfg)
     train = splits.train  # x (n, 6, 1), y (n, 2, 1): the toy's shapes, so no new compile
     state, rng, losses = toy.state(), jax.random.key(0), []

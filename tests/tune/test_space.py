@@ -30,11 +30,15 @@ def test_search_space_decodes_choices_and_ranges():
     }
     cfg = RunConfig().replace(overrides)
     assert (cfg.model.linear_layer_sizes, cfg.model.num_lstm_layers, cfg.train.lr) == (
-        (32, 16), 2, 5e-3,
-    )  # fmt: skip
-    empty = space.suggest(optuna.trial.FixedTrial(
-        {"model.linear_layer_sizes": "()", "model.num_lstm_layers": 1, "train.lr": 1e-3}
-    ))  # fmt: skip
+        (32, 16),
+        2,
+        5e-3,
+    )
+    empty = space.suggest(
+        optuna.trial.FixedTrial(
+            {"model.linear_layer_sizes": "()", "model.num_lstm_layers": 1, "train.lr": 1e-3}
+        )
+    )
     assert empty["model"]["linear_layer_sizes"] == []
 
 
@@ -45,9 +49,13 @@ def test_default_space_is_valid_and_centred_on_the_window():
     [window] = [d for d in space.dimensions if d.key == "data.window"]
     assert window.choices == (5, 10, 20)
     assert {d.key for d in space.dimensions} >= {
-        "model.lstm_hidden_size", "model.num_lstm_layers", "model.dropout_rate",
-        "model.linear_layer_sizes", "train.lr", "data.window",
-    }  # fmt: skip
+        "model.lstm_hidden_size",
+        "model.num_lstm_layers",
+        "model.dropout_rate",
+        "model.linear_layer_sizes",
+        "train.lr",
+        "data.window",
+    }
 
 
 @pytest.mark.parametrize(
