@@ -13,9 +13,9 @@ import logging
 import os
 import tempfile
 
+from stacklstm.config import ModelConfig, RunConfig, TrainConfig
 from stacklstm.data import DataConfig
 from stacklstm.run import fit
-from stacklstm.train import ModelConfig, RunConfig, TrainConfig
 
 
 def main(quick: bool = False, out: str | None = None) -> dict:
