@@ -43,6 +43,7 @@ Usage::
     python benchmarks/mcomp.py --dataset m3 --modes global --seeds 0
     python benchmarks/mcomp.py --dataset m3 --set val_size=h --out docs/mcomp_m3.md
     python benchmarks/mcomp.py --dataset tourism --modes stats,global --seeds 0 --no-weighted
+    python benchmarks/mcomp.py --modes results        # docs/mcomp.md's table, from the cache
 
 ``--set key=value`` (repeated) sets a field of the library's config for the LSTM
 (``epochs=100``, ``target_transform=log1p``, ...); ``val_size=h`` means the series' horizon.
@@ -632,11 +633,100 @@ def table_rows(
     return lines
 
 
+# -- the results page ----------------------------------------------------------------------------
+
+#: The results page's columns: (dataset, frequency, heading), in its order.
+CELLS = (
+    ("tourism", "monthly", "tourism M"),
+    ("tourism", "quarterly", "tourism Q"),
+    ("tourism", "yearly", "tourism Y"),
+    ("m3", "monthly", "M3 M"),
+    ("m3", "quarterly", "M3 Q"),
+    ("m3", "yearly", "M3 Y"),
+    ("m3", "other", "M3 other"),
+    ("m1", "monthly", "M1 M"),
+    ("m1", "quarterly", "M1 Q"),
+    ("m1", "yearly", "M1 Y"),
+)
+#: The results page's rows of this benchmark: (label, how a cell's forecasts are made).
+RESULT_ROWS = (
+    ("stacklstm, one global model per frequency, shipped defaults", "global"),
+    ("stacklstm global + AutoETS, AutoARIMA, AutoTheta: their median", "combination"),
+    ("seasonal naive", "seasonal_naive"),
+    ("AutoETS", "auto_ets"),
+    ("AutoARIMA", "auto_arima"),
+    ("AutoTheta", "auto_theta"),
+    ("their median", "median"),
+)
+
+
+def _cell(kind: str, group: Sequence[MSeries], stats: Mapping, lstm: Mapping | None) -> str:
+    """One cell of the results page: the mean MASE of ``kind``'s forecasts over ``group``
+    (over the seeds of ``lstm``: their mean, ± their standard deviation, and how many), or
+    ``not measured`` where the cache lacks a series."""
+    if kind in BASELINES:
+        if any(s.id not in stats for s in group):
+            return "not measured"
+        return f"{_means(group, {s.id: stats[s.id][kind] for s in group})['mase']:.3f}"
+    seeds = sorted(lstm or {})
+    if not seeds or any(s.id not in lstm[k] for k in seeds for s in group):
+        return "not measured"
+    if kind == "combination" and any(s.id not in stats for s in group):
+        return "not measured"
+    per_seed = []
+    for k in seeds:
+        rows = {s.id: lstm[k][s.id] for s in group}
+        if kind == "combination":
+            made = {s.id: combine(rows[s.id]["forecast"], stats[s.id]) for s in group}
+        else:
+            made = {s.id: rows[s.id]["forecast"] for s in group}
+        per_seed.append(_means(group, made)["mase"])
+    spread = f" ± {np.std(per_seed):.3f}" if len(seeds) > 1 else ""
+    return f"{np.mean(per_seed):.3f}{spread} ({len(seeds)})"
+
+
+def _cached_global(work: Path, dataset: str, group: Sequence[MSeries]) -> dict[int, dict]:
+    """``{seed: {id: row}}`` of the shipped defaults' global model in the cache (nothing fit)."""
+    rows = _read_jsonl(work / dataset / f"global-{_recipe_key({})}.jsonl")
+    out: dict[int, dict] = {}
+    for key, row in rows.items():
+        seed, frequency = key.split("/")
+        if group and frequency == group[0].frequency and "fallback" in row:
+            out[int(seed)] = {s.id: {"forecast": row["forecasts"].get(s.id)} for s in group}
+    return {k: v for k, v in out.items() if all(r["forecast"] is not None for r in v.values())}
+
+
+def results_table(work: Path) -> list[str]:
+    """The results page's table of this benchmark (``docs/mcomp.md``), from the cache in
+    ``work`` alone: every cell whose dataset was run with ``--modes stats,global`` and the
+    shipped defaults; ``not measured`` elsewhere. Fits nothing."""
+    lines = [
+        "| system | " + " | ".join(c[2] for c in CELLS) + " |",
+        "|---|" + "---|" * len(CELLS),
+    ]
+    loaded = {d: load(d) for d in sorted({c[0] for c in CELLS}) if (work / d).is_dir()}
+    cells: dict[tuple[str, str], tuple[list[MSeries], dict, dict]] = {}
+    for dataset, frequency, _ in CELLS:
+        group = [s for s in loaded.get(dataset, []) if s.frequency == frequency]
+        stats = _read_jsonl(work / dataset / "stats.jsonl") if group else {}
+        cells[dataset, frequency] = (group, stats, _cached_global(work, dataset, group))
+    for label, kind in RESULT_ROWS:
+        row = [
+            _cell(kind, g, st, lstm) if g else "not measured"
+            for g, st, lstm in (cells[d, f] for d, f, _ in CELLS)
+        ]
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=("m1", "m3", "tourism"), default="m3")
     parser.add_argument(
-        "--modes", default="stats,coverage,local,global", help="stats, coverage, local, global"
+        "--modes",
+        default="stats,coverage,local,global",
+        help="stats, coverage, local, global; results: the results page's table from the "
+        "cache of every dataset (fits nothing)",
     )
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
     parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
@@ -669,6 +759,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             s for f in FREQUENCIES for s in [x for x in series if x.frequency == f][: args.limit]
         ]
     modes = set(args.modes.split(","))
+    if modes == {"results"}:
+        text = "\n".join(results_table(args.work)) + "\n"
+        print(text)
+        if args.out:
+            args.out.write_text(text)
+        return 0
     start = time.perf_counter()
     stats = statistical(series, args.work, args.dataset)
     lines = [f"## {args.dataset.upper()}: {len(series)} series", ""]

@@ -113,3 +113,43 @@ def test_coverage_counts_the_series_the_library_can_train_on():
     assert "the series has 12 rows" in found["most_common_error"]
     # every series needs window + horizon training rows, then its validation rows
     assert mc.coverage([long], {"val_size": "h"})["quarterly"]["trainable"] == 1
+
+
+def test_the_results_table_is_made_from_the_cache_alone(tmp_path, monkeypatch):
+    """docs/mcomp.md's table: each cell's mean MASE from the cached forecasts (over the seeds
+    of the shipped defaults' global model, ± their standard deviation), "not measured" where
+    the cache lacks a dataset, a series or a seed's row; nothing is fit."""
+    a, b = _series("a", seed=1), _series("b", seed=2)
+    monkeypatch.setattr(mc, "load", lambda dataset: [a, b])
+    offsets = {name: k + 1.0 for k, name in enumerate(mc.BASELINES)}
+    folder = tmp_path / "m3"
+    folder.mkdir()
+    stats = [{"key": s.id, **{n: (s.xx + o).tolist() for n, o in offsets.items()}} for s in (a, b)]
+    (folder / "stats.jsonl").write_text("\n".join(json.dumps(r) for r in stats) + "\n")
+    rows = [
+        {"key": f"{seed}/quarterly", "fallback": [], "fit_s": 1.0,
+         "forecasts": {s.id: (s.xx + shift).tolist() for s in (a, b)}}
+        for seed, shift in ((0, 0.5), (1, -2.5))
+    ]  # fmt: skip
+    (folder / f"global-{mc._recipe_key({})}.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in rows) + "\n"
+    )
+    lines = mc.results_table(tmp_path)
+    split = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    table = {row[0]: dict(zip(split[0][1:], row[1:], strict=True)) for row in split[2:]}
+    scale = {s.id: mc.mase_scale(s.x, 4) for s in (a, b)}
+
+    def mean_mase(shift):
+        return np.mean([abs(shift) / scale[s.id] for s in (a, b)])
+
+    seeds = [mean_mase(0.5), mean_mase(-2.5)]
+    shipped = table["stacklstm, one global model per frequency, shipped defaults"]
+    assert shipped["M3 Q"] == f"{np.mean(seeds):.3f} ± {np.std(seeds):.3f} (2)"
+    assert table["AutoETS"]["M3 Q"] == f"{mean_mase(offsets['auto_ets']):.3f}"
+    # the combination: the step-wise median of the model (+0.5, or -2.5) and ETS, ARIMA and
+    # Theta (+1, +2, +3): the mean of the middle two, +1.5 either way
+    combined = [mean_mase(1.5), mean_mase(1.5)]
+    combination = table["stacklstm global + AutoETS, AutoARIMA, AutoTheta: their median"]
+    assert combination["M3 Q"] == f"{np.mean(combined):.3f} ± {np.std(combined):.3f} (2)"
+    assert shipped["M3 M"] == "not measured"  # no monthly row in the cache
+    assert shipped["M1 Q"] == table["AutoETS"]["tourism M"] == "not measured"  # no dataset
