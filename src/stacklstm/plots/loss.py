@@ -1,6 +1,6 @@
 """The run folder's ``loss.png``: the training and validation loss by epoch, the epoch chosen
 on validation, and a retrained run's curve (:func:`loss_figure`, written by
-:func:`plot_loss`; built without pyplot, as :mod:`.plots`' figures are)."""
+:func:`plot_loss`; built without pyplot, as :mod:`.forecast`' figures are)."""
 
 from __future__ import annotations
 

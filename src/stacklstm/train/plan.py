@@ -2,7 +2,7 @@
 the model built and its state's shapes known, before anything is written or allocated.
 
 :func:`make_plan` is phase 1 of :func:`~stacklstm.run.fit`; a seed ensemble
-(:mod:`.ensemble_fit`) makes one plan for all its members.
+(:mod:`stacklstm.run.ensemble_fit`) makes one plan for all its members.
 """
 
 from __future__ import annotations
@@ -99,8 +99,9 @@ class RunPlan:
     freq: str | None = None  # the data's time step (kept with each checkpoint)
     example: Any = None  # zero model inputs of a Forecaster (None: an LSTMModel's x)
     test: WindowSet | None = None  # the test windows (the report's)
-    # a retrained run (:mod:`.retrain`): the epochs it trains on the training and validation
-    # windows together, with no validation (``cfg`` says so; ``info.config`` is as saved)
+    # a retrained run (:mod:`stacklstm.run.retrain`): the epochs it trains on the training
+    # and validation windows together, with no validation (``cfg`` says so; ``info.config``
+    # is as saved)
     retrain_epochs: int | None = None
     train_weight: np.ndarray | None = None
 
@@ -123,10 +124,10 @@ def make_plan(
     saved run's.
 
     With ``retrain_epochs`` (the second run of ``retrain="all"`` or ``"on"``,
-    :mod:`.retrain`) the plan trains that many epochs on the windows of every row (``"all"``)
-    or of the training and validation rows (``"on"``), scaled and deseasonalised on those
-    rows, with no early stopping; ``plan.cfg`` says so, ``plan.info`` keeps the settings as
-    given (and that scaler).
+    :mod:`stacklstm.run.retrain`) the plan trains that many epochs on the windows of every
+    row (``"all"``) or of the training and validation rows (``"on"``), scaled and
+    deseasonalised on those rows, with no early stopping; ``plan.cfg`` says so, ``plan.info``
+    keeps the settings as given (and that scaler).
     ``keep``: entries a new run folder may already hold (the retrained run's
     ``selection/``).
     """
@@ -296,7 +297,8 @@ def _quiet(name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
-#: The ``retrain`` settings that train a second run after the selection (:mod:`.retrain`).
+#: The ``retrain`` settings that train a second run after the selection
+#: (:mod:`stacklstm.run.retrain`).
 RETRAINED = ("all", "on")
 
 

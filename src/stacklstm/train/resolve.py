@@ -221,7 +221,7 @@ def planned_window(cfg: DataConfig) -> tuple[int, bool]:
     """``(window, exact)``: the input steps per window of a run on ``cfg``, before its data
     is read. ``exact`` is False where ``window="auto"`` follows a season that follows the
     time step (``season="auto"`` with a time column): then ``window`` is the largest it can
-    become (:data:`~stacklstm.data.season.MAX_AUTO_WINDOW`).
+    become (:data:`~stacklstm.config.auto.MAX_AUTO_WINDOW`).
 
     Example:
         >>> planned_window(DataConfig(window=8))
@@ -238,7 +238,8 @@ def planned_window(cfg: DataConfig) -> tuple[int, bool]:
 
 def planned_batch(tcfg: TrainConfig) -> int:
     """The windows per batch of a run on ``tcfg`` before its windows are counted: the given
-    ``batch_size``, or the largest ``"auto"`` can become (:data:`~.budget.BASE_BATCH_SIZE`).
+    ``batch_size``, or the largest ``"auto"`` can become
+    (:data:`~stacklstm.config.auto.BASE_BATCH_SIZE`).
 
     Example:
         >>> planned_batch(TrainConfig(batch_size=4)), planned_batch(TrainConfig())
