@@ -81,7 +81,7 @@ def test_a_failed_new_run_removes_only_what_it_made(tmp_path):
     assert (full / CONFIG_FILE).read_text() == "{}"
 
 
-# A child that loads only stacklstm/train/lock.py (standard library only; no jax to import),
+# A child that loads only stacklstm/rundir/lock.py (standard library only; no jax to import),
 # waits for the start signal, then claims two folders as fast as it can.
 CLAIM = """
 import importlib.util, os, sys, time
