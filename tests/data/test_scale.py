@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers import series_of
-from stacklstm.data import DataError, Scaler, make_splits
+from stacklstm.data import DataError, PanelScaler, Scaler, make_splits
 
 
 def test_scaler_fitted_on_training_rows_only():
@@ -124,3 +124,18 @@ def test_scaler_inverse_restores_values_and_round_trips(kind):
         scaler.transform(values[:, :2])
     with pytest.raises(DataError, match="scaler keys"):
         Scaler.from_dict({"kind": kind})
+
+
+def test_joined_panel_scalers_keep_each_series_and_refuse_a_mismatch():
+    values = np.array([[0.0], [2.0], [10.0], [30.0]])
+    a = PanelScaler.fit(values[:2], np.array([0, 2]), [2], "minmax", ("y",), 1, ("a",))
+    b = PanelScaler.fit(values[2:], np.array([0, 2]), [2], "minmax", ("y",), 1, ("b",))
+    both = a.joined(b)
+    assert both.ids == ("a", "b")
+    np.testing.assert_array_equal(both.center[:, 0], [0.0, 10.0])
+    np.testing.assert_array_equal(both.scale[:, 0], [2.0, 20.0])
+    with pytest.raises(ValueError, match=r"both scalers have series \['a'\]"):
+        a.joined(a)
+    other = PanelScaler.fit(values[2:], np.array([0, 2]), [2], "standard", ("y",), 1, ("c",))
+    with pytest.raises(ValueError, match="cannot join a 'standard' scaler"):
+        a.joined(other)

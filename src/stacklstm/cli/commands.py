@@ -207,6 +207,7 @@ def _predict(args: argparse.Namespace) -> int:
         format=args.format,
         combine=args.combine,
         fallback=args.fallback,
+        unseen=args.unseen,
     )
     # with `--output -` the CSV is standard output: the note goes to stderr
     note = sys.stderr if str(output) == "-" else sys.stdout

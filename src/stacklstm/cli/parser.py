@@ -157,7 +157,8 @@ def _add_predict(commands: Any, formatter: type) -> None:
             "  stacklstm predict runs/co2 --output -          # the CSV on standard output\n"
             "  stacklstm predict runs/co2 --data new.csv --output future.csv\n"
             "  stacklstm predict runs/co2 --history          # every origin, one row each\n"
-            "  stacklstm predict runs/co2 --combine          # and the combination's forecasts"
+            "  stacklstm predict runs/co2 --combine          # and the combination's forecasts\n"
+            "  stacklstm predict runs/panel --data new.csv --unseen model  # series it never saw"
         ),
         formatter_class=formatter,
     )
@@ -205,6 +206,14 @@ def _add_predict(commands: Any, formatter: type) -> None:
         help="for a run on a panel: leave out the series the model cannot forecast (too short "
         "for one input window, or not trained on) instead of giving them the seasonal naive "
         "forecast from their last row (a column `forecaster` names which rows are which)",
+    )
+    predict.add_argument(
+        "--unseen",
+        choices=("fallback", "model"),
+        default="fallback",
+        help="for a run on a panel, the series of --data it was not trained on: fallback (the "
+        "seasonal naive forecast, default) or model: the model forecasts them, each scaled on "
+        "its own rows as the run scaled its series (a global model's forecast of new series)",
     )
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict, format="long")

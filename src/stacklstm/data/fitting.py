@@ -114,6 +114,44 @@ def fit_scaler(series: Series, cfg: DataConfig, n_train: Sequence[int]) -> Scale
     return scaler
 
 
+def with_own_scalers(
+    series: Series, cfg: DataConfig, scaler: PanelScaler, min_rows: int = 1
+) -> PanelScaler:
+    """``scaler`` joined with a scaler for each series of the panel ``series`` it lacks
+    (of ``min_rows`` rows or more), fitted on all of that series' rows as a run fits each of
+    its series on its training rows (:func:`fit_scaler`: the transform chosen, the seasonal
+    pattern removed, the same scaling), so that a global model forecasts a series it was
+    never trained on.
+
+    Example:
+        >>> import pandas as pd
+        >>> from stacklstm.config import DataConfig
+        >>> from stacklstm.data import prepare_series
+        >>> frame = pd.DataFrame({"id": ["a"] * 4 + ["b"] * 4, "y": [1.0, 2, 3, 4, 10, 20, 30, 40]})
+        >>> cfg = DataConfig(target=("y",), id_column="id", time_column=None, window=2,
+        ...                  season=1, scaler="minmax", deseasonalize=False)
+        >>> series = prepare_series(frame, cfg)
+        >>> known = fit_scaler(series.select([0]), cfg, [4])
+        >>> both = with_own_scalers(series, cfg, known)
+        >>> both.ids, both.center[:, 0].tolist(), both.scale[:, 0].tolist()
+        (('a', 'b'), [1.0, 10.0], [3.0, 30.0])
+    """
+    known = set(scaler.ids)
+    lengths = np.diff(series.bounds)
+    new = [i for i, name in enumerate(series.ids) if name not in known and lengths[i] >= min_rows]
+    if not new:
+        return scaler
+    part = series.select(new)
+    fitted = fit_scaler(part, cfg, [int(n) for n in np.diff(part.bounds)])
+    assert isinstance(fitted, PanelScaler)
+    if scaler.seasonal is not None and fitted.seasonal is None:  # too short for a pattern
+        season, n = scaler.seasonal.season, len(fitted)
+        zeros = np.zeros((n, season, fitted.n_targets))
+        none = seasons.SeasonalPattern(season, zeros, (None,) * n, scaler.seasonal.freq)
+        fitted = dataclasses.replace(fitted, seasonal=none)
+    return scaler.joined(fitted)
+
+
 def _deseasonalized(
     series: Series, cfg: DataConfig, n_train: Sequence[int], logged: np.ndarray | None = None
 ) -> tuple[np.ndarray, seasons.SeasonalPattern | None]:

@@ -247,6 +247,56 @@ class PanelScaler:
             logged,
         )
 
+    def joined(self, other: PanelScaler) -> PanelScaler:
+        """The scalers of this panel's series, then those of ``other`` (series this one
+        lacks, fitted alike: the same kind, columns, season and transform).
+
+        Raises:
+            ValueError: ``other`` is another kind, has other columns, a series this one has,
+                or not the same seasonal patterns or per-series logs (present or not).
+        """
+        if (other.kind, other.columns, other.n_targets) != (
+            self.kind,
+            self.columns,
+            self.n_targets,
+        ):
+            raise ValueError(
+                f"cannot join a {other.kind!r} scaler of {list(other.columns)} to a "
+                f"{self.kind!r} one of {list(self.columns)}"
+            )
+        if set(self.ids) & set(other.ids):
+            raise ValueError(f"both scalers have series {sorted(set(self.ids) & set(other.ids))}")
+        if (self.seasonal is None) != (other.seasonal is None) or (self.logged is None) != (
+            other.logged is None
+        ):
+            raise ValueError("cannot join scalers with and without seasonal patterns or logs")
+        seasonal = None
+        if self.seasonal is not None and other.seasonal is not None:
+            if (other.seasonal.season, other.seasonal.freq) != (
+                self.seasonal.season,
+                self.seasonal.freq,
+            ):
+                raise ValueError("cannot join seasonal patterns of another season or time step")
+            seasonal = SeasonalPattern(
+                self.seasonal.season,
+                np.concatenate([self.seasonal.pattern, other.seasonal.pattern]),
+                self.seasonal.reference + other.seasonal.reference,
+                self.seasonal.freq,
+            )
+        logged = None
+        if self.logged is not None and other.logged is not None:
+            logged = np.concatenate([self.logged, other.logged])
+        return PanelScaler(
+            self.kind,
+            self.columns,
+            self.n_targets,
+            self.ids + other.ids,
+            np.concatenate([self.center, other.center]),
+            np.concatenate([self.scale, other.scale]),
+            seasonal,
+            logged,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (floats round-trip exactly): :meth:`Scaler.to_dict`'s keys, with
         one list per series for ``center`` and ``scale``, and ``ids``."""

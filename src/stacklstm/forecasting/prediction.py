@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..combine import NAME as COMBINATION
 from ..data import DataError, make_inference_windows, select_series
+from ..data.fitting import with_own_scalers
 from ..intervals import interval_pairs, level_key
 from ..rundir.outputs import check_output, write_output
 from . import inference
@@ -54,6 +55,7 @@ def predict(
     format: Literal["wide", "long"] = "wide",
     combine: bool = False,
     fallback: bool = True,
+    unseen: Literal["fallback", "model"] = "fallback",
 ) -> pd.DataFrame:
     """Forecast from every origin of a table with a full input window; optionally write a CSV.
 
@@ -89,6 +91,11 @@ def predict(
             run's ``report.json``. Point forecasts only.
         fallback: For a panel run, forecast the series the model cannot forecast with the
             seasonal naive forecast (True), or leave them out (False).
+        unseen: For a panel run, the series of the table it was not trained on: ``"fallback"``
+            (as above), or ``"model"``: the model forecasts them, each scaled (and
+            transformed, deseasonalised) on its own rows as the run did its series on their
+            training rows (:func:`~stacklstm.data.fitting.with_own_scalers`): a global
+            model's forecast of new series, without training.
 
     Returns:
         One row per origin: for a panel run first ``id`` (the series), then ``origin`` (its
@@ -118,6 +125,8 @@ def predict(
     """
     if format not in ("wide", "long"):
         raise ValueError(f"format must be 'wide' or 'long', got {format!r}")
+    if unseen not in ("fallback", "model"):
+        raise ValueError(f"unseen must be 'fallback' or 'model', got {unseen!r}")
     if output is not None:
         check_output(output)
     if combine:  # refused before anything is computed: the run's report has no weights
@@ -143,14 +152,17 @@ def predict(
             )
         series = select_series(series, ids)  # a name the table lacks: refused there
         trained = list(run.info.scaler.ids)
-        if not set(trained) & set(ids):
+        if unseen == "fallback" and not set(trained) & set(ids):
             raise DataError(
                 f"`ids` {','.join(ids)!r} select no series the run was trained on, so none "
                 f"can be forecast; it was trained on {_some(trained)}"
             )
+    scaler = run.info.scaler
+    if unseen == "model" and series.ids is not None:  # new series scaled on their own rows
+        scaler = with_own_scalers(series, cfg, scaler, cfg.min_input_rows)
     left: dict[str, str] = {}
     if series.ids is not None and fallback:
-        left = fallback_ids(series, run.info.scaler.ids, cfg.min_input_rows)
+        left = fallback_ids(series, scaler.ids, cfg.min_input_rows)
     order = list(series.ids) if series.ids is not None else []
     fallback_rows = None
     if left:
@@ -169,7 +181,7 @@ def predict(
             frame = merge(None, fallback_rows, order)
             return _finish(frame, cfg, series, (), combine, format, output, source, run.freq)
         series = select_series(series, kept)
-    windows = make_inference_windows(series, cfg, run.info.scaler, run.info.static_scaler)
+    windows = make_inference_windows(series, cfg, scaler, run.info.static_scaler)
     if format == "long" and not combine:  # the future alone: each series' last window
         windows = last_windows(windows)  # (the combination's fits start at the first)
     out = interval_forecast(run, windows, run_calibration(run))
