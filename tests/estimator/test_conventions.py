@@ -160,3 +160,17 @@ def test_utilsforecasts_plot_series_draws_the_forecast_and_its_fan(fitted):
         (line,) = [line for line in ax.get_lines() if line.get_label() == "stacklstm"]
         y = np.asarray(line.get_ydata(), float)  # NaN over the history, then the forecast
         np.testing.assert_allclose(y[~np.isnan(y)], mine["stacklstm"], rtol=1e-12)
+
+
+def test_a_series_the_model_never_saw_is_forecast_by_it_with_unseen_model(fitted):
+    panel = _panel()
+    copy = panel[panel["unique_id"] == "a"].assign(unique_id="new")  # a, under a new name
+    both = pd.concat([panel, copy], ignore_index=True)
+    out = fitted.predict(both, level=[80], unseen="model")
+    rows = {
+        k: g.drop(columns="unique_id").reset_index(drop=True) for k, g in out.groupby("unique_id")
+    }
+    assert list(out["unique_id"].unique()) == ["a", "b", "c", "new"]  # the frame's order
+    pd.testing.assert_frame_equal(rows["new"], rows["a"])  # scaled on every row, as a was
+    default = fitted.predict(both)
+    assert default.loc[default["unique_id"] == "new", "forecaster"].eq("seasonal_naive").all()

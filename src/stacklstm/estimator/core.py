@@ -23,7 +23,7 @@ import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -197,7 +197,6 @@ class LSTMForecaster(SaveLoad):
 
     def _adopt(self, run_dir: Path, table: Path | None) -> None:
         """Point at a run folder and its table; read its settings and series names."""
-
         self._run_dir, self._table = run_dir, table
         self._info = read_run_info(run_dir)
         data = self._info.config.data
@@ -314,28 +313,26 @@ class LSTMForecaster(SaveLoad):
 
     # ------------------------------------------------------------------ predict
 
-    def _table_for(self, df: pd.DataFrame | None, futr_df: pd.DataFrame | None) -> pd.DataFrame:
-        """The table to forecast from: ``df`` (else the training table) and the future rows."""
-        source = self._table or table_path(self._info, None)
-        return history_table(df, futr_df, self._info.config.data, source, self._statics)
-
     def _user_frame(self, long: pd.DataFrame, level: Sequence[float] | None) -> pd.DataFrame:
         """The long frame under the estimator's column names, with the levels asked for."""
         names = (self.alias, self.id_col, self.time_col)
         return user_frame(long, level, names, self._id_values, self._time_dtype)
 
     def _forecast(
-        self, table: pd.DataFrame | None, every_origin: bool = False, combine: bool = False
+        self,
+        table: pd.DataFrame | None,
+        every_origin: bool = False,
+        combine: bool = False,
+        unseen: str = "fallback",
     ) -> pd.DataFrame:
         """The run's long forecasts of ``table`` (None: the run's own table)."""
-
         with tempfile.TemporaryDirectory(prefix="stacklstm-predict-") as scratch:
             path = self._table
             if table is not None:
                 path = Path(scratch) / "table.parquet"
                 write_table(table, path)
             if not every_origin:
-                return predict(self.run_dir, path, format="long", combine=combine)
+                return predict(self.run_dir, path, format="long", combine=combine, unseen=unseen)
             wide = predict(self.run_dir, path, fallback=False)  # forecasts at the cut-offs only
         data = self._info.config.data
         return to_long(wide, data.target, data.horizon, wide.attrs["freq"], every_origin=True)
@@ -349,6 +346,7 @@ class LSTMForecaster(SaveLoad):
         *,
         h: int | None = None,
         X_df: Any = None,
+        unseen: Literal["fallback", "model"] = "fallback",
     ) -> Any:
         """Forecast the next ``h`` (default ``horizon``) steps after each series' last row.
 
@@ -362,6 +360,9 @@ class LSTMForecaster(SaveLoad):
                 (:mod:`stacklstm.combine`, the run's saved weights), as ``<alias>-combination``.
             h: The first ``h`` steps of the horizon (``1 <= h <= horizon``; None: all).
             X_df: statsforecast's name of ``futr_df`` (give one of them).
+            unseen: The series of ``df`` the model was not trained on: ``"fallback"`` (the
+                seasonal naive forecast) or ``"model"`` (the model's, each series scaled on
+                its own rows: :func:`stacklstm.forecasting.predict`).
 
         Returns:
             ``(n_series * h)`` rows (a polars frame for a polars ``df``): ``id_col`` (in its
@@ -388,8 +389,11 @@ class LSTMForecaster(SaveLoad):
         polars = is_polars(df) or (df is None and is_polars(futr_df))
         df = None if df is None else as_pandas(df, "df")
         futr_df = None if futr_df is None else as_pandas(futr_df, "futr_df")
-        table = None if df is None and futr_df is None else self._table_for(df, futr_df)
-        long = self._forecast(table, combine=bool(combine))
+        table = None  # the training table
+        if df is not None or futr_df is not None:  # the history given, and the future rows
+            source = self._table or table_path(self._info, None)
+            table = history_table(df, futr_df, self.config.data, source, self._statics)
+        long = self._forecast(table, combine=bool(combine), unseen=unseen)
         out = self._user_frame(long, level)
         if combine:
             out[f"{self.alias}-combination"] = long["combination"].to_numpy()
