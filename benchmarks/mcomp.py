@@ -633,6 +633,116 @@ def table_rows(
     return lines
 
 
+# -- zero-shot: a model trained on the other competitions -----------------------------------------
+
+
+def donor_series(donors: Sequence[str], frequency: str) -> list[MSeries]:
+    """The series of the competitions ``donors`` at ``frequency``, every value of each (``x``
+    then ``xx``: public data this benchmark does not score), named ``<donor>-<id>``."""
+    return [
+        MSeries(f"{d}-{s.id}", s.frequency, np.r_[s.x, s.xx], np.empty(0))
+        for d in donors
+        for s in load(d)
+        if s.frequency == frequency
+    ]
+
+
+def zero_shot(
+    series: Sequence[MSeries],
+    donors: Sequence[str],
+    seeds: Sequence[int],
+    settings: Mapping[str, str],
+    work: Path,
+    dataset: str,
+) -> dict[int, dict[str, dict]]:
+    """``{seed: {id: {"forecast", "fit_s", "fallback"}}}``: per frequency, one model trained
+    on the series of the competitions ``donors`` (:func:`donor_series`) with this dataset's
+    horizon, forecasting each series of ``series`` it never saw from the end of ``x``
+    (``predict(..., unseen="model")``: each scaled on its own rows). A frequency no donor
+    has is left out."""
+    from stacklstm.forecasting import predict
+    from stacklstm.run import fit
+
+    name = "+".join(donors)
+    path = work / dataset / f"zeroshot-{name}-{_recipe_key(settings)}.jsonl"
+    done = _read_jsonl(path)
+    out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
+    for seed in seeds:
+        for frequency in FREQUENCIES:
+            items = [s for s in series if s.frequency == frequency]
+            key = f"{seed}/{frequency}"
+            if not items:
+                continue
+            if key not in done:
+                pool = donor_series(donors, frequency)
+                if not pool:
+                    continue
+                scratch = Path(tempfile.mkdtemp(prefix="mcomp-zeroshot-"))
+                try:
+                    train, target = scratch / "train.csv", scratch / "target.csv"
+                    _table(pool, True).to_csv(train, index=False)
+                    _table(items, True).to_csv(target, index=False)
+                    start = time.perf_counter()
+                    fit(_config(settings, items[0].h, True, seed), scratch / "run",
+                        data_path=train, quiet=True)  # fmt: skip
+                    frame = predict(scratch / "run", target, unseen="model")
+                    columns = [f"y_h{k}" for k in range(1, items[0].h + 1)]
+                    last = frame.groupby("id", sort=False).tail(1).set_index("id")
+                    fell = last["forecaster"] != "model" if "forecaster" in last else []
+                    fallback = last.index[fell].tolist() if len(fell) else []
+                    row = {
+                        "key": key,
+                        "forecasts": {str(i): r[columns].tolist() for i, r in last.iterrows()},
+                        "fallback": [str(i) for i in fallback],
+                        "n_donor_series": len(pool),
+                        "fit_s": time.perf_counter() - start,
+                    }
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                _append(path, row)
+                done[key] = row
+                logging.info("zero-shot seed %d %s: %.0f s", seed, frequency, row["fit_s"])
+            row = done[key]
+            for s in items:
+                out[seed][s.id] = {
+                    "forecast": row["forecasts"].get(s.id),
+                    "fit_s": row["fit_s"],
+                    "fallback": s.id in row["fallback"],
+                }
+    return out
+
+
+def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dict]]) -> list[str]:
+    """Markdown rows per frequency: the zero-shot model's mean MASE and sMAPE (mean and sd
+    over seeds) beside seasonal naive's, on every series it forecast, and how many got the
+    fallback; no statistical model needed."""
+    lines = [
+        "| frequency | series | forecaster | mean MASE | mean sMAPE % |",
+        "|---|---|---|---|---|",
+    ]
+    seeds = sorted(lstm)
+    for frequency in FREQUENCIES:
+        group = [s for s in series if s.frequency == frequency and s.id in lstm[seeds[0]]]
+        if not group:
+            continue
+        per_seed = [_means(group, {s.id: lstm[k][s.id]["forecast"] for s in group}) for k in seeds]
+        mase = [m["mase"] for m in per_seed]
+        sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
+        fell = sum(bool(lstm[seeds[0]][s.id]["fallback"]) for s in group)
+        naive = {}
+        for s in group:
+            last = s.x[-s.season :] if len(s.x) >= s.season else s.x[-1:]
+            naive[s.id] = np.resize(last, s.h)
+        n = _means(group, naive)
+        lines += [
+            f"| {frequency} | {len(group)} ({fell} fallback) | **stacklstm zero-shot** "
+            f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
+            f"{np.mean([m['smape'] for m in per_seed]):.2f} |",
+            f"| {frequency} | {len(group)} | seasonal_naive | {n['mase']:.3f} | {n['smape']:.2f} |",
+        ]
+    return lines
+
+
 # -- the results page ----------------------------------------------------------------------------
 
 #: The results page's columns: (dataset, frequency, heading), in its order.
@@ -725,8 +835,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--modes",
         default="stats,coverage,local,global",
-        help="stats, coverage, local, global; results: the results page's table from the "
-        "cache of every dataset (fits nothing)",
+        help="stats, coverage, local, global, zeroshot (a model trained on --donors only); "
+        "results: the results page's table from the cache of every dataset (fits nothing)",
+    )
+    parser.add_argument(
+        "--donors",
+        default="",
+        help="zeroshot: the competitions the model trains on, comma-separated (m1, m3, "
+        "tourism; never --dataset)",
     )
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
     parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
@@ -766,6 +882,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out.write_text(text)
         return 0
     start = time.perf_counter()
+    if modes == {"zeroshot"}:  # no statistical model: seasonal naive is computed here
+        donors = [d for d in args.donors.split(",") if d]
+        if not donors or args.dataset in donors:
+            raise SystemExit("--modes zeroshot needs --donors other than --dataset")
+        results = zero_shot(series, donors, seeds, settings, args.work, args.dataset)
+        text = "\n".join(
+            [
+                f"## {args.dataset.upper()}: zero-shot, trained on {', '.join(donors)}",
+                "",
+                *zero_shot_rows(series, results),
+                "",
+                f"This run: {time.perf_counter() - start:.0f} s.",
+            ]
+        )
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+        return 0
     stats = statistical(series, args.work, args.dataset)
     lines = [f"## {args.dataset.upper()}: {len(series)} series", ""]
     lines += ["Statistical models on every series:", "", *table_rows(series, stats, None, ""), ""]
