@@ -153,3 +153,30 @@ def test_the_results_table_is_made_from_the_cache_alone(tmp_path, monkeypatch):
     assert combination["M3 Q"] == f"{np.mean(combined):.3f} ± {np.std(combined):.3f} (2)"
     assert shipped["M3 M"] == "not measured"  # no monthly row in the cache
     assert shipped["M1 Q"] == table["AutoETS"]["tourism M"] == "not measured"  # no dataset
+
+
+def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path, monkeypatch):
+    """A model trained on the donors' series forecasts each target series it never saw; the
+    table scores it and seasonal naive by hand; a second call reads the cache."""
+    donors = [_series(f"d{i}", n=40, seed=10 + i) for i in range(4)]
+    targets = [_series("t0", n=30, seed=1), _series("t1", n=26, seed=2)]
+    monkeypatch.setattr(mc, "load", lambda dataset: donors if dataset == "m1" else targets)
+    settings = {"epochs": "2", "lstm_hidden_size": "8", "min_steps": "0", "patience": "0"}
+    got = mc.zero_shot(targets, ["m1"], [0], settings, tmp_path, "toy")[0]
+    assert sorted(got) == ["t0", "t1"]
+    for s in targets:
+        assert len(got[s.id]["forecast"]) == s.h and np.isfinite(got[s.id]["forecast"]).all()
+        assert not got[s.id]["fallback"]
+    donor_ids = {s.id for s in mc.donor_series(["m1"], "quarterly")}
+    assert donor_ids == {f"m1-d{i}" for i in range(4)}
+    rows = mc.zero_shot_rows(targets, {0: got})
+    model = np.mean([mc.score(s, got[s.id]["forecast"])["mase"] for s in targets])
+    naive = np.mean([mc.score(s, np.resize(s.x[-4:], s.h))["mase"] for s in targets])
+    assert f"| **{model:.3f}** |" in rows[2] and f"| seasonal_naive | {naive:.3f} |" in rows[3]
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the cache holds this fit")
+
+    monkeypatch.setattr("stacklstm.run.fit", no_fit)
+    again = mc.zero_shot(targets, ["m1"], [0], settings, tmp_path, "toy")[0]
+    assert again["t0"]["forecast"] == got["t0"]["forecast"]
