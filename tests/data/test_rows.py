@@ -260,6 +260,25 @@ def test_bad_panels_are_refused_in_one_line(change, message):
     raises_one_line(message.replace("(", r"\(").replace(")", r"\)"), prepare_series, frame, cfg)
 
 
+@pytest.mark.parametrize("short", ["a", "z"])  # the short series first, or last
+def test_a_short_series_on_the_panels_calendar_step_is_no_other_step(short):
+    # the first three quarters of 2000 are 91 days apart, a fixed step, and on quarters too
+    stamps = {"m": pd.date_range("2000-01-01", periods=12, freq="QS"),
+              short: pd.date_range("2000-01-01", periods=3, freq="QS")}  # fmt: skip
+    frame = pd.concat(
+        pd.DataFrame({"id": name, "t": t, "v": np.arange(len(t), dtype=float)})
+        for name, t in stamps.items()
+    )
+    cfg = DataConfig(**{**PANEL, "window": 2, "horizon": 1})
+    series = prepare_series(frame, cfg)
+    assert series.freq == "QS"
+    assert np.diff(series.bounds).tolist() == ([3, 12] if short == "a" else [12, 3])
+    # on a monthly panel the same three stamps would need missing months: another step
+    frame.loc[frame["id"] == "m", "t"] = pd.date_range("2000-01-01", periods=12, freq="MS")
+    message = "has a time step of (91D|MS) but series '(m|a|z)' has (MS|91D); every series"
+    raises_one_line(message, prepare_series, frame, cfg)
+
+
 def test_split_sizes_and_fractions_are_two_forms_of_one_setting():
     assert DataConfig(test_size=5).test_size == 5
     raises_one_line(

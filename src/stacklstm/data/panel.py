@@ -55,6 +55,11 @@ def prepare_panel(
         stamps = None if times is None else times[bounds[i] : bounds[i + 1]]
         if stamps is not None and stamps.size >= 3:
             grid, step = _series_grid(series_id, stamps, cfg)
+            if freq is not None and step != freq:  # a short series: 91D where others are QS?
+                if _same_on(stamps, freq):
+                    step = freq
+                elif all(_same_on(p[1], step) for p in pieces if p[1] is not None):
+                    freq = step  # the earlier series lie on this series' calendar step
             if freq is None:
                 freq, freq_of = step, series_id
             elif step != freq:
@@ -95,6 +100,39 @@ def prepare_panel(
         ids=ids,
         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
     )
+
+
+def on_step(stamps: np.ndarray, step: str) -> np.ndarray | None:
+    """The grid of the calendar ``step`` (a pandas alias of months, quarters or years:
+    ``"QS"``, ``"MS"``, ...) from the first to the last of ``stamps`` when every stamp lies
+    on it, else None (a fixed step such as ``"D"`` too): a series of a few rows whose fixed
+    step (``"91D"``) is the panel's calendar one.
+
+    Example:
+        >>> stamps = pd.to_datetime(["2000-01-01", "2000-04-01", "2000-07-01"]).to_numpy()
+        >>> len(on_step(stamps, "QS")), len(on_step(stamps, "MS"))
+        (3, 7)
+        >>> on_step(stamps, "YS") is None, on_step(stamps, "D") is None
+        (True, True)
+    """
+    if np.issubdtype(stamps.dtype, np.integer):
+        return None
+    try:
+        offset = pd.tseries.frequencies.to_offset(step)
+        if isinstance(offset, pd.offsets.Tick):  # a fixed step: no calendar to fall on
+            return None
+        grid = pd.date_range(stamps[0], stamps[-1], freq=offset).to_numpy().astype(stamps.dtype)
+    except (ValueError, TypeError):
+        return None
+    if grid.size == 0 or grid[0] != stamps[0] or not np.isin(stamps, grid).all():
+        return None
+    return grid
+
+
+def _same_on(stamps: np.ndarray, step: str) -> bool:
+    """Whether ``stamps`` are exactly the grid of ``step`` over their span."""
+    grid = on_step(stamps, step)
+    return grid is not None and grid.size == stamps.size
 
 
 def _series_grid(series_id: str, stamps: np.ndarray, cfg: DataConfig) -> tuple[np.ndarray, str]:
