@@ -493,9 +493,12 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
 
     cfg = run_config(task, recipe, seed)
     transform = make_transform(task.y, recipe, task.spec.season, task.n_train)
+    config = cfg.to_dict()
+    if config["train"].get("init") == "random":  # added later and changes no fit: the keys
+        del config["train"]["init"]  # of the fits cached before it still hold
     identity = {
         "series": task.spec.name,
-        "config": cfg.to_dict(),
+        "config": config,
         "log": transform.log,
         "pattern": None if transform.pattern is None else transform.pattern.round(12).tolist(),
     }

@@ -61,6 +61,7 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -270,7 +271,10 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
     release whose defaults changed does not reuse an older release's forecasts."""
     from stacklstm.config import RunConfig
 
-    text = json.dumps([sorted(settings.items()), RunConfig().to_dict()], sort_keys=True)
+    defaults = RunConfig().to_dict()
+    if defaults["train"].get("init") == "random":  # added later and changes no run: the keys
+        del defaults["train"]["init"]  # of the results cached before it still hold
+    text = json.dumps([sorted(settings.items()), defaults], sort_keys=True)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return f"defaults-{digest}" if not settings else digest
 
@@ -344,9 +348,11 @@ def local(
     settings: Mapping[str, str],
     work: Path,
     dataset: str,
+    name: str = "local",
 ) -> dict[int, dict[str, dict]]:
-    """``{seed: {id: {"forecast", "fit_s", "error"}}}``: one model per series of the sample."""
-    path = work / dataset / f"local-{_recipe_key(settings)}.jsonl"
+    """``{seed: {id: {"forecast", "fit_s", "error"}}}``: one model per series of the sample,
+    cached in ``<name>-<recipe>.jsonl``."""
+    path = work / dataset / f"{name}-{_recipe_key(settings)}.jsonl"
     done = _read_jsonl(path)
     chosen = sample_ids(series, sample)
     out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
@@ -661,6 +667,7 @@ def zero_shot(
     (``predict(..., unseen="model")``: each scaled on its own rows). A frequency no donor
     has is left out."""
     from stacklstm.forecasting import predict
+    from stacklstm.forecasting.zeroshot_intervals import scaled_halfwidths, validation_errors
     from stacklstm.run import fit
 
     name = "+".join(donors)
@@ -686,6 +693,7 @@ def zero_shot(
                     fit(_config(settings, items[0].h, True, seed), scratch / "run",
                         data_path=train, quiet=True)  # fmt: skip
                     frame = predict(scratch / "run", target, unseen="model")
+                    halfwidths = scaled_halfwidths(validation_errors(scratch / "run"), (80, 95))
                     columns = [f"y_h{k}" for k in range(1, items[0].h + 1)]
                     last = frame.groupby("id", sort=False).tail(1).set_index("id")
                     fell = last["forecaster"] != "model" if "forecaster" in last else []
@@ -695,6 +703,7 @@ def zero_shot(
                         "forecasts": {str(i): r[columns].tolist() for i, r in last.iterrows()},
                         "fallback": [str(i) for i in fallback],
                         "n_donor_series": len(pool),
+                        "halfwidths": {k: v.tolist() for k, v in halfwidths.items()},
                         "fit_s": time.perf_counter() - start,
                     }
                 finally:
@@ -708,7 +717,53 @@ def zero_shot(
                     "forecast": row["forecasts"].get(s.id),
                     "fit_s": row["fit_s"],
                     "fallback": s.id in row["fallback"],
+                    "halfwidths": row.get("halfwidths"),  # None: a row cached before them
                 }
+    return out
+
+
+def fine_tune(
+    series: Sequence[MSeries],
+    donors: Sequence[str],
+    sample: int,
+    seeds: Sequence[int],
+    settings: Mapping[str, str],
+    work: Path,
+    dataset: str,
+) -> dict[int, dict[str, dict]]:
+    """One model per series of the sample (:func:`local`) that starts from weights trained on
+    the competitions ``donors`` only (``init="pretrained"``, ``benchmarks/pretrain.py``, seed
+    0, one folder per frequency under ``work``) and fine-tunes on the series' ``x``. A
+    frequency whose horizon is not the family's is left out."""
+    from stacklstm.pretrained import FAMILIES
+    from stacklstm.pretrained.store import WEIGHTS_ENV
+
+    spec = importlib.util.spec_from_file_location("pretrain_bench", HERE / "pretrain.py")
+    pretrain = sys.modules.get("pretrain_bench") or importlib.util.module_from_spec(spec)
+    if "pretrain_bench" not in sys.modules:
+        sys.modules["pretrain_bench"] = pretrain
+        spec.loader.exec_module(pretrain)
+    name = "+".join(donors)
+    out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
+    for frequency in FREQUENCIES:
+        group = [s for s in series if s.frequency == frequency]
+        if frequency not in FAMILIES or not group or group[0].h != FAMILIES[frequency].horizon:
+            continue
+        folder = work / dataset / f"weights-{name}-{_recipe_key({})}"
+        if not (folder / f"{frequency}.npz").is_file():
+            pretrain.train_family(frequency, folder, 0, False, competitions=donors)
+        previous = os.environ.get(WEIGHTS_ENV)
+        os.environ[WEIGHTS_ENV] = str(folder)
+        try:
+            tuned = {**settings, "init": "pretrained"}
+            done = local(group, sample, seeds, tuned, work, dataset, name=f"finetune-{name}")
+        finally:
+            if previous is None:
+                os.environ.pop(WEIGHTS_ENV, None)
+            else:
+                os.environ[WEIGHTS_ENV] = previous
+        for seed in seeds:
+            out[seed].update(done[seed])
     return out
 
 
@@ -740,6 +795,38 @@ def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, di
             f"{np.mean([m['smape'] for m in per_seed]):.2f} |",
             f"| {frequency} | {len(group)} | seasonal_naive | {n['mase']:.3f} | {n['smape']:.2f} |",
         ]
+    return lines
+
+
+def zero_shot_coverage(
+    series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dict]]
+) -> list[str]:
+    """Markdown rows per frequency and seed whose model kept its interval half-widths: the
+    share of the held-out values inside the zero-shot intervals at 80 and 95 percent (the
+    pretrained models' intervals, :mod:`stacklstm.forecasting.zeroshot_intervals`: fitted on
+    the donor series' validation windows, scaled by each series' seasonal naive MAE of
+    ``x``)."""
+    from stacklstm.forecasting.zeroshot import series_scales
+
+    lines = ["| frequency | seed | series | 80 % interval covers | 95 % interval covers |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for frequency in FREQUENCIES:
+        for seed in sorted(lstm):
+            group = [s for s in series if s.frequency == frequency and s.id in lstm[seed]]
+            rows = [lstm[seed][s.id] for s in group]
+            if not group or any(r["halfwidths"] is None or r["fallback"] for r in rows):
+                continue
+            covered = {"80": [], "95": []}
+            for s, row in zip(group, rows, strict=True):
+                scale = series_scales(s.x, np.array([0, len(s.x)]), s.season)[0]
+                point = np.asarray(row["forecast"])
+                for level, inside in covered.items():
+                    half = scale * np.asarray(row["halfwidths"][level])[: s.h]
+                    inside.extend(np.abs(s.xx - point) <= half)
+            lines.append(
+                f"| {frequency} | {seed} | {len(group)} | {100 * np.mean(covered['80']):.1f} % | "
+                f"{100 * np.mean(covered['95']):.1f} % |"
+            )
     return lines
 
 
@@ -835,7 +922,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--modes",
         default="stats,coverage,local,global",
-        help="stats, coverage, local, global, zeroshot (a model trained on --donors only); "
+        help="stats, coverage, local, global, zeroshot (a model trained on --donors only), "
+        "finetune (one model per series of the sample, from weights trained on --donors); "
         "results: the results page's table from the cache of every dataset (fits nothing)",
     )
     parser.add_argument(
@@ -893,6 +981,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "",
                 *zero_shot_rows(series, results),
                 "",
+                "Interval coverage (seeds whose model kept its interval half-widths):",
+                "",
+                *zero_shot_coverage(series, results),
+                "",
+                f"This run: {time.perf_counter() - start:.0f} s.",
+            ]
+        )
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+        return 0
+    if modes == {"finetune"}:  # on the sample: its statistical models, zero-shot beside
+        donors = [d for d in args.donors.split(",") if d]
+        if not donors or args.dataset in donors:
+            raise SystemExit("--modes finetune needs --donors other than --dataset")
+        results = fine_tune(series, donors, args.sample, seeds, settings, args.work, args.dataset)
+        chosen = [s for s in series if s.id in results[seeds[0]]]
+        stats = statistical(chosen, args.work, args.dataset)
+        zero = zero_shot(chosen, donors, [0], {}, args.work, args.dataset)  # the defaults
+        text = "\n".join(
+            [
+                f"## {args.dataset.upper()}: fine-tuned per series from weights trained on "
+                f"{', '.join(donors)}, {args.sample} series per frequency",
+                "",
+                *table_rows(chosen, stats, results, "stacklstm fine-tuned"),
+                "",
+                "The zero-shot model (seed 0, the defaults) on the same series:",
+                "",
+                *table_rows(chosen, stats, zero, "stacklstm zero-shot"),
+                "",
+                f"Median fine-tune time per series: "
+                f"{np.median([r['fit_s'] for by in results.values() for r in by.values()]):.1f} s.",
                 f"This run: {time.perf_counter() - start:.0f} s.",
             ]
         )

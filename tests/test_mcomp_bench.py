@@ -180,3 +180,17 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
     monkeypatch.setattr("stacklstm.run.fit", no_fit)
     again = mc.zero_shot(targets, ["m1"], [0], settings, tmp_path, "toy")[0]
     assert again["t0"]["forecast"] == got["t0"]["forecast"]
+    # the intervals' coverage, by hand: |y - f| within the half-width times x's scale
+    halves = got["t0"]["halfwidths"]
+    inside = {"80": [], "95": []}
+    for s in targets:
+        scale = np.mean(np.abs(s.x[4:] - s.x[:-4]))  # quarterly: lag 4
+        for level, kept in inside.items():
+            half = scale * np.asarray(halves[level])[: s.h]
+            kept.extend(np.abs(s.xx - np.asarray(got[s.id]["forecast"])) <= half)
+    coverage = mc.zero_shot_coverage(targets, {0: got})
+    assert coverage[2] == (
+        f"| quarterly | 0 | 2 | {100 * np.mean(inside['80']):.1f} % | "
+        f"{100 * np.mean(inside['95']):.1f} % |"
+    )
+    assert (np.asarray(halves["95"]) >= np.asarray(halves["80"])).all()

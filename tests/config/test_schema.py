@@ -69,7 +69,7 @@ def test_new_fields_say_what_older_runs_meant():
     # calendar, and no hybrid, and no window started before its series; they kept the seasonal
     # pattern, untested, and the values themselves, and trained for the epochs given, one
     # model each; their combination was the weighted one, and none was retrained on its
-    # validation rows, and every window weighed alike in the loss
+    # validation rows, and every window weighed alike in the loss, from random parameters
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "season_test"): False,
@@ -92,4 +92,5 @@ def test_new_fields_say_what_older_runs_meant():
         ("train", "combination"): "weighted",
         ("train", "retrain"): "off",
         ("train", "loss_weight"): "none",
+        ("train", "init"): "random",
     }

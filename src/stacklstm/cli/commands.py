@@ -215,6 +215,28 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forecast(args: argparse.Namespace) -> int:
+    from ..data import bundled_dataset_path, read_table
+    from ..forecasting.zeroshot import forecast
+    from ..rundir.outputs import check_output, write_output
+
+    source = Path(args.data) if args.data is not None else bundled_dataset_path()
+    check_output(args.output, inputs=(source,))
+    frame = forecast(
+        read_table(source),
+        args.horizon,
+        target=args.target,
+        time_column=args.time_column,
+        id_column=args.id_column,
+        freq=args.freq,
+        level=args.level,
+    )
+    write_output(args.output, frame.to_csv(index=False).encode(), inputs=(source,))
+    note = sys.stderr if str(args.output) == "-" else sys.stdout
+    print(f"wrote {len(frame)} forecasts to {args.output}", file=note)
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     from ..forecasting.export import EXPORT_FILE, export_run
 

@@ -7,8 +7,8 @@ import argparse
 from typing import Any
 
 from ..config import DEFAULT_FOLDS
-from .commands import _backtest, _evaluate, _export, _predict, _train, _tune
-from .flags import PROG, _add_setting_flags, _int, _names, _Parser, _refit
+from .commands import _backtest, _evaluate, _export, _forecast, _predict, _train, _tune
+from .flags import PROG, _add_setting_flags, _column_or_none, _int, _names, _Parser, _refit
 
 EPILOG = """\
 examples:
@@ -21,6 +21,7 @@ examples:
   stacklstm train --out runs/co2 --coordinator 10.0.0.1:1234 --num-processes 2 --process-id 0
   stacklstm evaluate runs/sales          # report.json: model vs last-value and seasonal naive
   stacklstm predict runs/sales --output forecasts.csv
+  stacklstm forecast --data sales.csv --target units --time-column day   # pretrained, no training
   stacklstm train --data stores.csv --id-column store --target sales --time-column day \\
       --test-size 28 --val-size 28 --out runs/stores    # one model for every store's series
   stacklstm export runs/sales --output sales.stacklstm   # one file: jax + numpy to serve
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tune(commands, formatter)
     _add_evaluate(commands, formatter)
     _add_predict(commands, formatter)
+    _add_forecast(commands, formatter)
     _add_export(commands, formatter)
     _add_backtest(commands, formatter)
     _add_bench(commands, formatter)
@@ -217,6 +219,80 @@ def _add_predict(commands: Any, formatter: type) -> None:
     )
     predict.add_argument("--quiet", action="store_true", help="no info logs")
     predict.set_defaults(func=_predict, format="long")
+
+
+def _add_forecast(commands: Any, formatter: type) -> None:
+    forecast = commands.add_parser(
+        "forecast",
+        help="forecast a table with the pretrained model, without training; writes a CSV",
+        description=(
+            "Forecast the next steps after each series' last row with the pretrained model of "
+            "the data's time step (yearly, quarterly, monthly, weekly, daily or hourly; "
+            "shipped with the package), without training: one row per series and step, "
+            "unique_id, ds, stacklstm, stacklstm-lo-<level>, stacklstm-hi-<level>, as "
+            "`predict` writes them. Each series is scaled on its own rows; a series shorter "
+            "than the model's window is forecast too."
+        ),
+        epilog=(
+            "examples:\n  stacklstm forecast                       # the bundled weekly CO2 "
+            "record\n"
+            "  stacklstm forecast --data sales.csv --target units --time-column day "
+            "--horizon 7\n"
+            "  stacklstm forecast --data stores.csv --id-column store --target sales "
+            "--time-column week --output future.csv"
+        ),
+        formatter_class=formatter,
+    )
+    forecast.add_argument(
+        "--data", metavar="FILE", help="table to forecast (CSV or Parquet; default: bundled CO2)"
+    )
+    forecast.add_argument(
+        "--output",
+        metavar="FILE",
+        default="-",
+        help="CSV to write (default: - , standard output)",
+    )
+    forecast.add_argument(
+        "--horizon",
+        type=_int,
+        metavar="N",
+        help="steps to forecast (default and most: the model's horizon: yearly 6, quarterly "
+        "8, monthly 18, weekly 13, daily 14, hourly 48)",
+    )
+    forecast.add_argument("--target", default="co2", metavar="NAME", help="column to forecast")
+    forecast.add_argument(
+        "--time-column", default="date", metavar="NAME", help="column of time stamps"
+    )
+    forecast.add_argument(
+        "--id-column",
+        type=_column_or_none,
+        metavar="NAME",
+        help="column naming the series of a panel (default: the table is one series)",
+    )
+    forecast.add_argument(
+        "--freq",
+        metavar="ALIAS",
+        help="the time step as a pandas alias (MS, W, D, h, ...; default: from the stamps)",
+    )
+    forecast.add_argument(
+        "--level",
+        type=_floats_percent,
+        default=(80.0, 95.0),
+        metavar="80,95",
+        help="interval levels in percent, comma separated ('' for none; default 80,95)",
+    )
+    forecast.add_argument("--quiet", action="store_true", help="no info logs")
+    forecast.set_defaults(func=_forecast)
+
+
+def _floats_percent(text: str) -> tuple[float, ...]:
+    """``"80,95"`` -> ``(80.0, 95.0)``; ``""`` -> ``()``."""
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected percentages such as 80,95, got {text!r}"
+        ) from None
 
 
 def _add_export(commands: Any, formatter: type) -> None:

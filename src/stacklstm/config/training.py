@@ -28,6 +28,7 @@ from .schema import (
     Auto,
     BaselineKind,
     CombinationKind,
+    InitKind,
     LossKind,
     LossWeightKind,
     RetrainKind,
@@ -148,6 +149,14 @@ class TrainConfig(_Section):
         legacy=15,
     )
     seed: int = setting(0, help="seed of the initialisation, the shuffling and dropout")
+    init: InitKind = setting(
+        "random",
+        help="the parameters training starts from: 'random' (from seed) or 'pretrained': the "
+        "shipped model of the data's time step (yearly ... hourly; stacklstm forecast's), "
+        "fine-tuned on your series; it sets the window, scaling and model the weights were "
+        "trained with, and needs one target, no covariates and a horizon up to the model's",
+        legacy="random",
+    )
     ensemble: int = setting(
         1,
         help="seed ensemble: train this many models with the seeds seed, seed+1, ... one after "
@@ -235,6 +244,7 @@ class TrainConfig(_Section):
             )
         check_choice("loss_weight", self.loss_weight, get_args(LossWeightKind))
         check_choice("retrain", self.retrain, get_args(RetrainKind))
+        check_choice("init", self.init, get_args(InitKind))
         check_positive_int("log_every", self.log_every)
         check_int("checkpoint_every", self.checkpoint_every, 0)
         check_bool("skip_nonfinite", self.skip_nonfinite)

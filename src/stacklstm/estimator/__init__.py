@@ -10,5 +10,6 @@ Example:
 
 from .core import LSTMForecaster as LSTMForecaster
 from .pickling import TABLE_FILE as TABLE_FILE
+from .pretrained import PretrainedForecaster as PretrainedForecaster
 
-__all__ = ["TABLE_FILE", "LSTMForecaster"]
+__all__ = ["TABLE_FILE", "LSTMForecaster", "PretrainedForecaster"]

@@ -46,6 +46,7 @@ from .frames import (
 )
 from .output import check_h, history_table, in_frame_order, user_frame
 from .pickling import TABLE_FILE, SaveLoad
+from .pretrained import PretrainedForecaster
 from .progress import progress_logs
 from .settings import levels_as_fractions, section_overrides
 from .staging import check_target, staged
@@ -149,6 +150,24 @@ class LSTMForecaster(SaveLoad):
         self._id_dtype: Any = None
         self._time_dtype: Any = None
         self._statics: pd.DataFrame | None = None
+
+    @classmethod
+    def pretrained(
+        cls,
+        *,
+        alias: str = "stacklstm",
+        id_col: str = "unique_id",
+        time_col: str = "ds",
+        target_col: str = "y",
+        freq: str | None = None,
+    ) -> PretrainedForecaster:
+        """The pretrained model of the data's frequency family, forecasting any series
+        without training: ``LSTMForecaster.pretrained().predict(df, h=12, level=[80])``
+        (:class:`~stacklstm.estimator.pretrained.PretrainedForecaster`,
+        :mod:`stacklstm.pretrained`)."""
+        return PretrainedForecaster(
+            alias=alias, id_col=id_col, time_col=time_col, target_col=target_col, freq=freq
+        )
 
     # ------------------------------------------------------------------ settings and state
 

@@ -36,6 +36,7 @@ from ..distributed import (
     sync,
 )
 from ..forecasting.baseline_forecasts import prefetch_splits
+from ..pretrained.finetune import pretrained_params
 from ..report.evaluate import Report, evaluate_run
 from ..rundir.files import (
     METRICS_FILE,
@@ -57,6 +58,7 @@ from ..train.checkpoint import RunCheckpoints, abstract_target
 from ..train.plan import RETRAINED, RunPlan, make_plan
 from ..train.progress import Progress
 from ..train.step import (
+    TrainState,
     init_state,
 )
 from ..train.trainer import (
@@ -106,6 +108,9 @@ def _open_new(plan: RunPlan, keep: tuple[str, ...] = ()) -> _Opened:
         if example_x is None:
             example_x = plan.train.gather(np.arange(1), targets=False)[0][:, :1]
         state = init_state(plan.model, plan.optimizer, init_key, example_x)
+        if plan.cfg.train.init == "pretrained":  # the shipped weights, fine-tuned from here
+            params = pretrained_params(plan.freq, state.params, plan.cfg.data.horizon)
+            state = TrainState(state.step, params, plan.optimizer.init(params))
         opened = _Opened(
             ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), Progress()
         )

@@ -49,6 +49,7 @@ from ..data import prepare_series
 from ..data.rows import check_length
 from ..data.splits import split_rows
 from ..data.transform import choose_target_transform
+from ..pretrained.finetune import pretrained_config
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,8 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
     series = prepare_series(frame, cfg.data)
     if cfg.model.hybrid:
         check_positive_targets(series)
+    if cfg.train.init == "pretrained":  # the windows and model the weights were trained on
+        cfg = pretrained_config(cfg, series.freq, series.ids is not None)
     resolved = resolve_run_config(cfg, series.freq, None)
     transform = resolved.data.target_transform
     if transform == AUTO and series.ids is not None:  # each series of a panel on its own

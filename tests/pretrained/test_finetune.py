@@ -1,0 +1,74 @@
+"""``init="pretrained"``: a run that starts from the shipped weights. With a learning rate too
+small to move them it forecasts what the zero-shot path forecasts; it resumes bit-identically;
+what the weights cannot read is refused in one line."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import raises_one_line
+from stacklstm.checks import SettingError
+from stacklstm.config import DataConfig, RunConfig, TrainConfig
+from stacklstm.forecasting import predict
+from stacklstm.forecasting.zeroshot import forecast
+from stacklstm.run import fit
+from stacklstm.rundir.info import read_run_info
+
+
+def _quarterly_table(tmp_path, n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    season = np.tile([3.0, -1.0, -4.0, 2.0], n // 4 + 1)[:n]
+    y = 100 + 0.5 * np.arange(n) + season + rng.normal(0, 0.5, n)
+    frame = pd.DataFrame({"ds": pd.date_range("2001-01-01", periods=n, freq="QS"), "y": y})
+    path = tmp_path / "q.csv"
+    frame.to_csv(path, index=False)
+    return frame, path
+
+
+def _cfg(**train):
+    data = DataConfig(target=("y",), time_column="ds", horizon=4, test_size=0)
+    return RunConfig(data, train=TrainConfig(init="pretrained", baselines="naive", **train))
+
+
+def test_a_run_that_barely_moves_the_weights_forecasts_as_the_zero_shot_path(tmp_path):
+    frame, path = _quarterly_table(tmp_path)
+    # retrain="all": the model that forecasts trained on every row, scaled on every row, as
+    # the zero-shot path scales a new series on all its rows
+    cfg = _cfg(lr=1e-30, weight_decay=0.0, epochs=1, retrain="all")
+    fit(cfg, tmp_path / "r", data_path=path, quiet=True)
+    tuned = predict(tmp_path / "r", path, format="long")
+    zero = forecast(frame, h=4, level=())
+    np.testing.assert_allclose(tuned["stacklstm"], zero["stacklstm"], rtol=1e-5)
+    # the window, season, scaling and padding of the quarterly weights, on one series
+    saved = read_run_info(tmp_path / "r").config.data
+    assert (saved.window, saved.season, saved.scaler) == (8, 4, "seasonal_naive")
+    assert saved.start_padding == "repeat"
+
+
+def test_a_pretrained_run_resumes_bit_identically(tmp_path):
+    _, path = _quarterly_table(tmp_path)
+    cfg = _cfg(epochs=3, retrain="off")
+    whole = fit(cfg, tmp_path / "a", data_path=path, quiet=True)
+    part = fit(cfg, tmp_path / "b", data_path=path, quiet=True, stop_after_steps=5)
+    assert part.report is None
+    resumed = fit(cfg, tmp_path / "b", data_path=path, quiet=True, resume=True)
+    assert resumed.step == whole.step and resumed.best_step == whole.best_step
+    np.testing.assert_array_equal(resumed.report.test_forecast, whole.report.test_forecast)
+
+
+@pytest.mark.parametrize(
+    ("change", "message", "error"),
+    [
+        ({"train": {"loss": "quantile"}}, "loss='quantile' needs an output layer", SettingError),
+        ({"data": {"horizon": 9}}, "the quarterly weights forecast at most 8 steps", SettingError),
+        ({"data": {"window": 5}}, "trained with window=8, got window=5", SettingError),
+        ({"model": {"lstm_hidden_size": 16}}, "lstm_hidden_size=64, got", SettingError),
+        ({"data": {"features": ("x",)}}, "weights that read one target and nothing", SettingError),
+    ],
+)
+def test_what_the_weights_cannot_read_is_refused_in_one_line(tmp_path, change, message, error):
+    frame, path = _quarterly_table(tmp_path)
+    frame.assign(x=1.0).to_csv(path, index=False)
+    cfg = _cfg(epochs=1).replace(change)
+    raises_one_line(message, fit, cfg, tmp_path / "r", data_path=path, quiet=True, error=error)
+    assert not (tmp_path / "r").exists()

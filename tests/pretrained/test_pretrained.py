@@ -1,0 +1,200 @@
+"""The pretrained models (stacklstm.pretrained): the shipped weights forecast their check
+series with the numbers recorded at training time, the zero-shot path equals ``predict``'s
+forecast of unseen series from the run folder the weights came from, the intervals' pieces
+against hand values, and every refusal in one line."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import _main, load_benchmark, raises_one_line
+from stacklstm import LSTMForecaster
+from stacklstm.forecasting.zeroshot import series_scales
+from stacklstm.forecasting.zeroshot_intervals import scaled_halfwidths
+from stacklstm.pretrained import FAMILIES, available, family_of, forecast, store
+
+
+def _quarterly(n=40, start="2001-01-01", level=100.0, seed=0):
+    rng = np.random.default_rng(seed)
+    season = np.tile([3.0, -1.0, -4.0, 2.0], n // 4 + 1)[:n]
+    values = level + 0.5 * np.arange(n) + season + rng.normal(0, 0.5, n)
+    return pd.DataFrame({"ds": pd.date_range(start, periods=n, freq="QS"), "y": values})
+
+
+def test_every_family_ships_within_five_megabytes():
+    assert available() == list(FAMILIES)
+    total = sum(p.stat().st_size for f in FAMILIES for p in store.weights_paths(f))
+    assert total <= 5_000_000
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_shipped_weights_forecast_the_check_series_as_recorded(family):
+    meta = json.loads(store.weights_paths(family)[1].read_text())
+    got = forecast(store.check_frame(family), level=(80, 95))
+    assert len(got) == len(meta["check"]["forecast"]["stacklstm"])
+    for column, values in meta["check"]["forecast"].items():
+        np.testing.assert_allclose(got[column], values, rtol=2e-5, atol=1e-6 * np.abs(values).max())
+    # the intervals: the point plus and minus the recorded half-widths times the series'
+    # seasonal naive MAE, by hand
+    season = FAMILIES[family].season
+    for name, rows in store.check_frame(family).groupby("unique_id", sort=False):
+        y = rows["y"].to_numpy()
+        scale = np.mean(np.abs(y[season:] - y[:-season]))
+        mine = got[got["unique_id"] == name]
+        for level in ("80", "95"):
+            half = scale * np.asarray(meta["intervals"]["halfwidths"][level])
+            np.testing.assert_allclose(mine[f"stacklstm-hi-{level}"] - mine["stacklstm"], half)
+            np.testing.assert_allclose(mine["stacklstm"] - mine[f"stacklstm-lo-{level}"], half)
+
+
+def test_zero_shot_equals_predict_of_the_run_the_weights_came_from(tmp_path):
+    pretrain = load_benchmark("pretrain", "pretrain_bench")
+    pretrain.train_family("quarterly", tmp_path / "w", 0, quick=True, keep=tmp_path / "k")
+    frame = pd.concat(
+        [
+            _quarterly(40).assign(unique_id="a"),
+            _quarterly(13, level=5.0, seed=1).assign(unique_id="b"),
+        ]
+    )
+    got = forecast(frame, level=(80,), weights=tmp_path / "w")
+    table = tmp_path / "new.csv"
+    frame.to_csv(table, index=False)
+    from stacklstm.forecasting import predict
+
+    want = predict(tmp_path / "k" / "run", table, format="long", unseen="model")
+    np.testing.assert_allclose(got["stacklstm"], want["stacklstm"], rtol=1e-6)
+    assert got["ds"].tolist() == want["ds"].tolist()
+    assert got["unique_id"].tolist() == ["a"] * 8 + ["b"] * 8
+    # the recorded check forecast is the one these weights give
+    meta = json.loads((tmp_path / "w" / "quarterly.json").read_text())
+    check = forecast(store.check_frame("quarterly"), weights=tmp_path / "w", level=())
+    np.testing.assert_allclose(check["stacklstm"], meta["check"]["forecast"]["stacklstm"])
+
+
+def test_each_series_is_forecast_on_its_own_rows():
+    a, b = _quarterly(40), _quarterly(3, start="2005-01-01", level=7.0, seed=3)
+    both = forecast(pd.concat([a.assign(unique_id="long"), b.assign(unique_id="short")]), h=4)
+    alone = forecast(b, h=4, target="y")
+    np.testing.assert_allclose(both["stacklstm"].iloc[4:], alone["stacklstm"], rtol=1e-6)
+    np.testing.assert_allclose(both["stacklstm-hi-95"].iloc[4:], alone["stacklstm-hi-95"])
+    assert np.isfinite(both["stacklstm"]).all()
+    assert alone["unique_id"].unique().tolist() == ["y"]  # one series: named by its target
+    stamps = pd.date_range("2005-10-01", periods=4, freq="QS")
+    assert pd.DatetimeIndex(alone["ds"]).equals(stamps)
+
+
+def test_scales_and_halfwidths_against_hand_values():
+    values = np.array([1.0, 2.0, 4.0, 7.0, 5.0, 8.0, 9.0])
+    # season 2: [1, 2, 4, 7]: |4 - 1|, |7 - 2| -> 4; [5, 8] (no more than a season): lag 1,
+    # |8 - 5| -> 3; [9], one row: no scale
+    np.testing.assert_allclose(series_scales(values, np.array([0, 4, 6, 7]), 2), [4.0, 3.0, np.nan])
+    errors = np.array([[1.0, 10.0], [2.0, np.nan], [3.0, 30.0], [4.0, 40.0]])
+    out = scaled_halfwidths(errors, [50, 80])
+    # step 1: n=4, ceil(5 * 0.5) = 3rd -> 3; ceil(5 * 0.8) = 4th -> 4
+    # step 2: the NaN left out, n=3, ceil(4 * 0.5) = 2nd -> 30; ceil(4 * 0.8) = 4 -> 3rd, 40
+    np.testing.assert_allclose(out["50"], [3.0, 30.0])
+    np.testing.assert_allclose(out["80"], [4.0, 40.0])
+
+
+@pytest.mark.parametrize(
+    ("freq", "family"),
+    [("YS", "yearly"), ("YE-DEC", "yearly"), ("QE", "quarterly"), ("QS-OCT", "quarterly"),
+     ("MS", "monthly"), ("ME", "monthly"), ("W-SUN", "weekly"), ("D", "daily"), ("B", "daily"),
+     ("h", "hourly")],
+)  # fmt: skip
+def test_family_of_each_step(freq, family):
+    assert family_of(freq) == family
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("15min", "no pretrained model for a time step of '15min'"),
+        ("h", "h must be a whole number of steps in 1..8"),
+        ("column", "the table has no column 'sales'"),
+        ("level", "no interval at level 50: the pretrained model is calibrated at 80, 95"),
+        ("text", "the target column 'y' must hold numbers"),
+        ("few", "cannot tell the time step"),
+        ("years", "the time column 'ds' holds numbers"),
+    ],
+)
+def test_forecast_refuses_in_one_line(change, message):
+    frame, kwargs = _quarterly(12), {}
+    if change == "15min":
+        frame["ds"] = pd.date_range("2020", periods=12, freq="15min")
+    elif change == "h":
+        kwargs["h"] = 9
+    elif change == "column":
+        kwargs["target"] = "sales"
+    elif change == "level":
+        kwargs["level"] = (50,)
+    elif change == "text":
+        frame["y"] = frame["y"].astype(str)
+    elif change == "few":
+        frame = frame.head(2)
+    elif change == "years":
+        frame["ds"] = np.arange(2000, 2012)
+    raises_one_line(message, forecast, frame, error=ValueError, **kwargs)
+
+
+def test_forecast_refuses_what_is_no_frame():
+    raises_one_line("df must be a pandas DataFrame", forecast, [1, 2], error=TypeError)
+
+
+def test_estimator_pretrained_is_the_forecast_under_its_column_names():
+    frame = _quarterly(30).rename(columns={"ds": "when", "y": "sales"}).assign(store=1)
+    model = LSTMForecaster.pretrained(id_col="store", time_col="when", target_col="sales")
+    got = model.predict(frame, h=3, level=[80])
+    want = forecast(frame, 3, target="sales", time_column="when", id_column="store", level=(80,))
+    assert got.columns.tolist() == [
+        "store",
+        "when",
+        "stacklstm",
+        "stacklstm-lo-80",
+        "stacklstm-hi-80",
+    ]
+    assert got["store"].tolist() == [1, 1, 1]  # the ids in their dtype
+    np.testing.assert_array_equal(got["stacklstm"], want["stacklstm"])
+    assert model.predict(frame, h=1).columns.tolist() == ["store", "when", "stacklstm"]
+
+
+def test_cli_forecast_writes_the_library_forecast(tmp_path):
+    table = tmp_path / "sales.csv"
+    frame = pd.concat([_quarterly(30).assign(shop="x"), _quarterly(20, seed=2).assign(shop="y")])
+    frame.to_csv(table, index=False)
+    out = tmp_path / "future.csv"
+    flags = ["--target", "y", "--time-column", "ds", "--id-column", "shop", "--horizon", "5"]
+    code, stdout, stderr = _main("forecast", "--data", table, *flags, "--output", out)
+    assert code == 0, stderr
+    assert "wrote 10 forecasts" in stdout
+    written = pd.read_csv(out)
+    want = forecast(frame, 5, id_column="shop")
+    np.testing.assert_allclose(written["stacklstm"], want["stacklstm"])
+    assert written.columns.tolist() == want.columns.tolist()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--horizon", "99"], "h must be a whole number of steps in 1..13"),
+        (["--target", "sales"], "the table has no column 'sales'"),
+        (["--level", "x"], "expected percentages such as 80,95"),
+        (["--freq", "15min"], "no pretrained model for a time step of '15min'"),
+    ],
+)
+def test_cli_forecast_refuses_in_one_line(argv, message):
+    code, _, stderr = _main("forecast", *argv)
+    assert code == 2
+    assert message in stderr and stderr.count("\n") == 1
+
+
+def test_cli_forecast_never_overwrites_its_table(tmp_path):
+    table = tmp_path / "t.csv"
+    _quarterly(20).to_csv(table, index=False)
+    before = table.read_bytes()
+    flags = ["--target", "y", "--time-column", "ds"]
+    code, _, stderr = _main("forecast", "--data", table, *flags, "--output", table)
+    assert code == 2 and table.read_bytes() == before
+    assert "would replace the table" in stderr or "table" in stderr
