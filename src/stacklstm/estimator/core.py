@@ -37,6 +37,7 @@ from .crossval import cross_validate
 from .frames import (
     as_pandas,
     check_frame,
+    check_name,
     is_polars,
     merge_statics,
     run_columns,
@@ -50,12 +51,6 @@ from .pretrained import PretrainedForecaster
 from .progress import progress_logs
 from .settings import levels_as_fractions, section_overrides
 from .staging import check_target, staged
-
-
-def _check_name(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{name} must be a non-empty column name, got {value!r}")
-    return value
 
 
 class LSTMForecaster(SaveLoad):
@@ -111,10 +106,10 @@ class LSTMForecaster(SaveLoad):
         verbose: bool = False,
         **settings: Any,
     ) -> None:
-        self.alias = _check_name("alias", alias)
-        self.id_col = _check_name("id_col", id_col)
-        self.time_col = _check_name("time_col", time_col)
-        self.target_col = _check_name("target_col", target_col)
+        self.alias = check_name("alias", alias)
+        self.id_col = check_name("id_col", id_col)
+        self.time_col = check_name("time_col", time_col)
+        self.target_col = check_name("target_col", target_col)
         taken = {
             id_col: "id_col",
             time_col: "time_col",

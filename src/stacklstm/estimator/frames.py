@@ -22,6 +22,17 @@ import pandas as pd
 from ..config import DataConfig
 
 
+def check_name(name: str, value: object) -> str:
+    """``value``, a column name given as the argument ``name``.
+
+    Raises:
+        TypeError: ``value`` is no text or empty.
+    """
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty column name, got {value!r}")
+    return value
+
+
 def is_polars(df: object) -> bool:
     """Whether ``df`` is a polars DataFrame (told by its module: polars is not imported)."""
     return type(df).__module__.split(".")[0] == "polars" and hasattr(df, "to_pandas")

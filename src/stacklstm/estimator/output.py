@@ -23,7 +23,7 @@ from ..data import read_table
 from ..forecasting.prediction import level_name
 from .frames import check_frame, merge_statics, run_columns, with_future_rows
 
-__all__ = ["check_h", "history_table", "in_frame_order", "user_frame"]
+__all__ = ["check_h", "check_level_list", "history_table", "in_frame_order", "user_frame"]
 
 
 def history_table(
@@ -97,6 +97,16 @@ def in_frame_order(
     return out[position.to_numpy() < steps].reset_index(drop=True)
 
 
+def check_level_list(level: object) -> None:
+    """Refuse a ``level`` argument that is neither None nor a list of percentages.
+
+    Raises:
+        TypeError: ``level`` is text or not iterable.
+    """
+    if level is not None and (isinstance(level, (str, bytes)) or not hasattr(level, "__iter__")):
+        raise TypeError(f"level must be a list of percentages such as [80, 95], got {level!r}")
+
+
 def user_frame(
     long: pd.DataFrame,
     level: Sequence[float] | None,
@@ -113,8 +123,7 @@ def user_frame(
         ValueError: The model has no interval at a level asked for.
     """
     alias, id_col, time_col = names
-    if level is not None and (isinstance(level, (str, bytes)) or not hasattr(level, "__iter__")):
-        raise TypeError(f"level must be a list of percentages such as [80, 95], got {level!r}")
+    check_level_list(level)
     have = [c.removeprefix("stacklstm-lo-") for c in long if c.startswith("stacklstm-lo-")]
     keep = ["unique_id", "ds", *(c for c in ("cutoff", "forecaster") if c in long), "stacklstm"]
     for value in level or ():

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .frames import as_pandas, is_polars, to_polars
+from .frames import as_pandas, check_name, is_polars, to_polars
+from .output import check_level_list
 
 __all__ = ["PretrainedForecaster"]
 
@@ -42,14 +43,12 @@ class PretrainedForecaster:
         target_col: str = "y",
         freq: str | None = None,
     ) -> None:
-        for name, value in (("alias", alias), ("id_col", id_col), ("time_col", time_col),
-                            ("target_col", target_col)):  # fmt: skip
-            if not isinstance(value, str) or not value:
-                raise TypeError(f"{name} must be a non-empty column name, got {value!r}")
         if freq is not None and not isinstance(freq, str):
             raise TypeError(f"freq must be a pandas alias such as 'MS', got {freq!r}")
-        self.alias, self.id_col = alias, id_col
-        self.time_col, self.target_col = time_col, target_col
+        self.alias = check_name("alias", alias)
+        self.id_col = check_name("id_col", id_col)
+        self.time_col = check_name("time_col", time_col)
+        self.target_col = check_name("target_col", target_col)
         self.freq = freq
 
     def predict(self, df: Any, h: int | None = None, level: Sequence[float] | None = None) -> Any:
@@ -75,10 +74,7 @@ class PretrainedForecaster:
 
         polars = is_polars(df)
         df = as_pandas(df, "df")
-        if level is not None and (
-            isinstance(level, (str, bytes)) or not hasattr(level, "__iter__")
-        ):
-            raise TypeError(f"level must be a list of percentages such as [80, 95], got {level!r}")
+        check_level_list(level)
         out = forecast(
             df,
             h,
