@@ -2,17 +2,20 @@
 small to move them it forecasts what the zero-shot path forecasts; it resumes bit-identically;
 what the weights cannot read is refused in one line."""
 
+import json
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from helpers import raises_one_line
-from stacklstm.checks import SettingError
+from stacklstm.checks import DataError, SettingError
 from stacklstm.config import DataConfig, RunConfig, TrainConfig
 from stacklstm.forecasting import predict
 from stacklstm.forecasting.zeroshot import forecast
 from stacklstm.run import fit
-from stacklstm.rundir.info import read_run_info
+from stacklstm.rundir.info import read_metrics, read_run_info
 
 
 def _quarterly_table(tmp_path, n=60, seed=0):
@@ -45,6 +48,27 @@ def test_a_run_that_barely_moves_the_weights_forecasts_as_the_zero_shot_path(tmp
     assert saved.start_padding == "repeat"
 
 
+def test_a_fine_tune_that_validates_worse_keeps_the_pretrained_weights(tmp_path):
+    frame, path = _quarterly_table(tmp_path)
+    # a learning rate that wrecks the weights: no epoch validates better than "epoch 0"
+    cfg = _cfg(lr=3.0, weight_decay=0.0, epochs=2, patience=5, retrain="all")
+    result = fit(cfg, tmp_path / "r", data_path=path, quiet=True)
+    assert result.selection.best_step == 0 and result.selection.step > 0
+    assert result.epochs == 0 and result.step == result.selection.step  # no epoch after it
+    tuned = predict(tmp_path / "r", path, format="long")
+    zero = forecast(frame, h=4, level=())
+    np.testing.assert_allclose(tuned["stacklstm"], zero["stacklstm"], rtol=1e-5)
+
+
+def test_a_fine_tune_keeps_the_epoch_that_validates_best(tmp_path):
+    _, path = _quarterly_table(tmp_path)
+    result = fit(_cfg(lr=3.0, epochs=2, retrain="off"), tmp_path / "r", data_path=path, quiet=True)
+    assert result.best_step == 0  # the weights it started from
+    lines = [json.loads(x) for x in read_metrics(tmp_path / "r" / "metrics.jsonl", result.step)]
+    epochs = [line["val_loss"] for line in lines if line["kind"] == "epoch"]
+    assert len(epochs) == 2 and min(epochs) > result.best_val_loss
+
+
 def test_a_pretrained_run_resumes_bit_identically(tmp_path):
     _, path = _quarterly_table(tmp_path)
     cfg = _cfg(epochs=3, retrain="off")
@@ -72,3 +96,16 @@ def test_what_the_weights_cannot_read_is_refused_in_one_line(tmp_path, change, m
     cfg = _cfg(epochs=1).replace(change)
     raises_one_line(message, fit, cfg, tmp_path / "r", data_path=path, quiet=True, error=error)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_series_too_short_to_fine_tune_is_pointed_to_the_zero_shot_forecast(tmp_path):
+    frame, path = _quarterly_table(tmp_path, n=16)
+    cfg = _cfg(epochs=1).replace({"data": {"horizon": 8}})
+    raises_one_line(
+        re.escape(
+            "the series needs at least 17 rows; the pretrained weights forecast it without "
+            "fine-tuning: `stacklstm forecast` or LSTMForecaster.pretrained()"
+        ),
+        fit, cfg, tmp_path / "r", data_path=path, quiet=True, error=DataError,
+    )  # fmt: skip
+    assert len(forecast(frame, h=8, level=())) == 8

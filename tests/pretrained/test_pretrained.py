@@ -178,7 +178,7 @@ def test_cli_forecast_writes_the_library_forecast(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--horizon", "99"], "h must be a whole number of steps in 1..13"),
+        (["--horizon", "99"], "--horizon must be a whole number of steps in 1..13"),
         (["--target", "sales"], "the table has no column 'sales'"),
         (["--level", "x"], "expected percentages such as 80,95"),
         (["--freq", "15min"], "no pretrained model for a time step of '15min'"),

@@ -30,6 +30,7 @@ _ARGUMENT_FLAGS = {
     "step": "--step",
     "refit": "--refit",
     "ids": "--ids",
+    "h": "--horizon",
 }
 
 

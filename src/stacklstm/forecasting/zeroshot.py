@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checks import DataError
+from ..checks import DataError, SettingError
 from ..config import RunConfig
 from ..data import PanelScaler, make_inference_windows, prepare_series, scaler_from_dict
 from ..data.fitting import with_own_scalers
@@ -222,10 +222,11 @@ def forecast(
     steps = model.horizon if h is None else h
     whole = isinstance(steps, (int, np.integer)) and not isinstance(steps, bool)
     if not whole or not 1 <= steps <= model.horizon:
-        raise ValueError(
+        raise SettingError(
             f"h must be a whole number of steps in 1..{model.horizon} (the most the "
             f"{model.family} model forecasts), got {h!r}; train a model with a longer horizon "
-            "to forecast further"
+            "to forecast further",
+            "h",
         )
     names = [level_name(v) for v in level]
     unknown = [n for n in names if n not in model.intervals]

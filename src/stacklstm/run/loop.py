@@ -111,10 +111,15 @@ def _open_new(plan: RunPlan, keep: tuple[str, ...] = ()) -> _Opened:
         if plan.cfg.train.init == "pretrained":  # the shipped weights, fine-tuned from here
             params = pretrained_params(plan.freq, state.params, plan.cfg.data.horizon)
             state = TrainState(state.step, params, plan.optimizer.init(params))
+        progress = Progress()
+        if plan.retrain_epochs == 0:  # the selection kept the pretrained weights: no epoch
+            progress = Progress(best_step=0, best_epoch=0, finished=True, stop_reason="epochs")
         opened = _Opened(
-            ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), Progress()
+            ckpts, replicate(state, plan.mesh), replicate(dropout_key, plan.mesh), progress
         )
         ckpts.save("latest", 0, opened.state, opened.dropout_key, opened.progress)
+        if progress.finished:
+            ckpts.save("best", 0, opened.state, opened.dropout_key, opened.progress)
     opened.lock = lock
     ids = plan.train.ids
     log.info(

@@ -167,12 +167,12 @@ def selecting(out_dir: str | Path) -> bool:
 
 def selected_epochs(folder: str | Path) -> int:
     """The epochs the finished selection run in ``folder`` chose: the 1-based epoch of its
-    best validation loss.
+    best validation loss (0: a fine-tune whose pretrained weights validated best).
 
     Raises:
         ValueError: the run has not finished.
     """
     progress = finished_progress(folder)
-    if progress is None or not progress.get("best_epoch"):
+    if progress is None or progress.get("best_epoch") is None:
         raise ValueError(f"the selection run {folder} has not finished; resume it first")
     return int(progress["best_epoch"])

@@ -151,7 +151,9 @@ def make_plan(
         static_scaler = every.static_scaler
         if retrain_epochs is not None:  # and trained on them
             train = every.train
-            cfg = cfg.replace({"train": {"epochs": retrain_epochs, "patience": 0}})
+            # 0: a fine-tune whose pretrained weights validated best keeps them (the
+            # settings stay valid with one epoch, which the run then never starts)
+            cfg = cfg.replace({"train": {"epochs": max(retrain_epochs, 1), "patience": 0}})
     tcfg = cfg.train
     per_epoch = _steps_per_epoch(tcfg, len(train))
     check_fits_float32(splits, scaler, source, series)  # before NaN at step 1 could say so
@@ -234,7 +236,15 @@ def _read_and_split(cfg: RunConfig, source: Path) -> tuple[Any, RunConfig, Any, 
     with memory_errors_as_data_errors(len(frame), n_columns):
         series, cfg = prepare_resolved(frame, cfg)
         del frame
-        splits, scaler = make_splits(series, cfg.data)
+        try:
+            splits, scaler = make_splits(series, cfg.data)
+        except DataError as err:
+            if cfg.train.init != "pretrained":
+                raise
+            raise DataError(
+                f"{err}; the pretrained weights forecast it without fine-tuning: "
+                "`stacklstm forecast` or LSTMForecaster.pretrained()"
+            ) from None
     return series, cfg, splits, scaler
 
 

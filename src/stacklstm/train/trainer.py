@@ -213,12 +213,37 @@ class _Trainer:
     def run(self) -> str:
         """Train until finished or ``stop_after_steps``; returns the stop reason."""
         progress = self.progress
+        if self.step == 0 and progress.best_val_loss is None and self._starts_pretrained():
+            self._score_start()
         while not progress.finished and self.epoch < self.tcfg.epochs:
             self._run_epoch()
             if self.stop_after_steps is not None and self.step >= self.stop_after_steps:
                 break
             self.epoch = progress.epoch
         return progress.stop_reason if progress.finished else "stop_after_steps"
+
+    def _starts_pretrained(self) -> bool:
+        """A fine-tune (``init="pretrained"``) with validation windows to score its start on."""
+        plan = self.plan
+        return (
+            plan.cfg.train.init == "pretrained"
+            and len(plan.val) > 0
+            and plan.retrain_epochs is None
+        )
+
+    def _score_start(self) -> None:
+        """The weights a fine-tune starts from are its first candidate, "epoch 0": early
+        stopping keeps them unless an epoch scores better on validation, so fine-tuning
+        never forecasts with weights that validate worse than the pretrained ones."""
+        plan, progress = self.plan, self.progress
+        val_loss = evaluate_loss(
+            self.eval_step, self.state.params, plan.val, self.tcfg.batch_size, plan.mesh
+        )
+        if not math.isfinite(val_loss):
+            return
+        progress.best_val_loss, progress.best_step, progress.best_epoch = val_loss, 0, 0
+        log.info("epoch 0 (the pretrained weights): val loss %.5g", val_loss)
+        self.best = (0, jax.tree.map(jnp.copy, self.state), copy.deepcopy(progress))
 
     def _run_epoch(self) -> None:
         plan, tcfg, progress = self.plan, self.tcfg, self.progress
