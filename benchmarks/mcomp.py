@@ -642,15 +642,43 @@ def table_rows(
 # -- zero-shot: a model trained on the other competitions -----------------------------------------
 
 
+#: ``--donors synthetic``: (count, length) of the synthetic series per frequency
+SYNTHETIC_DONORS = {"yearly": (1000, 40), "quarterly": (1000, 64), "monthly": (1500, 144)}
+
+
+def synthetic_donors(frequency: str, seed: int = 0) -> list[MSeries]:
+    """Synthetic series at ``frequency`` (:func:`stacklstm.datasets.synthetic.synthetic_panel`:
+    KernelSynth, ETS and ARIMA draws with the step's season), named ``synthetic-<i>``."""
+    if frequency not in SYNTHETIC_DONORS:
+        return []
+    from stacklstm.datasets.synthetic import synthetic_panel
+
+    n, length = SYNTHETIC_DONORS[frequency]
+    frame = synthetic_panel(n, length, freq=STAMPS[frequency], seed=seed)
+    values = frame["y"].to_numpy().reshape(n, length)
+    # positive, as the competitions' series: the lowest value 0.5-3 times the range above 0
+    spread = np.ptp(values, axis=1, keepdims=True) + 1e-6
+    lift = np.random.default_rng(seed).uniform(0.5, 3.0, (n, 1)) * spread
+    values = values - values.min(axis=1, keepdims=True) + lift
+    return [MSeries(f"synthetic-{i}", frequency, v, np.empty(0)) for i, v in enumerate(values)]
+
+
 def donor_series(donors: Sequence[str], frequency: str) -> list[MSeries]:
     """The series of the competitions ``donors`` at ``frequency``, every value of each (``x``
-    then ``xx``: public data this benchmark does not score), named ``<donor>-<id>``."""
+    then ``xx``: public data this benchmark does not score), named ``<donor>-<id>``; the donor
+    ``synthetic``: :func:`synthetic_donors`."""
     return [
         MSeries(f"{d}-{s.id}", s.frequency, np.r_[s.x, s.xx], np.empty(0))
         for d in donors
-        for s in load(d)
+        for s in (synthetic_donors(frequency) if d == "synthetic" else load(d))
         if s.frequency == frequency
     ]
+
+
+#: the interval levels a zero-shot row keeps: 80 and 95 for coverage, 20-80 (with the
+#: point forecast as the median) for the quantiles 0.1, 0.2, ..., 0.9 of the weighted
+#: quantile loss
+ZERO_SHOT_LEVELS = (20, 40, 60, 80, 95)
 
 
 def zero_shot(
@@ -693,7 +721,8 @@ def zero_shot(
                     fit(_config(settings, items[0].h, True, seed), scratch / "run",
                         data_path=train, quiet=True)  # fmt: skip
                     frame = predict(scratch / "run", target, unseen="model")
-                    halfwidths = scaled_halfwidths(validation_errors(scratch / "run"), (80, 95))
+                    errors = validation_errors(scratch / "run")
+                    halfwidths = scaled_halfwidths(errors, ZERO_SHOT_LEVELS)
                     columns = [f"y_h{k}" for k in range(1, items[0].h + 1)]
                     last = frame.groupby("id", sort=False).tail(1).set_index("id")
                     fell = last["forecaster"] != "model" if "forecaster" in last else []
@@ -830,6 +859,76 @@ def zero_shot_coverage(
     return lines
 
 
+def quantile_forecasts(point: np.ndarray, halfwidths: Mapping[str, Sequence[float]],
+                       scale: float) -> dict[float, np.ndarray]:  # fmt: skip
+    """``{q: (h,)}`` for q = 0.1, 0.2, ..., 0.9 from symmetric intervals: the point forecast
+    is the median, the interval at level ``L`` gives the quantiles ``(1 -+ L/100) / 2``, each
+    half-width (in units of the series' ``scale``) cut to the horizon of ``point``."""
+    h = len(point)
+    out = {0.5: np.asarray(point, float)}
+    for level in (20, 40, 60, 80):
+        half = scale * np.asarray(halfwidths[str(level)], float)[:h]
+        low = round((1 - level / 100) / 2, 2)
+        out[low], out[round(1 - low, 2)] = point - half, point + half
+    return dict(sorted(out.items()))
+
+
+def weighted_quantile_loss(actuals: Sequence[np.ndarray],
+                           quantiles: Sequence[Mapping[float, np.ndarray]]) -> float:  # fmt: skip
+    """The weighted quantile loss over a dataset, as the Chronos paper scores (GluonTS'
+    ``mean_weighted_sum_quantile_loss``): for each level ``q``, twice the pinball loss summed
+    over every series and step divided by the sum of ``|y|``; then the mean over the levels.
+
+    Example:
+        >>> y = [np.array([10.0, 10.0])]
+        >>> q = [{0.1: np.array([9.0, 9.0]), 0.9: np.array([12.0, 12.0])}]
+        >>> round(weighted_quantile_loss(y, q), 4)  # (2*0.1*2 + 2*0.1*4) / 20 / 2
+        0.03
+    """
+    total = float(sum(np.abs(y).sum() for y in actuals))
+    levels = sorted(quantiles[0])
+    losses = []
+    for q in levels:
+        pinball = sum(
+            float(np.sum(np.maximum(q * (y - f[q]), (q - 1) * (y - f[q]))))
+            for y, f in zip(actuals, quantiles, strict=True)
+        )
+        losses.append(2 * pinball / total)
+    return float(np.mean(losses))
+
+
+def zero_shot_wql(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dict]]) -> list[str]:
+    """Markdown rows per frequency and seed whose model kept the half-widths at 20-80 %: the
+    weighted quantile loss over the quantiles 0.1-0.9 (:func:`weighted_quantile_loss`) of
+    the zero-shot forecasts and their intervals, beside seasonal naive's point forecast
+    scored the same way (every quantile the point: its wQL is its weighted absolute
+    error)."""
+    from stacklstm.forecasting.zeroshot import series_scales
+
+    lines = ["| frequency | seed | series | wQL, zero-shot | wQL, seasonal naive (point) |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for frequency in FREQUENCIES:
+        for seed in sorted(lstm):
+            group = [s for s in series if s.frequency == frequency and s.id in lstm[seed]]
+            rows = [lstm[seed][s.id] for s in group]
+            if not group or any(r["fallback"] or "20" not in (r["halfwidths"] or {}) for r in rows):
+                continue
+            actuals, ours, naive = [], [], []
+            for s, row in zip(group, rows, strict=True):
+                scale = series_scales(s.x, np.array([0, len(s.x)]), s.season)[0]
+                point = np.asarray(row["forecast"], float)
+                actuals.append(s.xx)
+                ours.append(quantile_forecasts(point, row["halfwidths"], scale))
+                snaive = np.resize(s.x[-s.season :], s.h) if len(s.x) >= s.season else point
+                naive.append(dict.fromkeys(ours[-1], snaive))
+            lines.append(
+                f"| {frequency} | {seed} | {len(group)} | "
+                f"{weighted_quantile_loss(actuals, ours):.3f} | "
+                f"{weighted_quantile_loss(actuals, naive):.3f} |"
+            )
+    return lines
+
+
 # -- the results page ----------------------------------------------------------------------------
 
 #: The results page's columns: (dataset, frequency, heading), in its order.
@@ -930,7 +1029,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--donors",
         default="",
         help="zeroshot: the competitions the model trains on, comma-separated (m1, m3, "
-        "tourism; never --dataset)",
+        "tourism; never --dataset; synthetic: series of stacklstm.datasets.synthetic)",
     )
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
     parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
@@ -984,6 +1083,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "Interval coverage (seeds whose model kept its interval half-widths):",
                 "",
                 *zero_shot_coverage(series, results),
+                "",
+                *zero_shot_wql(series, results),
                 "",
                 f"This run: {time.perf_counter() - start:.0f} s.",
             ]

@@ -194,3 +194,17 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
         f"{100 * np.mean(inside['95']):.1f} % |"
     )
     assert (np.asarray(halves["95"]) >= np.asarray(halves["80"])).all()
+    # the weighted quantile loss, by hand: quantile q of a symmetric interval at level L is
+    # f -+ half(L) * scale with q = (1 -+ L/100) / 2, the point the median
+    pinball = {q: 0.0 for q in np.round(np.arange(1, 10) / 10, 1)}
+    for s in targets:
+        scale = np.mean(np.abs(s.x[4:] - s.x[:-4]))
+        f = np.asarray(got[s.id]["forecast"])
+        for q in pinball:
+            level = round(abs(1 - 2 * q) * 100)
+            half = 0.0 if level == 0 else scale * np.asarray(halves[str(level)])[: s.h]
+            fq = f - half if q < 0.5 else f + half
+            e = s.xx - fq
+            pinball[q] += np.sum(np.where(e >= 0, q * e, (q - 1) * e))
+    wql = np.mean([2 * v / sum(np.abs(s.xx).sum() for s in targets) for v in pinball.values()])
+    assert mc.zero_shot_wql(targets, {0: got})[2].startswith(f"| quarterly | 0 | 2 | {wql:.3f} |")
