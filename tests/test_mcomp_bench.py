@@ -208,3 +208,17 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
             pinball[q] += np.sum(np.where(e >= 0, q * e, (q - 1) * e))
     wql = np.mean([2 * v / sum(np.abs(s.xx).sum() for s in targets) for v in pinball.values()])
     assert mc.zero_shot_wql(targets, {0: got})[2].startswith(f"| quarterly | 0 | 2 | {wql:.3f} |")
+
+
+def test_synthetic_donors_are_positive_seeded_series_of_the_frequency():
+    got = mc.donor_series(["synthetic"], "yearly")
+    n, length = mc.SYNTHETIC_DONORS["yearly"]
+    assert len(got) == n and {s.frequency for s in got} == {"yearly"}
+    values = np.stack([s.x for s in got])
+    assert values.shape == (n, length) and (values.min(axis=1) > 0).all()
+    # the lowest value lies 0.5-3 ranges above zero, as the module says
+    ratio = values.min(axis=1) / np.ptp(values, axis=1)
+    assert ratio.min() >= 0.5 - 1e-9 and ratio.max() <= 3.0 + 1e-9
+    again = mc.donor_series(["synthetic"], "yearly")
+    np.testing.assert_array_equal(values, np.stack([s.x for s in again]))
+    assert mc.donor_series(["synthetic"], "other") == []
