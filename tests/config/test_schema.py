@@ -67,12 +67,14 @@ def test_new_fields_say_what_older_runs_meant():
     # older runs read one series, split by fractions, refused nothing for being short, and
     # gave point forecasts without intervals; older models read past-only features and no
     # calendar, and no hybrid, and no window started before its series; they kept the seasonal
-    # pattern, untested, and the values themselves, and trained for the epochs given, one
-    # model each; their combination was the weighted one, and none was retrained on its
-    # validation rows, and every window weighed alike in the loss, from random parameters
+    # pattern, untested and fitted on every row, and the values themselves, and trained for
+    # the epochs given, one model each; their combination was the weighted one, and none was
+    # retrained on its validation rows, and every window weighed alike in the loss, from
+    # random parameters
     assert added == {
         ("data", "deseasonalize"): False,
         ("data", "season_test"): False,
+        ("data", "season_window"): None,
         ("data", "target_transform"): "none",
         ("data", "start_padding"): "none",
         ("train", "min_steps"): 0,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from helpers import monthly
-from stacklstm.checks import DataError
+from stacklstm.checks import DataError, SettingError
 from stacklstm.config import DataConfig, ModelConfig, RunConfig, TrainConfig
 from stacklstm.config.auto import season_of_freq, window_for_season
 from stacklstm.data import make_inference_windows, make_splits, prepare_series, scaler_from_dict
@@ -150,6 +150,33 @@ def test_phases_follow_the_time_stamps_of_a_later_table():
     off_grid["date"] += pd.Timedelta(days=14)  # the 15th of each month
     with pytest.raises(DataError, match="not on the MS grid"):
         make_inference_windows(prepare_series(off_grid, cfg()), cfg(), scaler)
+
+
+def test_season_window_fits_the_pattern_on_the_last_seasons_at_the_series_phase():
+    n = 104  # train 62 rows: not whole seasons, so the first row fitted on is mid-season
+    old, new = PATTERN, np.roll(PATTERN, 2) * 3  # the pattern changed after 3 seasons
+    values = 10 + 0.5 * np.arange(n) + np.r_[np.tile(old, 3), np.resize(new, n - 18)]
+    splits, scaler = make_splits(prepare_series(monthly(values), cfg()), cfg())
+    train = splits.n_train
+    assert train == 62
+    # every training row: a mix of both patterns
+    whole = classical_pattern(values[:train], 6)
+    np.testing.assert_allclose(scaler.seasonal.pattern[0, :, 0], whole, atol=1e-12)
+    # the last 5 seasons (rows 32-61): the new pattern alone, phase 0 at the series' row 0
+    c = cfg(season_window=5)
+    _, recent = make_splits(prepare_series(monthly(values), c), c)
+    np.testing.assert_allclose(recent.seasonal.pattern[0, :, 0], new, atol=1e-12)
+    # 8 seasons start at row 14, inside the old pattern: by hand, rolled to row 0's phase
+    c8 = cfg(season_window=8)
+    _, eight = make_splits(prepare_series(monthly(values), c8), c8)
+    by_hand = classical_pattern(values[14:train], 6)  # phase 0 at row 14
+    np.testing.assert_allclose(eight.seasonal.pattern[0, :, 0], np.roll(by_hand, 14 % 6))
+    # a window longer than the training rows: every training row
+    c20 = cfg(season_window=20)
+    _, longer = make_splits(prepare_series(monthly(values), c20), c20)
+    np.testing.assert_allclose(longer.seasonal.pattern[0, :, 0], whole, atol=1e-12)
+    with pytest.raises(SettingError, match="season_window"):
+        cfg(season_window=1)
 
 
 def test_no_pattern_without_two_seasons_of_training_rows_or_when_off():

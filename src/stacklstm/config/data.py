@@ -105,6 +105,13 @@ class DataConfig(_Section):
         "by default (better on M3 monthly, worse on M1: docs/mcomp.md)",
         legacy=False,
     )
+    season_window: int | None = setting(
+        None,
+        help="fit each series' seasonal pattern on its last `season_window` seasons of "
+        "training rows only (at least 2), so that a pattern that drifted over the years is "
+        "the recent one (default: every training row)",
+        legacy=None,
+    )
     target_transform: TargetTransform = setting(
         "seasonal_panel",
         help=transform_help(),
@@ -382,4 +389,6 @@ class DataConfig(_Section):
             check_int("season", self.season, 1, 2**31 - 1)
         check_bool("deseasonalize", self.deseasonalize)
         check_bool("season_test", self.season_test)
+        if self.season_window is not None:
+            check_int("season_window", self.season_window, 2, 2**20)
         check_choice("target_transform", self.target_transform, (*RULES, *TRANSFORMS))

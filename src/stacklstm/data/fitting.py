@@ -162,7 +162,9 @@ def _deseasonalized(
     if not cfg.deseasonalize:
         return values, None
     targets = values[:, : series.n_targets]
-    seasonal = seasons.fit_seasonal(series, targets, n_train, cfg.season, cfg.season_test)
+    seasonal = seasons.fit_seasonal(
+        series, targets, n_train, cfg.season, cfg.season_test, cfg.season_window
+    )
     return seasons.model_values(series, cfg, seasonal, logged)[0], seasonal
 
 

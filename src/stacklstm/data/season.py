@@ -251,9 +251,15 @@ def _reference(series: Any, start: int) -> str | int | None:
 
 
 def fit_seasonal(
-    series: Any, values: np.ndarray, n_train: Sequence[int], season: int, test: bool = False
+    series: Any,
+    values: np.ndarray,
+    n_train: Sequence[int],
+    season: int,
+    test: bool = False,
+    window: int | None = None,
 ) -> SeasonalPattern | None:
-    """Fit each series' pattern on its first ``n_train[i]`` rows of ``values``.
+    """Fit each series' pattern on its first ``n_train[i]`` rows of ``values`` (the last
+    ``window`` seasons of them, with ``window``).
 
     Args:
         series: The :class:`~stacklstm.data.clean.Series` (bounds, time stamps, step).
@@ -262,6 +268,8 @@ def fit_seasonal(
         season: Period (>= 2).
         test: Fit a target's pattern only where its training rows pass :func:`is_seasonal`
             (``season_test``); the others keep a pattern of zeros.
+        window: Seasons of rows, counted back from the last training row, the pattern (and
+            the test) is fitted on (``season_window``); None: every training row.
 
     Returns:
         The patterns, or None when no series has 2 seasons of training rows (or
@@ -277,12 +285,14 @@ def fit_seasonal(
         if n < 2 * season:
             short += 1
             continue
-        start = int(bounds[i])
+        # the first row fitted on; the pattern is rolled back to phase 0 at the series' row 0
+        first = 0 if window is None else max(0, int(n) - window * season)
+        start = int(bounds[i]) + first
         found = False
         for j in range(nt):
-            rows = values[start : start + int(n), j]
+            rows = values[start : start + int(n) - first, j]
             if not test or is_seasonal(rows, season):
-                pattern[i, :, j] = classical_pattern(rows, season)
+                pattern[i, :, j] = np.roll(classical_pattern(rows, season), first)
                 found = True
         fitted += found
     if not fitted:

@@ -40,6 +40,7 @@ WINDOW_SETTINGS = (
     "difference",
     "deseasonalize",
     "season_test",
+    "season_window",
     "target_transform",
     "start_padding",
 )
