@@ -778,7 +778,9 @@ def fine_tune(
         group = [s for s in series if s.frequency == frequency]
         if frequency not in FAMILIES or not group or group[0].h != FAMILIES[frequency].horizon:
             continue
-        folder = work / dataset / f"weights-{name}-{_recipe_key({})}"
+        folder = (
+            work / dataset / f"weights-{name}-{_recipe_key(pretrain.SETTINGS.get(frequency, {}))}"
+        )
         if not (folder / f"{frequency}.npz").is_file():
             pretrain.train_family(frequency, folder, 0, False, competitions=donors)
         previous = os.environ.get(WEIGHTS_ENV)
