@@ -73,6 +73,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+#: config fields added after results were cached, with the value that changes nothing: left
+#: out of a cache key at that value, so the older keys still hold
+ADDED_LATER = (("train", "init", "random"), ("data", "season_window", None))
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 TEST_FRACTION = 0.2
@@ -494,8 +497,9 @@ def fit_one(task: Task, recipe: Recipe, seed: int, work: Path) -> dict[str, Any]
     cfg = run_config(task, recipe, seed)
     transform = make_transform(task.y, recipe, task.spec.season, task.n_train)
     config = cfg.to_dict()
-    if config["train"].get("init") == "random":  # added later and changes no fit: the keys
-        del config["train"]["init"]  # of the fits cached before it still hold
+    for section, name, value in ADDED_LATER:  # at these values they change no fit: the
+        if config[section].get(name, value) == value:  # keys cached before them still hold
+            config[section].pop(name, None)
     identity = {
         "series": task.spec.name,
         "config": config,

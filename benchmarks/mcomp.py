@@ -70,7 +70,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+#: config fields added after results were cached, with the value that changes nothing: left
+#: out of a cache key at that value, so the older keys still hold
+ADDED_LATER = (("train", "init", "random"), ("data", "season_window", None))
 HERE = Path(__file__).resolve().parent
 FREQUENCIES = ("yearly", "quarterly", "monthly", "other")
 SEASON = {"yearly": 1, "quarterly": 4, "monthly": 12, "other": 1}
@@ -170,6 +173,12 @@ def _append(path: Path, row: Mapping[str, Any]) -> None:
 # -- the statistical models ----------------------------------------------------------------------
 
 
+def seasonal_naive(s: MSeries) -> np.ndarray:
+    """``(h,)``: the last season of ``x`` repeated (the last value where ``x`` is shorter)."""
+    last = s.x[-s.season :] if len(s.x) >= s.season else s.x[-1:]
+    return np.resize(last, s.h)
+
+
 def _holdout(s: MSeries) -> MSeries:
     """``s`` with the last ``h`` values of ``x`` as the values to forecast."""
     return MSeries(s.id, s.frequency, s.x[: -s.h], s.x[-s.h :])
@@ -211,8 +220,7 @@ def statistical(
             _append(path, {"key": s.id, "too_short": str(err)})
             continue
         row["fit_s"] = time.perf_counter() - start
-        last = s.x[-m:] if len(s.x) >= m else s.x[-1:]
-        row["seasonal_naive"] = np.resize(last, s.h).tolist()
+        row["seasonal_naive"] = seasonal_naive(s).tolist()
         row["median"] = np.median([row[n] for n in STATISTICAL], axis=0).tolist()
         _append(path, row)
         done[s.id] = row
@@ -272,8 +280,9 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
     from stacklstm.config import RunConfig
 
     defaults = RunConfig().to_dict()
-    if defaults["train"].get("init") == "random":  # added later and changes no run: the keys
-        del defaults["train"]["init"]  # of the results cached before it still hold
+    for section, name, value in ADDED_LATER:  # at these values they change no run: the
+        if defaults[section].get(name, value) == value:  # keys cached before them still hold
+            defaults[section].pop(name, None)
     text = json.dumps([sorted(settings.items()), defaults], sort_keys=True)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return f"defaults-{digest}" if not settings else digest
@@ -675,10 +684,11 @@ def donor_series(donors: Sequence[str], frequency: str) -> list[MSeries]:
     ]
 
 
-#: the interval levels a zero-shot row keeps: 80 and 95 for coverage, 20-80 (with the
-#: point forecast as the median) for the quantiles 0.1, 0.2, ..., 0.9 of the weighted
-#: quantile loss
-ZERO_SHOT_LEVELS = (20, 40, 60, 80, 95)
+#: the interval levels that give the quantiles 0.1, 0.2, ..., 0.9 of the weighted quantile
+#: loss, the point forecast the median
+QUANTILE_LEVELS = (20, 40, 60, 80)
+#: the interval levels a zero-shot row keeps: those, and 80 and 95 for coverage
+ZERO_SHOT_LEVELS = (*QUANTILE_LEVELS, 95)
 
 
 def zero_shot(
@@ -815,11 +825,7 @@ def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, di
         mase = [m["mase"] for m in per_seed]
         sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
         fell = sum(bool(lstm[seeds[0]][s.id]["fallback"]) for s in group)
-        naive = {}
-        for s in group:
-            last = s.x[-s.season :] if len(s.x) >= s.season else s.x[-1:]
-            naive[s.id] = np.resize(last, s.h)
-        n = _means(group, naive)
+        n = _means(group, {s.id: seasonal_naive(s) for s in group})
         lines += [
             f"| {frequency} | {len(group)} ({fell} fallback) | **stacklstm zero-shot** "
             f"({len(seeds)} seeds) | **{np.mean(mase):.3f}{sd}** | "
@@ -827,6 +833,27 @@ def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, di
             f"| {frequency} | {len(group)} | seasonal_naive | {n['mase']:.3f} | {n['smape']:.2f} |",
         ]
     return lines
+
+
+def _kept_halfwidths(
+    series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dict]], levels: Sequence[int]
+) -> Iterator[tuple[str, int, list[tuple[MSeries, dict, float]]]]:
+    """``(frequency, seed, [(series, its row, its scale), ...])`` for each frequency and seed
+    whose rows all kept their half-widths at ``levels`` (and none fell back), the scale each
+    series' seasonal naive MAE of ``x``, as the zero-shot intervals are scaled."""
+    from stacklstm.forecasting.zeroshot import series_scales
+
+    for frequency in FREQUENCIES:
+        for seed in sorted(lstm):
+            group = [s for s in series if s.frequency == frequency and s.id in lstm[seed]]
+            rows = [lstm[seed][s.id] for s in group]
+            if not group or any(
+                r["fallback"] or any(str(v) not in (r["halfwidths"] or {}) for v in levels)
+                for r in rows
+            ):
+                continue
+            scales = [series_scales(s.x, np.array([0, len(s.x)]), s.season)[0] for s in group]
+            yield frequency, seed, list(zip(group, rows, scales, strict=True))
 
 
 def zero_shot_coverage(
@@ -837,27 +864,19 @@ def zero_shot_coverage(
     pretrained models' intervals, :mod:`stacklstm.forecasting.zeroshot_intervals`: fitted on
     the donor series' validation windows, scaled by each series' seasonal naive MAE of
     ``x``)."""
-    from stacklstm.forecasting.zeroshot import series_scales
-
     lines = ["| frequency | seed | series | 80 % interval covers | 95 % interval covers |",
              "|---|---|---|---|---|"]  # fmt: skip
-    for frequency in FREQUENCIES:
-        for seed in sorted(lstm):
-            group = [s for s in series if s.frequency == frequency and s.id in lstm[seed]]
-            rows = [lstm[seed][s.id] for s in group]
-            if not group or any(r["halfwidths"] is None or r["fallback"] for r in rows):
-                continue
-            covered = {"80": [], "95": []}
-            for s, row in zip(group, rows, strict=True):
-                scale = series_scales(s.x, np.array([0, len(s.x)]), s.season)[0]
-                point = np.asarray(row["forecast"])
-                for level, inside in covered.items():
-                    half = scale * np.asarray(row["halfwidths"][level])[: s.h]
-                    inside.extend(np.abs(s.xx - point) <= half)
-            lines.append(
-                f"| {frequency} | {seed} | {len(group)} | {100 * np.mean(covered['80']):.1f} % | "
-                f"{100 * np.mean(covered['95']):.1f} % |"
-            )
+    for frequency, seed, cell in _kept_halfwidths(series, lstm, (80, 95)):
+        covered = {"80": [], "95": []}
+        for s, row, scale in cell:
+            point = np.asarray(row["forecast"])
+            for level, inside in covered.items():
+                half = scale * np.asarray(row["halfwidths"][level])[: s.h]
+                inside.extend(np.abs(s.xx - point) <= half)
+        lines.append(
+            f"| {frequency} | {seed} | {len(cell)} | {100 * np.mean(covered['80']):.1f} % | "
+            f"{100 * np.mean(covered['95']):.1f} % |"
+        )
     return lines
 
 
@@ -868,7 +887,7 @@ def quantile_forecasts(point: np.ndarray, halfwidths: Mapping[str, Sequence[floa
     half-width (in units of the series' ``scale``) cut to the horizon of ``point``."""
     h = len(point)
     out = {0.5: np.asarray(point, float)}
-    for level in (20, 40, 60, 80):
+    for level in QUANTILE_LEVELS:
         half = scale * np.asarray(halfwidths[str(level)], float)[:h]
         low = round((1 - level / 100) / 2, 2)
         out[low], out[round(1 - low, 2)] = point - half, point + half
@@ -905,29 +924,22 @@ def zero_shot_wql(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dic
     the zero-shot forecasts and their intervals, beside seasonal naive's point forecast
     scored the same way (every quantile the point: its wQL is its weighted absolute
     error)."""
-    from stacklstm.forecasting.zeroshot import series_scales
-
     lines = ["| frequency | seed | series | wQL, zero-shot | wQL, seasonal naive (point) |",
              "|---|---|---|---|---|"]  # fmt: skip
-    for frequency in FREQUENCIES:
-        for seed in sorted(lstm):
-            group = [s for s in series if s.frequency == frequency and s.id in lstm[seed]]
-            rows = [lstm[seed][s.id] for s in group]
-            if not group or any(r["fallback"] or "20" not in (r["halfwidths"] or {}) for r in rows):
-                continue
-            actuals, ours, naive = [], [], []
-            for s, row in zip(group, rows, strict=True):
-                scale = series_scales(s.x, np.array([0, len(s.x)]), s.season)[0]
-                point = np.asarray(row["forecast"], float)
-                actuals.append(s.xx)
-                ours.append(quantile_forecasts(point, row["halfwidths"], scale))
-                snaive = np.resize(s.x[-s.season :], s.h) if len(s.x) >= s.season else point
-                naive.append(dict.fromkeys(ours[-1], snaive))
-            lines.append(
-                f"| {frequency} | {seed} | {len(group)} | "
-                f"{weighted_quantile_loss(actuals, ours):.3f} | "
-                f"{weighted_quantile_loss(actuals, naive):.3f} |"
-            )
+    for frequency, seed, cell in _kept_halfwidths(series, lstm, QUANTILE_LEVELS):
+        actuals = [s.xx for s, _, _ in cell]
+        ours = [
+            quantile_forecasts(np.asarray(row["forecast"], float), row["halfwidths"], scale)
+            for _, row, scale in cell
+        ]
+        naive = [
+            dict.fromkeys(q, seasonal_naive(s)) for (s, _, _), q in zip(cell, ours, strict=True)
+        ]
+        lines.append(
+            f"| {frequency} | {seed} | {len(cell)} | "
+            f"{weighted_quantile_loss(actuals, ours):.3f} | "
+            f"{weighted_quantile_loss(actuals, naive):.3f} |"
+        )
     return lines
 
 
