@@ -691,6 +691,16 @@ QUANTILE_LEVELS = (20, 40, 60, 80)
 ZERO_SHOT_LEVELS = (*QUANTILE_LEVELS, 95)
 
 
+def _pretrain() -> Any:
+    """``benchmarks/pretrain.py`` as a module (each family's recipe, the weights' trainer)."""
+    spec = importlib.util.spec_from_file_location("pretrain_bench", HERE / "pretrain.py")
+    pretrain = sys.modules.get("pretrain_bench") or importlib.util.module_from_spec(spec)
+    if "pretrain_bench" not in sys.modules:
+        sys.modules["pretrain_bench"] = pretrain
+        spec.loader.exec_module(pretrain)
+    return pretrain
+
+
 def zero_shot(
     series: Sequence[MSeries],
     donors: Sequence[str],
@@ -701,16 +711,16 @@ def zero_shot(
 ) -> dict[int, dict[str, dict]]:
     """``{seed: {id: {"forecast", "fit_s", "fallback"}}}``: per frequency, one model trained
     on the series of the competitions ``donors`` (:func:`donor_series`) with this dataset's
-    horizon, forecasting each series of ``series`` it never saw from the end of ``x``
-    (``predict(..., unseen="model")``: each scaled on its own rows). A frequency no donor
-    has is left out."""
+    horizon and the shipped weights' recipe (``benchmarks/pretrain.py``'s ``settings_of``)
+    with ``settings`` on top, forecasting each series of ``series`` it never saw from the
+    end of ``x`` (``predict(..., unseen="model")``: each scaled on its own rows). A
+    frequency no donor has is left out."""
     from stacklstm.forecasting import predict
     from stacklstm.forecasting.zeroshot_intervals import scaled_halfwidths, validation_errors
     from stacklstm.run import fit
 
     name = "+".join(donors)
-    path = work / dataset / f"zeroshot-{name}-{_recipe_key(settings)}.jsonl"
-    done = _read_jsonl(path)
+    pretrain = _pretrain()
     out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
     for seed in seeds:
         for frequency in FREQUENCIES:
@@ -718,6 +728,9 @@ def zero_shot(
             key = f"{seed}/{frequency}"
             if not items:
                 continue
+            recipe = {**pretrain.settings_of(frequency), **settings}  # the shipped one's
+            path = work / dataset / f"zeroshot-{name}-{_recipe_key(recipe)}.jsonl"
+            done = _read_jsonl(path)
             if key not in done:
                 pool = donor_series(donors, frequency)
                 if not pool:
@@ -728,7 +741,7 @@ def zero_shot(
                     _table(pool, True).to_csv(train, index=False)
                     _table(items, True).to_csv(target, index=False)
                     start = time.perf_counter()
-                    fit(_config(settings, items[0].h, True, seed), scratch / "run",
+                    fit(_config(recipe, items[0].h, True, seed), scratch / "run",
                         data_path=train, quiet=True)  # fmt: skip
                     frame = predict(scratch / "run", target, unseen="model")
                     errors = validation_errors(scratch / "run")
@@ -777,20 +790,14 @@ def fine_tune(
     from stacklstm.pretrained import FAMILIES
     from stacklstm.pretrained.store import WEIGHTS_ENV
 
-    spec = importlib.util.spec_from_file_location("pretrain_bench", HERE / "pretrain.py")
-    pretrain = sys.modules.get("pretrain_bench") or importlib.util.module_from_spec(spec)
-    if "pretrain_bench" not in sys.modules:
-        sys.modules["pretrain_bench"] = pretrain
-        spec.loader.exec_module(pretrain)
+    pretrain = _pretrain()
     name = "+".join(donors)
     out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
     for frequency in FREQUENCIES:
         group = [s for s in series if s.frequency == frequency]
         if frequency not in FAMILIES or not group or group[0].h != FAMILIES[frequency].horizon:
             continue
-        folder = (
-            work / dataset / f"weights-{name}-{_recipe_key(pretrain.SETTINGS.get(frequency, {}))}"
-        )
+        folder = work / dataset / f"weights-{name}-{_recipe_key(pretrain.settings_of(frequency))}"
         if not (folder / f"{frequency}.npz").is_file():
             pretrain.train_family(frequency, folder, 0, False, competitions=donors)
         previous = os.environ.get(WEIGHTS_ENV)

@@ -43,16 +43,23 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 COMPETITIONS = ("m1", "m3", "tourism")
-#: settings of a family's run besides the library's defaults: the quarterly model's seasonal
-#: pattern is the last 6 years' (``season_window``; leave one competition out over 3 seeds,
-#: tourism quarterly 1.742 to 1.570, M3 quarterly level at 1.077; on monthly series it lost
-#: on M3: docs/pretrained.md)
+#: settings of a family's run besides the library's defaults (:func:`settings_of`): the
+#: quarterly model's seasonal pattern is the last 6 years' (``season_window``; leave one
+#: competition out over 3 seeds, tourism quarterly 1.742 to 1.570, M3 quarterly level at
+#: 1.077; on monthly series 6 seasons lost on M3: docs/pretrained.md)
 SETTINGS: dict[str, dict[str, str]] = {"quarterly": {"season_window": "6"}}
 #: synthetic series per family: (count, length)
 SYNTHETIC = {"weekly": (600, 260), "daily": (600, 300), "hourly": (600, 360)}
 SYNTHETIC_FREQ = {"weekly": "W", "daily": "D", "hourly": "h"}
 LEVELS = (80, 95)
 log = logging.getLogger("pretrain")
+
+
+def settings_of(family: str) -> dict[str, str]:
+    """The settings of ``family``'s run: its :data:`SETTINGS`, and every other family's
+    seasonal pattern fitted on every row (``season_window=null``), as the shipped weights
+    were trained before a panel's default became its last 10 seasons."""
+    return {"season_window": "null", **SETTINGS.get(family, {})}
 
 
 def _mcomp():
@@ -104,7 +111,7 @@ def train_family(
     mcomp = _mcomp()
     spec = FAMILIES[family]
     frame, described = training_table(family, seed, quick, competitions)
-    settings = {**SETTINGS.get(family, {}), **({"epochs": "2"} if quick else {})}
+    settings = {**settings_of(family), **({"epochs": "2"} if quick else {})}
     cfg = mcomp._config(settings, spec.horizon, True, seed)
     scratch = Path(tempfile.mkdtemp(prefix=f"pretrain-{family}-")) if keep is None else keep
     scratch.mkdir(parents=True, exist_ok=True)

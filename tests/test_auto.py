@@ -17,6 +17,7 @@ from stacklstm.config.auto import (
     resolve_train_config,
     retrain_of,
     scaler_of,
+    season_window_of,
     transform_of,
 )
 
@@ -61,6 +62,11 @@ def test_data_rules(id_column, season, scaler, padded, transform):
         "repeat" if padded else "none",
         transform,
     )
+    # the seasonal pattern: a panel's last 10 seasons, one series' every row
+    window = 10 if id_column else None
+    assert (season_window_of(cfg), resolved.season_window) == (window, window)
+    assert season_window_of(DataConfig(id_column=id_column, season_window=None)) is None
+    assert season_window_of(DataConfig(id_column=id_column, season_window=3)) == 3
 
 
 def test_retrain_and_loss_weight_rules():
@@ -92,6 +98,7 @@ RESOLVED = (
     "window",
     "scaler",
     "start_padding",
+    "season_window",
     "target_transform",
     "batch_size",
     "epochs",

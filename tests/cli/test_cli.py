@@ -357,6 +357,13 @@ def _bad_value(kind):
             st.integers(max_value=-1).map(str),
             text.filter(lambda s: not _is(int, s) and s.strip().lower() != "auto"),
         )
+    if kind == (int | Literal["auto"] | None):  # "auto", "none" (or nothing) are valid
+        return st.one_of(
+            st.integers(max_value=1).map(str),
+            text.filter(
+                lambda s: not _is(int, s) and s.strip().lower() not in ("", "auto", "none")
+            ),
+        )
     if kind == tuple[int, ...]:
         return st.one_of(
             st.lists(st.integers(max_value=0), min_size=1, max_size=3).map(

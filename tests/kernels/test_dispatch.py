@@ -35,6 +35,18 @@ def test_info_says_which_path_runs_and_why(monkeypatch):
         assert kernels.info().path == "native"
 
 
+def _intel_cpu() -> bool:
+    """Whether this CPU is Intel's (oneMKL chooses its code path by vendor: on an AMD EPYC it
+    reports its generic one, "Intel(R) Architecture processors", with or without
+    MKL_ENABLE_INSTRUCTIONS)."""
+    from pathlib import Path
+
+    try:
+        return "GenuineIntel" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
 _DISPATCHED = """
 import json, sys
 import jax, jax.numpy as jnp, numpy as np
@@ -93,7 +105,7 @@ def test_the_dispatched_path_gives_the_oracles_numbers_on_each_blas_code_path(in
     assert got["path"] == ("native" if ON_KERNEL_PLATFORM else "xla")
     if ON_KERNEL_PLATFORM:
         assert got["blas"]["blas"].startswith("Intel(R) oneAPI Math Kernel Library")
-        if instructions == "AVX2":
-            assert "AVX2" in got["blas"]["code_path"], got["blas"]
+        if instructions == "AVX2" and _intel_cpu():  # oneMKL obeys it on Intel CPUs only:
+            assert "AVX2" in got["blas"]["code_path"], got["blas"]  # on AMD's it stays generic
         assert got["blas"]["packed_gemm"] is (packed is None)
     assert got["values"] < 2e-5 and got["grads"] < 1e-4, got

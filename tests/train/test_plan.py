@@ -125,10 +125,21 @@ def test_resolve_run_config_and_the_planned_sizes():
     assert resolve_run_config(RunConfig(), None, (37, 3)).train.batch_size == 9
     explicit = RunConfig(
         DataConfig(
-            season=7, window=9, start_padding="none", scaler="standard", target_transform="none"
+            season=7,
+            window=9,
+            start_padding="none",
+            season_window=None,
+            scaler="standard",
+            target_transform="none",
         )
     )
     assert resolve_run_config(explicit, "MS", None) is explicit  # nothing "auto" there
+    # the seasonal pattern: the last 10 seasons of each series of a panel, every row of one
+    assert resolve_run_config(RunConfig(), "MS", None).data.season_window is None
+    assert (
+        resolve_run_config(RunConfig(DataConfig(id_column="id")), "MS", None).data.season_window
+        == 10
+    )
     # the default transform: each series' own log for a panel with a season, else none
     panel = RunConfig(DataConfig(id_column="id"))
     assert resolve_run_config(panel, "MS", None).data.target_transform == "per_series"

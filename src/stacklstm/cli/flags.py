@@ -148,6 +148,10 @@ def _int_or_auto(text: str) -> int | str:
     return "auto" if text.strip().lower() == "auto" else _int(text)
 
 
+def _int_auto_or_none(text: str) -> int | str | None:
+    return None if text.strip().lower() in ("", "none") else _int_or_auto(text)
+
+
 def _float(text: str) -> float:
     try:
         return float(text)
@@ -209,6 +213,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                 kwargs.update(type=_int_or_none, metavar="N")
             elif kind == (int | Literal["auto"]):
                 kwargs.update(type=_int_or_auto, metavar="N|auto")
+            elif kind == (int | Literal["auto"] | None):
+                kwargs.update(type=_int_auto_or_none, metavar="N|auto|none")
             else:  # a new field type: teach this function about it
                 raise TypeError(f"no flag type for {cls.__name__}.{field.name}: {kind}")
             group.add_argument(*flags[field.name], **kwargs)

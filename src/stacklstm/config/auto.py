@@ -9,6 +9,8 @@ run folder's ``config.json`` holds them resolved.
   7 daily, 5 business-daily, 24 hourly; else 1): :func:`season_of_freq`;
 * ``window``: 2 seasons, 8 to 52 steps (10 without a season): :func:`window_for_season`;
 * ``start_padding``: ``"repeat"`` for a panel, ``"none"`` for one series: :func:`padding_of`;
+* ``season_window``: :data:`PANEL_SEASON_WINDOW` seasons for a panel, every row (None) for
+  one series: :func:`season_window_of`;
 * ``scaler``: for a panel whose season is 1 to :data:`SHORT_SEASON`, MASE's own scale,
   else ``"standard"``: :func:`scaler_of`;
 * ``target_transform``: ``"seasonal_panel"`` (the default) is ``"per_series"`` for a
@@ -69,6 +71,12 @@ MIN_AUTO_WINDOW = 8
 MAX_AUTO_WINDOW = 52
 #: ``window="auto"`` without a season (season 1).
 NO_SEASON_WINDOW = 10
+
+#: ``season_window="auto"`` for a panel: each series' seasonal pattern is fitted on its last
+#: 10 seasons of training rows. On the global model it lowered tourism's monthly and
+#: quarterly mean MASE by about 9 % (their seasons drifted over up to 25 years) and left the
+#: M1 and M3 ones level (docs/mcomp.md); one series keeps every row.
+PANEL_SEASON_WINDOW = 10
 
 #: What the budget's ``"auto"`` starts from: the fixed defaults older versions had.
 BASE_EPOCHS, BASE_BATCH_SIZE, BASE_PATIENCE = 60, 32, 15
@@ -141,6 +149,15 @@ def padding_of(cfg: DataConfig) -> bool:
     return cfg.start_padding == "repeat"
 
 
+def season_window_of(cfg: DataConfig) -> int | None:
+    """The seasons each series' pattern is fitted on: ``season_window`` given (None: every
+    training row), or for ``"auto"`` :data:`PANEL_SEASON_WINDOW` for a panel
+    (``id_column``) and None for one series."""
+    if cfg.season_window == AUTO:
+        return PANEL_SEASON_WINDOW if cfg.id_column is not None else None
+    return cfg.season_window  # type: ignore[return-value]
+
+
 def scaler_of(cfg: DataConfig) -> str:
     """The scaler fitted: ``scaler`` given, or for ``"auto"`` (the season resolved) MASE's
     own scale for a panel whose season is short (``"naive"`` for season 1,
@@ -163,9 +180,10 @@ def transform_of(cfg: DataConfig) -> str:
 
 
 def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
-    """``cfg`` with ``season``, ``window``, ``start_padding`` and ``scaler`` given as
-    ``"auto"`` (and ``target_transform`` given as ``"seasonal_panel"``) replaced by their
-    values for data whose time step is ``freq``; ``cfg`` itself when nothing is auto.
+    """``cfg`` with ``season``, ``window``, ``start_padding``, ``season_window`` and
+    ``scaler`` given as ``"auto"`` (and ``target_transform`` given as ``"seasonal_panel"``)
+    replaced by their values for data whose time step is ``freq``; ``cfg`` itself when
+    nothing is auto.
 
     Example:
         >>> from stacklstm.config import DataConfig
@@ -174,7 +192,7 @@ def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
         >>> resolve_data_config(DataConfig(id_column="id"), "QS").scaler
         'seasonal_naive'
     """
-    changes: dict[str, int | str] = {}
+    changes: dict[str, int | str | None] = {}
     season = cfg.season
     if season == AUTO:
         season = changes["season"] = season_of_freq(freq)
@@ -182,6 +200,8 @@ def resolve_data_config(cfg: DataConfig, freq: str | None) -> DataConfig:
         changes["window"] = window_for_season(int(season))
     if cfg.start_padding == AUTO:
         changes["start_padding"] = "repeat" if padding_of(cfg) else "none"
+    if cfg.season_window == AUTO:
+        changes["season_window"] = season_window_of(cfg)
     seasoned = dataclasses.replace(cfg, season=season)
     if cfg.scaler == AUTO:
         changes["scaler"] = scaler_of(seasoned)
@@ -271,6 +291,7 @@ __all__ = [
     "MIN_AUTO_BATCH",
     "MIN_AUTO_WINDOW",
     "NO_SEASON_WINDOW",
+    "PANEL_SEASON_WINDOW",
     "SHORT_SEASON",
     "auto_batch_size",
     "fold_retrain_of",
@@ -281,6 +302,7 @@ __all__ = [
     "retrain_of",
     "scaler_of",
     "season_of_freq",
+    "season_window_of",
     "transform_of",
     "window_for_season",
 ]

@@ -20,7 +20,7 @@ from ..checks import (
 )
 from ..scalers import SCALERS, scaler_help
 from ..transforms import RULES, TRANSFORMS, transform_help
-from .auto import padding_of, scaler_of, transform_of
+from .auto import padding_of, scaler_of, season_window_of, transform_of
 from .schema import (
     AUTO,
     CALENDAR_PREFIX,
@@ -105,11 +105,12 @@ class DataConfig(_Section):
         "by default (better on M3 monthly, worse on M1: docs/mcomp.md)",
         legacy=False,
     )
-    season_window: int | None = setting(
-        None,
+    season_window: int | Auto | None = setting(
+        "auto",
         help="fit each series' seasonal pattern on its last `season_window` seasons of "
         "training rows only (at least 2), so that a pattern that drifted over the years is "
-        "the recent one (default: every training row)",
+        "the recent one; 'none': every training row; 'auto': 10 seasons for a panel, every "
+        "row for one series",
         legacy=None,
     )
     target_transform: TargetTransform = setting(
@@ -246,6 +247,20 @@ class DataConfig(_Section):
             (False, True)
         """
         return padding_of(self)  # the rule of "auto": stacklstm.config.auto
+
+    @property
+    def seasons_fitted(self) -> int | None:
+        """The seasons of training rows each series' seasonal pattern is fitted on
+        (``season_window``; ``"auto"``: :data:`~stacklstm.config.auto.PANEL_SEASON_WINDOW`
+        for a panel), or None for every training row.
+
+        Example:
+            >>> DataConfig().seasons_fitted, DataConfig(id_column="unique_id").seasons_fitted
+            (None, 10)
+            >>> DataConfig(season_window=6).seasons_fitted
+            6
+        """
+        return season_window_of(self)  # the rule of "auto": stacklstm.config.auto
 
     @property
     def min_input_rows(self) -> int:
@@ -389,6 +404,6 @@ class DataConfig(_Section):
             check_int("season", self.season, 1, 2**31 - 1)
         check_bool("deseasonalize", self.deseasonalize)
         check_bool("season_test", self.season_test)
-        if self.season_window is not None:
+        if self.season_window not in (None, AUTO):
             check_int("season_window", self.season_window, 2, 2**20)
         check_choice("target_transform", self.target_transform, (*RULES, *TRANSFORMS))

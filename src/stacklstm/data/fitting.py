@@ -163,7 +163,7 @@ def _deseasonalized(
         return values, None
     targets = values[:, : series.n_targets]
     seasonal = seasons.fit_seasonal(
-        series, targets, n_train, cfg.season, cfg.season_test, cfg.season_window
+        series, targets, n_train, cfg.season, cfg.season_test, cfg.seasons_fitted
     )
     return seasons.model_values(series, cfg, seasonal, logged)[0], seasonal
 
