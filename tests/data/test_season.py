@@ -179,6 +179,27 @@ def test_season_window_fits_the_pattern_on_the_last_seasons_at_the_series_phase(
         cfg(season_window=1)
 
 
+def test_a_panels_default_pattern_is_its_last_10_seasons_and_one_series_every_row():
+    n = 160  # 96 training rows: 16 seasons, the last 10 of them from row 36 (phase 0)
+    old, new = PATTERN, np.roll(PATTERN, 2) * 3  # the pattern changed after 4 seasons
+    values = 10 + np.r_[np.tile(old, 4), np.resize(new, n - 24)]
+    frame = monthly(values)
+    panel = pd.concat([frame.assign(id="a"), frame.assign(id="b", y=2 * frame["y"])])
+    c = cfg(id_column="id")  # season_window "auto", as every default
+    splits, scaler = make_splits(prepare_series(panel, c), c)
+    assert splits.n_train == 2 * 96  # training rows of both series
+    np.testing.assert_allclose(scaler.seasonal.pattern[0, :, 0], new, atol=1e-12)
+    np.testing.assert_allclose(scaler.seasonal.pattern[1, :, 0], 2 * new, atol=1e-12)
+    # none: every training row, as one series gets by default
+    c_all = cfg(id_column="id", season_window=None)
+    _, every = make_splits(prepare_series(panel, c_all), c_all)
+    whole = classical_pattern(values[:96], 6)
+    np.testing.assert_allclose(every.seasonal.pattern[0, :, 0], whole, atol=1e-12)
+    _, single = make_splits(prepare_series(frame, cfg()), cfg())
+    np.testing.assert_allclose(single.seasonal.pattern[0, :, 0], whole, atol=1e-12)
+    assert not np.allclose(whole, new, atol=0.1)  # the two fits differ
+
+
 def test_no_pattern_without_two_seasons_of_training_rows_or_when_off():
     values = np.arange(18.0)  # 10 training rows < 2 x 6 rows
     _, scaler = make_splits(prepare_series(monthly(values), cfg()), cfg())
