@@ -721,6 +721,12 @@ def zero_shot(
 
     name = "+".join(donors)
     pretrain = _pretrain()
+    # each family's shipped recipe with ``settings`` on top, its cache read once
+    recipes = {f: {**pretrain.settings_of(f), **settings} for f in FREQUENCIES}
+    paths = {
+        f: work / dataset / f"zeroshot-{name}-{_recipe_key(r)}.jsonl" for f, r in recipes.items()
+    }
+    cached = {f: _read_jsonl(path) for f, path in paths.items()}
     out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
     for seed in seeds:
         for frequency in FREQUENCIES:
@@ -728,9 +734,7 @@ def zero_shot(
             key = f"{seed}/{frequency}"
             if not items:
                 continue
-            recipe = {**pretrain.settings_of(frequency), **settings}  # the shipped one's
-            path = work / dataset / f"zeroshot-{name}-{_recipe_key(recipe)}.jsonl"
-            done = _read_jsonl(path)
+            recipe, path, done = recipes[frequency], paths[frequency], cached[frequency]
             if key not in done:
                 pool = donor_series(donors, frequency)
                 if not pool:
