@@ -84,11 +84,13 @@ def predict(
             interval per symmetric pair of the quantiles the run forecasts (its
             ``interval_levels``: ``stacklstm-lo-80`` and ``stacklstm-hi-80`` for 0.8).
         combine: Also forecast with the combination of the run's report
-            (:mod:`stacklstm.forecasting.combination`): the weighted mean of the model's
-            forecasts and the baselines' from the same origins (the seasonal naive; the
-            statistical ones fitted once on each series' rows up to its first origin and
-            forecasting from every origin without refitting), with the weights of the
-            run's ``report.json``. Point forecasts only.
+            (:mod:`stacklstm.forecasting.combination`): the weighted mean (or median) of
+            the model's forecasts and the baselines' from the same origins, with the
+            weights of the run's ``report.json``: the seasonal naive, and the statistical
+            ones fitted once on each series' rows up to its first origin, forecasting from
+            every origin without refitting. In the long format (the future) that origin is
+            each series' last row, so they are fitted on every row, as statsforecast's
+            ``forecast`` fits them. Point forecasts only.
         fallback: For a panel run, forecast the series the model cannot forecast with the
             seasonal naive forecast (True), or leave them out (False).
         unseen: For a panel run, the series of the table it was not trained on: ``"fallback"``
@@ -182,8 +184,8 @@ def predict(
             return _finish(frame, cfg, series, (), combine, format, output, source, run.freq)
         series = select_series(series, kept)
     windows = make_inference_windows(series, cfg, scaler, run.info.static_scaler)
-    if format == "long" and not combine:  # the future alone: each series' last window
-        windows = last_windows(windows)  # (the combination's fits start at the first)
+    if format == "long":  # the future alone: each series' last window, so the
+        windows = last_windows(windows)  # combination's statistical models fit every row
     out = interval_forecast(run, windows, run_calibration(run))
     values = out.point  # (n, horizon, n_targets)
     mixed = predict_combination(run_dir, windows, values, cfg.season) if combine else None
