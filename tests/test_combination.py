@@ -245,6 +245,27 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
             hand[part] = sum(weights[k] / total * v for k, v in used.items())
         for h in range(2):
             np.testing.assert_allclose(mine[f"y_h{h + 1}_combination"], hand[:, h, 0], rtol=1e-9)
+    _future_combination_fits_every_row(run, entry, frame)
+
+
+def _future_combination_fits_every_row(run, entry, frame):
+    """The future (the long format): the statistical models of the combination fitted on
+    each series' every row, as statsforecast's own ``forecast`` fits them, and weighed with
+    the model's forecast from the series' last row."""
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
+
+    future = predict(run, combine=True, format="long")
+    models = {"auto_ets": AutoETS, "auto_arima": AutoARIMA, "auto_theta": AutoTheta}
+    for name, rows in _panel().groupby("unique_id"):
+        y = rows["y"].to_numpy()
+        theirs = {k: m(season_length=4).forecast(y=y, h=2)["mean"] for k, m in models.items()}
+        last = frame[frame["id"] == name].iloc[-1]
+        weights = entry["per_series"][name]["weights"]
+        hand = weights["model"] * last[["y_h1", "y_h2"]].to_numpy(float)
+        hand = hand + sum(weights[k] * v for k, v in theirs.items())
+        mine = future[future["unique_id"] == name]
+        np.testing.assert_allclose(mine["combination"], hand, rtol=1e-6)
+        np.testing.assert_allclose(mine["stacklstm"], last[["y_h1", "y_h2"]].to_numpy(float))
 
 
 class _Windows:
@@ -314,3 +335,31 @@ def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run
     origins = pd.Index(series.times).get_indexer(frame["origin"])
     hand = 0.5 * (frame["co2_h1"].to_numpy() + _seasonal_naive(values, origins, 52))
     np.testing.assert_allclose(frame["co2_h1_combination"], hand, rtol=1e-12)
+
+
+def test_the_accurate_preset_forecasts_the_median_of_the_model_and_statsforecasts_fits(tmp_path):
+    """``preset="accurate"``: the future combination is the median (four forecasts: the mean
+    of the middle two) of the model's forecast and statsforecast's AutoETS, AutoARIMA and
+    AutoTheta, each fitted on the series' every row."""
+    pytest.importorskip("statsforecast")
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
+
+    from helpers import TINY
+    from stacklstm.estimator import LSTMForecaster
+
+    settings = {k: v for k, v in TINY.items() if k != "baselines"}
+    model = LSTMForecaster(preset="accurate", **settings, run_dir=tmp_path / "run")
+    data = _panel()
+    out = model.fit(data).predict(combine=True)
+    assert model.config.train.baselines == "all"
+    assert model.config.train.combination == "median"
+    horizon, season = model.config.data.horizon, model.config.data.season
+    for name, rows in data.groupby("unique_id"):
+        y = rows["y"].to_numpy()
+        mine = out[out["unique_id"] == name]
+        theirs = [
+            m(season_length=season).forecast(y=y, h=horizon)["mean"]
+            for m in (AutoETS, AutoARIMA, AutoTheta)
+        ]
+        hand = np.median([mine["stacklstm"].to_numpy(), *theirs], axis=0)
+        np.testing.assert_allclose(mine["stacklstm-combination"], hand, rtol=1e-6)

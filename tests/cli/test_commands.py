@@ -22,3 +22,18 @@ def test_export_names_every_input_beyond_the_windows():
     ]
     # a one-series run without covariates or quantiles: nothing beyond the windows
     assert _export_inputs({"ids": None, "future_columns": [], "quantiles": []}) == []
+
+
+def test_a_preset_sets_its_settings_under_the_flags_given():
+    from stacklstm.cli.commands import _overrides
+    from stacklstm.cli.parser import build_parser
+    from stacklstm.config import RunConfig
+
+    parse = build_parser().parse_args
+    cfg = RunConfig().replace(_overrides(parse(["train", "--preset", "accurate"])))
+    assert (cfg.train.baselines, cfg.train.combination) == ("all", "median")
+    given = parse(["train", "--preset", "accurate", "--combination", "weighted", "--epochs", "3"])
+    cfg = RunConfig().replace(_overrides(given))
+    assert (cfg.train.baselines, cfg.train.combination, cfg.train.epochs) == ("all", "weighted", 3)
+    # without it: the defaults
+    assert _overrides(parse(["train"]))["train"] == {}

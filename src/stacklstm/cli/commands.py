@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SECTIONS, RunConfig
+from ..config.presets import with_preset
 from ..configfile import read_config
 from .flags import UsageError
 
@@ -18,7 +19,8 @@ _RUNNING: dict[str, Any] = {}
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """``{"section": {"field": value}}`` of the setting flags actually given."""
+    """``{"section": {"field": value}}`` of the setting flags actually given, over those of
+    ``--preset`` (where the command has it)."""
     out: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
     for dest, value in vars(args).items():
         section, _, name = dest.partition(".")
@@ -29,7 +31,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             raise UsageError(
                 f"--{split}-size and --{split}-fraction are two forms of one setting; give one"
             )
-    return out
+    return with_preset(getattr(args, "preset", None), out)
 
 
 def precheck(args: argparse.Namespace) -> None:

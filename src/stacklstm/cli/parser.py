@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from ..config import DEFAULT_FOLDS
+from ..config.presets import PRESETS
 from .commands import _backtest, _evaluate, _export, _forecast, _predict, _train, _tune
 from .flags import PROG, _add_setting_flags, _column_or_none, _int, _names, _Parser, _refit
 
@@ -68,6 +69,13 @@ def _add_train(commands: Any, formatter: type) -> None:
     )
     train.add_argument("--data", metavar="FILE", help="CSV/Parquet table (default: bundled CO2)")
     train.add_argument("--config", metavar="FILE", help="TOML or YAML settings; flags override")
+    train.add_argument(
+        "--preset",
+        choices=tuple(PRESETS),
+        help="a named bundle of settings over --config's, flags override; accurate: the model "
+        "and AutoETS, AutoARIMA, AutoTheta combined by their median (--baselines all "
+        "--combination median; forecast with predict --combine)",
+    )
     train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<date-time>)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--quiet", action="store_true", help="no progress bar or info logs")
@@ -198,7 +206,8 @@ def _add_predict(commands: Any, formatter: type) -> None:
         "--combine",
         action="store_true",
         help="also the combination's forecasts: the model and the baselines from the same "
-        "origins weighed by the run's report.json weights (inverse validation MAE); columns "
+        "origins weighed by the run's report.json weights (inverse validation MAE), or their "
+        "median (--combination median, --preset accurate); columns "
         "<target>_h<k>_combination (long: combination); point forecasts only",
     )
     predict.add_argument(

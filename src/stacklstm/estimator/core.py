@@ -28,6 +28,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from ..config import RunConfig
+from ..config.presets import with_preset
 from ..forecasting.inference import table_path
 from ..forecasting.prediction import predict, to_long
 from ..run.loop import fit
@@ -77,6 +78,9 @@ class LSTMForecaster(SaveLoad):
             run's ``interval_levels``; default: 80 and 95).
         verbose: Log the run's progress on stderr (one line per epoch, and a progress bar
             where stderr is a terminal or a notebook).
+        preset: A named bundle of settings (:mod:`stacklstm.config.presets`), under those
+            given here: ``"accurate"`` combines the model with AutoETS, AutoARIMA and
+            AutoTheta by their median (read with ``predict(combine=True)``).
         **settings: The settings of ``stacklstm train`` under their config names
             (``horizon``, ``window``, ``season``, ``lstm_hidden_size``, ``epochs``, ``loss``,
             ``conformal``, ``features``, ``future_features``, ``static_features``, ``seed``,
@@ -104,6 +108,7 @@ class LSTMForecaster(SaveLoad):
         run_dir: str | Path | None = None,
         level: Sequence[float] | None = None,
         verbose: bool = False,
+        preset: str | None = None,
         **settings: Any,
     ) -> None:
         self.alias = check_name("alias", alias)
@@ -129,7 +134,8 @@ class LSTMForecaster(SaveLoad):
             raise TypeError(f"verbose must be True or False, got {verbose!r}")
         self.verbose = verbose
         self.settings = dict(settings)
-        self._overrides = section_overrides(settings)
+        self.preset = preset
+        self._overrides = with_preset(preset, section_overrides(settings))
         if level is not None:
             self.settings["level"] = list(level)
             self._overrides["train"]["interval_levels"] = levels_as_fractions(level)
@@ -456,6 +462,7 @@ class LSTMForecaster(SaveLoad):
         return cross_validate(self, df, n_windows, step_size, refit, static_df)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{key}={value!r}" for key, value in self.settings.items())
+        given = {**({"preset": self.preset} if self.preset is not None else {}), **self.settings}
+        shown = ", ".join(f"{key}={value!r}" for key, value in given.items())
         where = "not fitted" if self._run_dir is None else f"run_dir={str(self._run_dir)!r}"
         return f"LSTMForecaster({shown}{', ' if shown else ''}alias={self.alias!r}) [{where}]"

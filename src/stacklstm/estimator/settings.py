@@ -24,7 +24,16 @@ from ..config import ALIASES, SECTIONS
 #: Settings the estimator takes from its column arguments, not as keywords.
 FROM_COLUMNS = {"target": "target_col", "time_column": "time_col", "id_column": "id_col"}
 #: The estimator's own keyword arguments besides the settings.
-OWN_ARGUMENTS = ("alias", "id_col", "time_col", "target_col", "run_dir", "verbose", "level")
+OWN_ARGUMENTS = (
+    "alias",
+    "id_col",
+    "time_col",
+    "target_col",
+    "run_dir",
+    "verbose",
+    "level",
+    "preset",
+)
 #: neuralforecast's and statsforecast's names of the estimator's settings: an unknown
 #: keyword among them is told the name here.
 SYNONYMS = {
