@@ -184,6 +184,18 @@ def _holdout(s: MSeries) -> MSeries:
     return MSeries(s.id, s.frequency, s.x[: -s.h], s.x[-s.h :])
 
 
+def _quantiles_of(out: Mapping[str, Any]) -> dict[str, list[float]]:
+    """``{"0.1": (h,) list, ..., "0.9": ...}``: the quantiles of a statsforecast model's
+    ``forecast`` with ``level=QUANTILE_LEVELS`` (the interval at level ``L`` gives the
+    quantiles ``(1 -+ L/100) / 2``; the mean stands for the median)."""
+    found = {"0.5": np.asarray(out["mean"], float).tolist()}
+    for level in QUANTILE_LEVELS:
+        low = round((1 - level / 100) / 2, 2)
+        found[str(low)] = np.asarray(out[f"lo-{level}"], float).tolist()
+        found[str(round(1 - low, 2))] = np.asarray(out[f"hi-{level}"], float).tolist()
+    return dict(sorted(found.items(), key=lambda kv: float(kv[0])))
+
+
 def statistical(
     series: Sequence[MSeries], work: Path, dataset: str, holdout: bool = False
 ) -> dict[str, dict]:
@@ -211,7 +223,9 @@ def statistical(
             for name, model in models.items():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    row[name] = model.forecast(y=s.x, h=s.h)["mean"].tolist()
+                    out = model.forecast(y=s.x, h=s.h, level=list(QUANTILE_LEVELS))
+                row[name] = out["mean"].tolist()
+                row[f"{name}_quantiles"] = _quantiles_of(out)
         except NotImplementedError as err:  # statsforecast's AutoETS: "tiny datasets"
             if not holdout:
                 raise
@@ -954,6 +968,103 @@ def zero_shot_wql(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dic
     return lines
 
 
+def _naive_scale(x: np.ndarray, season: int) -> float:
+    """The in-sample seasonal naive MAE of ``x`` (lag 1 where ``x`` is not longer than a
+    season): the scale of MASE, of :func:`stacklstm.forecasting.zeroshot.series_scales`."""
+    from stacklstm.forecasting.zeroshot import series_scales
+
+    return float(series_scales(np.asarray(x, float), np.array([0, len(x)]), season)[0])
+
+
+def conformal_quantiles(
+    group: Sequence[MSeries], rows: Mapping[str, dict]
+) -> dict[str, dict[float, np.ndarray]]:
+    """``{id: {q: (h,)}}``, q = 0.1, ..., 0.9: the global model's forecasts with split-conformal
+    intervals, as the shipped models' (:mod:`stacklstm.forecasting.zeroshot_intervals`). The
+    scores are each series' validation errors (the forecast of the last ``h`` values of ``x``
+    by the model that did not train on them) over the seasonal naive MAE of the rows before
+    them, pooled over the series of ``group`` per horizon step; a forecast's half-width is
+    their quantile times its series' scale. Series without a validation forecast are left
+    out of the scores, and get intervals too."""
+    from stacklstm.forecasting.zeroshot_intervals import scaled_halfwidths
+
+    errors = []
+    for s in group:
+        val = rows[s.id].get("val_forecast")
+        scale = _naive_scale(s.x[: -s.h], s.season)
+        if val is not None and np.isfinite(scale) and scale > 0:
+            errors.append(np.abs(np.asarray(val, float) - s.x[-s.h :]) / scale)
+    half = scaled_halfwidths(np.asarray(errors), QUANTILE_LEVELS)
+    return {
+        s.id: quantile_forecasts(
+            np.asarray(rows[s.id]["forecast"], float), half, _naive_scale(s.x, s.season)
+        )
+        for s in group
+    }
+
+
+def combination_wql(
+    series: Sequence[MSeries], stats: Mapping[str, dict], lstm: Mapping[int, Mapping[str, dict]]
+) -> list[str]:
+    """Markdown rows per frequency: the weighted quantile loss (0.1-0.9) of the global model
+    with split-conformal intervals (:func:`conformal_quantiles`), of the statistical models'
+    own intervals, and of their combination: the median, quantile by quantile, of the model's
+    and the three statistical models' quantiles (each a monotone function of the level, so
+    their median is too), over the series every forecaster covers, mean and sd over seeds."""
+    lines = [
+        "| frequency | series | global model | statistical median | global + statistical, "
+        "median | AutoETS | AutoARIMA | AutoTheta | seasonal naive (point) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    seeds = sorted(lstm)
+    for frequency in FREQUENCIES:
+        group = [
+            s
+            for s in series
+            if s.frequency == frequency
+            and all(f"{n}_quantiles" in stats.get(s.id, {}) for n in STATISTICAL)
+            and all(lstm[k].get(s.id, {}).get("forecast") is not None for k in seeds)
+        ]
+        if not group:
+            continue
+        actuals = [s.xx for s in group]
+        theirs = {
+            n: [
+                {float(q): np.asarray(v) for q, v in stats[s.id][f"{n}_quantiles"].items()}
+                for s in group
+            ]
+            for n in STATISTICAL
+        }
+        levels = sorted(theirs[STATISTICAL[0]][0])
+        median = [
+            {q: np.median([theirs[n][i][q] for n in STATISTICAL], 0) for q in levels}
+            for i in range(len(group))
+        ]
+        ours, mixed = [], []
+        for k in seeds:
+            own = conformal_quantiles(group, lstm[k])
+            quantiles = [own[s.id] for s in group]
+            ours.append(weighted_quantile_loss(actuals, quantiles))
+            combined = [
+                {
+                    q: np.median([quantiles[i][q], *(theirs[n][i][q] for n in STATISTICAL)], 0)
+                    for q in levels
+                }
+                for i in range(len(group))
+            ]
+            mixed.append(weighted_quantile_loss(actuals, combined))
+        naive = [dict.fromkeys(levels, seasonal_naive(s)) for s in group]
+        cells = [weighted_quantile_loss(actuals, theirs[n]) for n in STATISTICAL]
+        lines.append(
+            f"| {frequency} | {len(group)} | {np.mean(ours):.3f} ± {np.std(ours):.3f} | "
+            f"{weighted_quantile_loss(actuals, median):.3f} | "
+            f"{np.mean(mixed):.3f} ± {np.std(mixed):.3f} | "
+            + " | ".join(f"{c:.3f}" for c in cells)
+            + f" | {weighted_quantile_loss(actuals, naive):.3f} |"
+        )
+    return lines
+
+
 # -- the results page ----------------------------------------------------------------------------
 
 #: The results page's columns: (dataset, frequency, heading), in its order.
@@ -1178,6 +1289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"One global stacklstm model per frequency ({recipe}):",
             "",
             *table_rows(series, stats, results, "stacklstm global", held),
+            "",
+            "Weighted quantile loss (0.1-0.9; statistical models fitted with intervals only):",
+            "",
+            *combination_wql(series, stats, results),
             "",
         ]
     lines.append(f"This run: {time.perf_counter() - start:.0f} s (cached results are not refit).")

@@ -70,11 +70,32 @@ def test_statistical_forecasts_equal_statsforecasts_and_are_cached(tmp_path):
         [pd.DataFrame({"unique_id": s.id, "ds": np.arange(len(s.x)), "y": s.x}) for s in series]
     )
     models = [AutoETS(season_length=4), AutoARIMA(season_length=4), AutoTheta(season_length=4)]
-    want = StatsForecast(models=models, freq=1).forecast(df=frame, h=8)
+    want = StatsForecast(models=models, freq=1).forecast(df=frame, h=8, level=[20, 80])
     for s in series:
         rows = want[want["unique_id"] == s.id]
         for name, column in zip(mc.STATISTICAL, ("AutoETS", "AutoARIMA", "AutoTheta"), strict=True):
             np.testing.assert_allclose(got[s.id][name], rows[column], rtol=1e-6)
+            # their quantiles: the intervals' bounds (80 %: 0.1 and 0.9), the mean as 0.5
+            quantiles = got[s.id][f"{name}_quantiles"]
+            assert list(quantiles) == [
+                "0.1",
+                "0.2",
+                "0.3",
+                "0.4",
+                "0.5",
+                "0.6",
+                "0.7",
+                "0.8",
+                "0.9",
+            ]
+            for q, bound in (
+                ("0.1", "lo-80"),
+                ("0.4", "lo-20"),
+                ("0.6", "hi-20"),
+                ("0.9", "hi-80"),
+            ):
+                np.testing.assert_allclose(quantiles[q], rows[f"{column}-{bound}"], rtol=1e-6)
+            np.testing.assert_allclose(quantiles["0.5"], rows[column], rtol=1e-6)
         np.testing.assert_array_equal(got[s.id]["seasonal_naive"], np.resize(s.x[-4:], 8))
         stacked = np.stack([got[s.id][name] for name in mc.STATISTICAL])
         np.testing.assert_array_equal(got[s.id]["median"], np.median(stacked, axis=0))
@@ -222,3 +243,30 @@ def test_synthetic_donors_are_positive_seeded_series_of_the_frequency():
     again = mc.donor_series(["synthetic"], "yearly")
     np.testing.assert_array_equal(values, np.stack([s.x for s in again]))
     assert mc.donor_series(["synthetic"], "other") == []
+
+
+def test_conformal_quantiles_by_hand():
+    """The global model's intervals: per step, the split-conformal quantile of the validation
+    errors over each series' seasonal naive MAE before them, times the series' own scale."""
+    x = np.array([1.0, 2, 3, 4, 3, 4, 5, 6, 5, 6, 7, 8])  # season 4: every lag-4 step is 2
+    series = [mc.MSeries(k, "quarterly", x * (i + 1), np.zeros(2)) for i, k in enumerate("abcd")]
+    # series i: the scale of x[:-2] is 2 (i + 1); a step-1 error of 2 (i + 1)^2 scales to
+    # i + 1, so the scores are 1, 2, 3, 4 at step 1 and 0 at step 2
+    rows = {
+        s.id: {
+            "forecast": [10.0, 20.0],
+            "val_forecast": (s.x[-2:] + np.array([2.0 * (i + 1) ** 2, 0])).tolist(),
+        }
+        for i, s in enumerate(series)
+    }
+    out = mc.conformal_quantiles(series, rows)
+    # n = 4 scores: the level-L half-width is the ceil(5 L)-th smallest: 80 % -> 4, 60 % -> 3,
+    # 40 % -> 2, 20 % -> 1; the quantiles (1 -+ L) / 2 around the point
+    half = {0.1: 4.0, 0.2: 3.0, 0.3: 2.0, 0.4: 1.0}
+    for i, s in enumerate(series):
+        scale = mc._naive_scale(s.x, 4)  # every row of x: 2 (i + 1) too
+        assert scale == pytest.approx(2.0 * (i + 1))
+        np.testing.assert_allclose(out[s.id][0.5], [10.0, 20.0])
+        for q, width in half.items():
+            np.testing.assert_allclose(out[s.id][q], [10.0 - width * scale, 20.0])
+            np.testing.assert_allclose(out[s.id][round(1 - q, 2)], [10.0 + width * scale, 20.0])
