@@ -1083,7 +1083,11 @@ CELLS = (
 #: The results page's rows of this benchmark: (label, how a cell's forecasts are made).
 RESULT_ROWS = (
     ("stacklstm, one global model per frequency, shipped defaults", "global"),
-    ("stacklstm global + AutoETS, AutoARIMA, AutoTheta: their median", "combination"),
+    (
+        "stacklstm `--preset accurate`: the global model + AutoETS, AutoARIMA, AutoTheta, "
+        "their median",
+        "combination",
+    ),
     ("seasonal naive", "seasonal_naive"),
     ("AutoETS", "auto_ets"),
     ("AutoARIMA", "auto_arima"),
