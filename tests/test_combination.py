@@ -337,6 +337,7 @@ def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run
     np.testing.assert_allclose(frame["co2_h1_combination"], hand, rtol=1e-12)
 
 
+@pytest.mark.slow  # a training run and the statistical baselines' fits: about 25 s
 def test_the_accurate_preset_forecasts_the_median_of_the_model_and_statsforecasts_fits(tmp_path):
     """``preset="accurate"``: the future combination is the median (four forecasts: the mean
     of the middle two) of the model's forecast and statsforecast's AutoETS, AutoARIMA and
