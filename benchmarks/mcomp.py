@@ -184,15 +184,26 @@ def _holdout(s: MSeries) -> MSeries:
     return MSeries(s.id, s.frequency, s.x[: -s.h], s.x[-s.h :])
 
 
+def _quantile_pair(level: int) -> tuple[float, float]:
+    """The quantiles ``(1 -+ level/100) / 2`` that bound the interval at ``level`` percent.
+
+    Example:
+        >>> _quantile_pair(80)
+        (0.1, 0.9)
+    """
+    low = round((1 - level / 100) / 2, 2)
+    return low, round(1 - low, 2)
+
+
 def _quantiles_of(out: Mapping[str, Any]) -> dict[str, list[float]]:
     """``{"0.1": (h,) list, ..., "0.9": ...}``: the quantiles of a statsforecast model's
     ``forecast`` with ``level=QUANTILE_LEVELS`` (the interval at level ``L`` gives the
     quantiles ``(1 -+ L/100) / 2``; the mean stands for the median)."""
     found = {"0.5": np.asarray(out["mean"], float).tolist()}
     for level in QUANTILE_LEVELS:
-        low = round((1 - level / 100) / 2, 2)
+        low, high = _quantile_pair(level)
         found[str(low)] = np.asarray(out[f"lo-{level}"], float).tolist()
-        found[str(round(1 - low, 2))] = np.asarray(out[f"hi-{level}"], float).tolist()
+        found[str(high)] = np.asarray(out[f"hi-{level}"], float).tolist()
     return dict(sorted(found.items(), key=lambda kv: float(kv[0])))
 
 
@@ -914,8 +925,8 @@ def quantile_forecasts(point: np.ndarray, halfwidths: Mapping[str, Sequence[floa
     out = {0.5: np.asarray(point, float)}
     for level in QUANTILE_LEVELS:
         half = scale * np.asarray(halfwidths[str(level)], float)[:h]
-        low = round((1 - level / 100) / 2, 2)
-        out[low], out[round(1 - low, 2)] = point - half, point + half
+        low, high = _quantile_pair(level)
+        out[low], out[high] = point - half, point + half
     return dict(sorted(out.items()))
 
 
@@ -968,14 +979,6 @@ def zero_shot_wql(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dic
     return lines
 
 
-def _naive_scale(x: np.ndarray, season: int) -> float:
-    """The in-sample seasonal naive MAE of ``x`` (lag 1 where ``x`` is not longer than a
-    season): the scale of MASE, of :func:`stacklstm.forecasting.zeroshot.series_scales`."""
-    from stacklstm.forecasting.zeroshot import series_scales
-
-    return float(series_scales(np.asarray(x, float), np.array([0, len(x)]), season)[0])
-
-
 def conformal_quantiles(
     group: Sequence[MSeries], rows: Mapping[str, dict]
 ) -> dict[str, dict[float, np.ndarray]]:
@@ -983,21 +986,21 @@ def conformal_quantiles(
     intervals, as the shipped models' (:mod:`stacklstm.forecasting.zeroshot_intervals`). The
     scores are each series' validation errors (the forecast of the last ``h`` values of ``x``
     by the model that did not train on them) over the seasonal naive MAE of the rows before
-    them, pooled over the series of ``group`` per horizon step; a forecast's half-width is
-    their quantile times its series' scale. Series without a validation forecast are left
-    out of the scores, and get intervals too."""
+    them (:func:`mase_scale`), pooled over the series of ``group`` per horizon step; a
+    forecast's half-width is their quantile times its series' scale. Series without a
+    validation forecast are left out of the scores, and get intervals too."""
     from stacklstm.forecasting.zeroshot_intervals import scaled_halfwidths
 
     errors = []
     for s in group:
         val = rows[s.id].get("val_forecast")
-        scale = _naive_scale(s.x[: -s.h], s.season)
+        scale = mase_scale(s.x[: -s.h], s.season)
         if val is not None and np.isfinite(scale) and scale > 0:
             errors.append(np.abs(np.asarray(val, float) - s.x[-s.h :]) / scale)
     half = scaled_halfwidths(np.asarray(errors), QUANTILE_LEVELS)
     return {
         s.id: quantile_forecasts(
-            np.asarray(rows[s.id]["forecast"], float), half, _naive_scale(s.x, s.season)
+            np.asarray(rows[s.id]["forecast"], float), half, mase_scale(s.x, s.season)
         )
         for s in group
     }

@@ -264,7 +264,7 @@ def test_conformal_quantiles_by_hand():
     # 40 % -> 2, 20 % -> 1; the quantiles (1 -+ L) / 2 around the point
     half = {0.1: 4.0, 0.2: 3.0, 0.3: 2.0, 0.4: 1.0}
     for i, s in enumerate(series):
-        scale = mc._naive_scale(s.x, 4)  # every row of x: 2 (i + 1) too
+        scale = mc.mase_scale(s.x, 4)  # every row of x: 2 (i + 1) too
         assert scale == pytest.approx(2.0 * (i + 1))
         np.testing.assert_allclose(out[s.id][0.5], [10.0, 20.0])
         for q, width in half.items():
