@@ -83,7 +83,8 @@ def test_predict_combine_is_the_weighted_mean_from_the_same_origins(trained_run,
     weights = json.loads((out / "report.json").read_text())["combination"]["weights"]
     _, series, _, values = _co2(out)
     frame = predict(out, combine=True)
-    assert list(frame.columns) == ["origin", "co2_h1", "co2_h1_combination"]
+    bands = [f"co2_h1_combination_q{q}" for q in ("0.025", "0.1", "0.9", "0.975")]
+    assert list(frame.columns) == ["origin", "co2_h1", "co2_h1_combination", *bands]
     origins = pd.Index(series.times).get_indexer(frame["origin"])
     assert (origins >= 0).all()
     hand = weights["model"] * frame["co2_h1"].to_numpy() + weights[
@@ -100,8 +101,60 @@ def test_predict_combine_is_the_weighted_mean_from_the_same_origins(trained_run,
     code, _, err = _main("predict", out, "--combine", "--format", "long", "--output", long)
     assert code == 0, err
     table = pd.read_csv(long)
-    assert list(table.columns) == ["unique_id", "ds", "stacklstm", "combination"]
+    bands = [f"combination-{side}-{level}" for level in (80, 95) for side in ("lo", "hi")]
+    assert list(table.columns) == ["unique_id", "ds", "stacklstm", "combination", *bands]
     assert table["combination"].tolist() == pytest.approx([hand[-1]], rel=1e-12)
+
+
+def _scale(values, origin, season):
+    """MASE's scale of the rows up to ``origin``: their mean absolute seasonal difference
+    (lag 1 where they are ``season`` rows or fewer)."""
+    rows = np.asarray(values[: origin + 1], dtype=float)
+    lag = season if len(rows) > season else 1
+    return np.mean(np.abs(rows[lag:] - rows[:-lag]), axis=0)
+
+
+def _conformal(scaled, level):
+    """The split-conformal quantile: the ``ceil((n + 1) level)``-th smallest of ``n``."""
+    kept = np.sort(scaled)
+    return kept[min(len(kept), int(np.ceil((len(kept) + 1) * level))) - 1]
+
+
+def test_combination_intervals_are_split_conformal_on_its_scaled_validation_errors(
+    trained_run,
+):
+    """The report's half-widths: the conformal quantile of the combination's validation
+    errors over each origin's MASE scale; predict's interval: the combination plus and minus
+    that half-width times the scale of the series up to the forecast's origin."""
+    out = trained_run.out_dir
+    entry = json.loads((out / "report.json").read_text())["combination"]
+    _, series, splits, values = _co2(out)
+    model = predict(out).set_index("origin")["co2_h1"]
+    val = splits.val.origin
+    w = entry["weights"]
+    mixed = w["model"] * model.loc[series.times[val]].to_numpy()
+    mixed = mixed + w["seasonal_naive"] * values[val + 1 - 52]
+    scales = np.array([_scale(values, o, 52) for o in val])
+    scaled = np.abs(values[val + 1] - mixed) / scales
+    half = {name: _conformal(scaled, level) for name, level in (("80", 0.8), ("95", 0.95))}
+    assert entry["halfwidths"] == {k: [[pytest.approx(v, rel=1e-9)]] for k, v in half.items()}
+    assert half["80"] < half["95"]
+    frame = predict(out, combine=True)
+    origins = pd.Index(series.times).get_indexer(frame["origin"])
+    at = np.array([_scale(values, o, 52) for o in origins])
+    point = frame["co2_h1_combination"].to_numpy()
+    for name, (lo, hi) in {"80": ("0.1", "0.9"), "95": ("0.025", "0.975")}.items():
+        np.testing.assert_allclose(frame[f"co2_h1_combination_q{lo}"], point - half[name] * at)
+        np.testing.assert_allclose(frame[f"co2_h1_combination_q{hi}"], point + half[name] * at)
+    # the report scores them on the test windows, as it scores the model's and baselines'
+    test = splits.test.origin
+    mixed = w["model"] * model.loc[series.times[test]].to_numpy()
+    mixed = mixed + w["seasonal_naive"] * values[test + 1 - 52]
+    width = half["80"] * np.array([_scale(values, o, 52) for o in test])
+    inside = np.abs(values[test + 1] - mixed) <= width
+    scores = json.loads((out / "report.json").read_text())["test"]["combination"]
+    assert scores["coverage"]["0.8"] == pytest.approx(np.mean(inside), rel=1e-12)
+    assert scores["width"]["0.8"] == pytest.approx(np.mean(2 * width), rel=1e-9)
 
 
 def _copy_without_weights(run, tmp_path, change):
@@ -201,6 +254,7 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
     frame = predict(run, combine=True)
     entry = report["combination"]
     assert entry["forecasters"] == ["model", *baselines.STATISTICAL]
+    scaled = []  # each validation window's errors of the combination over its origin's scale
     for i, name in enumerate(splits.val.ids):
         held = splits.val.held.offsets
         history = splits.val.history[held[i] : held[i + 1]]
@@ -221,6 +275,10 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
         weights = _hand_weights(errors)
         assert entry["per_series"][name]["pooled"] is False
         assert entry["per_series"][name]["weights"] == pytest.approx(weights, rel=1e-9)
+        mixed_val = weights["model"] * model_all[val - rows[0]]
+        mixed_val = mixed_val + sum(weights[k] * v for k, v in stat_val.items())
+        scales = np.array([_scale(history, o, 4) for o in val])  # (n, 1)
+        scaled.append(np.abs(y_val - mixed_val) / scales[:, None, :])
         # the report's test combination of this series
         test = origins(splits.test)
         y_test = np.stack([history[test + 1], history[test + 2]], axis=1)
@@ -245,7 +303,26 @@ def test_a_panel_with_the_statistical_baselines(tmp_path):
             hand[part] = sum(weights[k] / total * v for k, v in used.items())
         for h in range(2):
             np.testing.assert_allclose(mine[f"y_h{h + 1}_combination"], hand[:, h, 0], rtol=1e-9)
+    # the intervals' half-widths: both series' scaled errors pooled, per horizon step
+    scaled = np.concatenate(scaled)
+    for level, name in ((0.8, "80"), (0.95, "95")):
+        half = [[_conformal(scaled[:, k, 0], level)] for k in range(2)]
+        np.testing.assert_allclose(entry["halfwidths"][name], half, rtol=1e-9)
     _future_combination_fits_every_row(run, entry, frame)
+    # the estimator: the combination's intervals at the levels asked for (the model, trained
+    # with the mean squared error and without `conformal`, has none of its own)
+    future = predict(run, combine=True, format="long")
+    got = model.predict(combine=True, level=[80])
+    assert list(got.columns) == [
+        "unique_id", "ds", "stacklstm", "stacklstm-combination",
+        "stacklstm-combination-lo-80", "stacklstm-combination-hi-80",
+    ]  # fmt: skip
+    for side in ("lo", "hi"):
+        np.testing.assert_allclose(
+            got[f"stacklstm-combination-{side}-80"], future[f"combination-{side}-80"]
+        )
+    with pytest.raises(ValueError, match="no interval at level 90"):
+        model.predict(combine=True, level=[90])
 
 
 def _future_combination_fits_every_row(run, entry, frame):
@@ -265,6 +342,10 @@ def _future_combination_fits_every_row(run, entry, frame):
         hand = hand + sum(weights[k] * v for k, v in theirs.items())
         mine = future[future["unique_id"] == name]
         np.testing.assert_allclose(mine["combination"], hand, rtol=1e-6)
+        # its intervals: the half-widths times the series' scale over its every row
+        width = np.ravel(entry["halfwidths"]["80"]) * _scale(y, len(y) - 1, 4)
+        np.testing.assert_allclose(mine["combination-lo-80"], mine["combination"] - width)
+        np.testing.assert_allclose(mine["combination-hi-80"], mine["combination"] + width)
         np.testing.assert_allclose(mine["stacklstm"], last[["y_h1", "y_h2"]].to_numpy(float))
 
 

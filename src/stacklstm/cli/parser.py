@@ -208,7 +208,8 @@ def _add_predict(commands: Any, formatter: type) -> None:
         help="also the combination's forecasts: the model and the baselines from the same "
         "origins weighed by the run's report.json weights (inverse validation MAE), or their "
         "median (--combination median, --preset accurate); columns "
-        "<target>_h<k>_combination (long: combination); point forecasts only",
+        "<target>_h<k>_combination (long: combination), and its split-conformal intervals "
+        "at the run's interval levels (long: combination-lo-80, combination-hi-80, ...)",
     )
     predict.add_argument(
         "--no-fallback",

@@ -9,9 +9,11 @@ their median, value by value (``baselines="all"``, ``combination="median"``; wit
 forecasts, the mean of the middle two): the combination of the M competitions, which is on
 average more accurate than any of its members. Its forecast is the combination's: ``stacklstm
 predict RUN --combine`` (the column ``combination``), ``predict(combine=True)`` (the column
-``<alias>-combination``); the statistical models are fitted on each series' every row. It
-needs the ``baselines`` extra (statsforecast), and the statistical fits take about as long as
-the model on monthly series (``docs/mcomp.md`` has its accuracy and cost).
+``<alias>-combination``), with its split-conformal intervals at ``interval_levels``
+(:mod:`stacklstm.forecasting.combination`); the statistical models are fitted on each
+series' every row. It needs the ``baselines`` extra (statsforecast), and the statistical fits
+take about as long as the model on monthly series (``docs/mcomp.md`` has its accuracy and
+cost).
 
 Example:
     >>> preset_overrides("accurate")

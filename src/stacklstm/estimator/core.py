@@ -375,9 +375,12 @@ class LSTMForecaster(SaveLoad):
                 of :meth:`fit`; static columns it lacks come from the training frame.
             futr_df: The known-future covariates of the horizon: ``horizon`` rows per series
                 with ``[id_col,] time_col`` and the ``future_features``.
-            level: Interval levels in percent (``[80, 95]``), each among the model's.
+            level: Interval levels in percent (``[80, 95]``), each among the model's (or
+                with ``combine`` among the combination's: ``interval_levels``).
             combine: Also the report's combination of the model with the baselines
-                (:mod:`stacklstm.combine`, the run's saved weights), as ``<alias>-combination``.
+                (:mod:`stacklstm.combine`, the run's saved weights), as
+                ``<alias>-combination``, with its split-conformal intervals
+                (:mod:`stacklstm.forecasting.combination`) at the levels of ``level``.
             h: The first ``h`` steps of the horizon (``1 <= h <= horizon``; None: all).
             X_df: statsforecast's name of ``futr_df`` (give one of them).
             unseen: The series of ``df`` the model was not trained on: ``"fallback"`` (the
@@ -390,10 +393,12 @@ class LSTMForecaster(SaveLoad):
             steps' stamps, following the series' time step; whole-number steps without a
             time column), the
             forecast ``alias``, per level ``<alias>-lo-<level>``, ``<alias>-hi-<level>``,
-            and with ``combine`` ``<alias>-combination``. Where a series is too short for
-            one input window (or was left out of training), its rows hold the seasonal naive
-            forecast instead, and a column ``forecaster`` after ``time_col`` names each row's
-            (``"model"`` or ``"seasonal_naive"``; no intervals on the fallback's rows).
+            and with ``combine`` ``<alias>-combination`` and its
+            ``<alias>-combination-lo-<level>``, ``<alias>-combination-hi-<level>``. Where a
+            series is too short for one input window (or was left out of training), its
+            rows hold the seasonal naive forecast instead, and a column ``forecaster``
+            after ``time_col`` names each row's (``"model"`` or ``"seasonal_naive"``; no
+            intervals on the fallback's rows).
 
         Raises:
             ValueError: Not fitted; a level the model has no interval for (trained without
@@ -415,8 +420,6 @@ class LSTMForecaster(SaveLoad):
             table = history_table(df, futr_df, self.config.data, source, self._statics)
         long = self._forecast(table, combine=bool(combine), unseen=unseen)
         out = self._user_frame(long, level)
-        if combine:
-            out[f"{self.alias}-combination"] = long["combination"].to_numpy()
         out = in_frame_order(out, self.id_col, self._id_values, self._id_dtype, steps)
         return to_polars(out) if polars else out
 

@@ -116,19 +116,26 @@ def user_frame(
 ) -> pd.DataFrame:
     """The run's long frame ``long`` under the estimator's ``names`` (``alias, id_col,
     time_col``), the ids as the training frame gave them (``id_values``), the stamps in
-    ``time_dtype``, with the interval columns of each level of ``level`` (percent).
+    ``time_dtype``, with the interval columns of each level of ``level`` (percent). A
+    ``combination`` column of ``long`` (``predict(combine=True)``) becomes
+    ``<alias>-combination``, after the model's columns, with its own interval columns at the
+    levels asked for that it has.
 
     Raises:
         TypeError: ``level`` is not a list of percentages.
-        ValueError: The model has no interval at a level asked for.
+        ValueError: Neither the model nor the combination has an interval at a level asked
+            for.
     """
     alias, id_col, time_col = names
     check_level_list(level)
-    have = [c.removeprefix("stacklstm-lo-") for c in long if c.startswith("stacklstm-lo-")]
+    forecasters = ["stacklstm", *(["combination"] if "combination" in long else [])]
     keep = ["unique_id", "ds", *(c for c in ("cutoff", "forecaster") if c in long), "stacklstm"]
+    bands: dict[str, list[str]] = {name: [] for name in forecasters}
     for value in level or ():
         name = level_name(value)
-        if name not in have:
+        found = [f for f in forecasters if f"{f}-lo-{name}" in long]
+        if not found:
+            have = [c.removeprefix("stacklstm-lo-") for c in long if c.startswith("stacklstm-lo-")]
             raise ValueError(
                 f"the model has no interval at level {name}: it was trained "
                 + (f"with intervals at {', '.join(have)}" if have else "without intervals")
@@ -136,9 +143,14 @@ def user_frame(
                 "quantile or distribution `loss` (quantile, normal, student_t), or with "
                 "`conformal=True`"
             )
-        if f"stacklstm-lo-{name}" not in keep:  # a level asked twice: its columns once
-            keep += [f"stacklstm-lo-{name}", f"stacklstm-hi-{name}"]
+        for f in found:
+            if f"{f}-lo-{name}" not in bands[f]:  # a level asked twice: its columns once
+                bands[f] += [f"{f}-lo-{name}", f"{f}-hi-{name}"]
+    keep += bands["stacklstm"]
+    if "combination" in forecasters:
+        keep += ["combination", *bands["combination"]]
     out = long[keep].rename(columns=lambda c: c.replace("stacklstm", alias, 1))
+    out = out.rename(columns=lambda c: f"{alias}-{c}" if c.startswith("combination") else c)
     out = out.rename(columns={"unique_id": id_col, "ds": time_col})
     out[id_col] = out[id_col].map(lambda v: id_values.get(v, v))
     if time_dtype is not None and pd.api.types.is_datetime64_any_dtype(time_dtype):

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import baselines
+from .. import baselines, combine
 from ..config import RunConfig
 from ..data import WindowSet
 from ..distributed import is_primary
@@ -213,13 +213,15 @@ def add_interval_scores(
     model: Forecast,
     scored: dict[str, tuple[WindowSet, Forecast]],
     val_statistical: dict[str, np.ndarray | None],
+    combination: Forecast | None = None,
 ) -> Forecast | None:
     """Add ``coverage``, ``width`` and ``wql`` to each forecaster's test ``scores`` (None where
     it has no intervals); returns the model's forecast if it has intervals (for the fan).
 
     The model's intervals are its own (calibrated with ``conformal``); a baseline's come from
     its residuals on the validation windows (:func:`stacklstm.baselines.residual_intervals`;
-    ``val_statistical``: the statistical baselines' validation forecasts).
+    ``val_statistical``: the statistical baselines' validation forecasts); the combination's
+    are ``combination``'s (:func:`stacklstm.forecasting.combination.interval_forecast`).
     """
     levels = report_quantiles(cfg.train)
     if not levels:
@@ -231,8 +233,9 @@ def add_interval_scores(
     out: dict[str, Forecast | None] = {
         name: baselines.residual_intervals(val.y_true, val_points.get(name), values, levels)
         for name, values in forecasts.items()
-        if name != "model"
+        if name not in ("model", combine.NAME)
     }
+    out[combine.NAME] = combination
     out["model"] = model if model.quantiles is not None else None
     for name, intervals in out.items():
         metrics = scores.get(name)

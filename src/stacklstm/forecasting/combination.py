@@ -11,13 +11,24 @@ panel the weights are fitted series by series, on that series' validation window
 without validation windows (or without any usable error) takes the weights of all the
 validation windows together (``pooled``). A forecaster without forecasts or without a finite
 validation error is left out, and where a forecaster has no finite forecasts from some
-origins of a series, the others' weights are renormalised there. The combination gives
-point forecasts only (no intervals).
+origins of a series, the others' weights are renormalised there.
+
+Its intervals are split-conformal, fitted on the same validation windows
+(:func:`fit_halfwidths`): each window's absolute error of the combination at each horizon
+step over the MASE scale of its series' rows up to the window's origin (the in-sample
+seasonal naive MAE, :func:`origin_scales`), pooled over every window of every series; the
+half-width of a level at a step is the conformal quantile of those errors (the ``ceil((n + 1)
+level) / n`` empirical quantile), and a forecast's interval is its point plus and minus that
+half-width times its own series' scale at its origin (:func:`interval_bounds`). Pooling the
+scaled errors calibrates a panel of series of any scale on all its windows together, as the
+pretrained models' intervals are (:mod:`stacklstm.forecasting.zeroshot_intervals`).
 
 ``report.json``'s ``combination``: ``{"method": "weighted" or "median", "forecasters":
 [...], "val_mae": {name: MAE or None}, "weights": {name: weight} or None}`` (an entry without
-``method``, of an older report, is weighted), and for a panel ``"per_series": {id: {"val_mae":
-..., "weights": ..., "pooled": bool}}``.
+``method``, of an older report, is weighted), for a panel ``"per_series": {id: {"val_mae":
+..., "weights": ..., "pooled": bool}}``, and with ``interval_levels`` ``"halfwidths":
+{level: [[half-width per target] per step]}`` (in units of the series' scale; absent in a
+report written before them: no intervals).
 
 Example:
     >>> entry = fit_weights(splits.val, {"model": val_model}, "naive", 52)  # doctest: +SKIP
@@ -29,6 +40,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +48,7 @@ import numpy as np
 
 from .. import baselines, combine
 from ..data import WindowSet
+from ..intervals import Forecast
 from ..rundir.files import REPORT_FILE
 from .baseline_forecasts import series_slices, statistical_of
 
@@ -66,7 +79,12 @@ def _weights_of(errors: dict[str, float | None]) -> dict[str, float] | None:
 
 
 def fit_weights(
-    val: WindowSet, forecasts: Forecasts, kind: str, season: int, method: str = "weighted"
+    val: WindowSet,
+    forecasts: Forecasts,
+    kind: str,
+    season: int,
+    method: str = "weighted",
+    levels: Sequence[float] = (),
 ) -> dict[str, Any]:
     """``report.json``'s ``combination``: each forecaster's validation MAE and the weights.
 
@@ -78,11 +96,14 @@ def fit_weights(
         kind: The run's ``baselines``: which forecasters are weighed (:func:`members`).
         season: The data's season (of the seasonal naive forecast).
         method: The run's ``combination``: ``"weighted"`` or ``"median"``.
+        levels: The intervals' nominal coverages in (0, 1) (``interval_levels``): their
+            half-widths are fitted on the combination's validation errors
+            (:func:`fit_halfwidths`).
 
     Returns:
         ``{"method", "forecasters", "val_mae", "weights"}`` (``weights`` None when no
-        forecaster has a finite validation error), for a panel also ``per_series`` (see the
-        module).
+        forecaster has a finite validation error), for a panel also ``per_series``, and with
+        ``levels`` (and a finite scaled error at every step) ``halfwidths`` (see the module).
     """
     naive = {"seasonal_naive": val.seasonal_naive(season)} if kind == "naive" else {}
     forecasts = {name: {**forecasts, **naive}.get(name) for name in members(kind)}
@@ -96,7 +117,7 @@ def fit_weights(
         "weights": pooled,
     }
     if val.ids is None:
-        return entry
+        return _with_halfwidths(entry, val, forecasts, season, levels)
     per_series: dict[str, Any] = {
         name: {"val_mae": dict.fromkeys(forecasts), "weights": pooled, "pooled": True}
         for name in val.ids
@@ -113,7 +134,123 @@ def fit_weights(
             "pooled": own is None,
         }
     entry["per_series"] = per_series
+    return _with_halfwidths(entry, val, forecasts, season, levels)
+
+
+def _with_halfwidths(
+    entry: dict[str, Any],
+    val: WindowSet,
+    forecasts: Forecasts,
+    season: int,
+    levels: Sequence[float],
+) -> dict[str, Any]:
+    """``entry`` with the ``halfwidths`` of the combination's intervals at ``levels`` (none
+    without weights, levels, or a finite scaled validation error at some step)."""
+    mixed = combined(val, forecasts, entry) if levels and len(val) else None
+    if mixed is None:
+        return entry
+    halfwidths = fit_halfwidths(val.y_true, mixed, origin_scales(val, season), levels)
+    if halfwidths is not None:
+        entry["halfwidths"] = {name: h.tolist() for name, h in halfwidths.items()}
     return entry
+
+
+def origin_scales(windows: WindowSet, season: int) -> np.ndarray:
+    """``(n, n_targets)`` the MASE scale of each window: the mean absolute seasonal
+    difference (lag ``season``; lag 1 where the rows are ``season`` or fewer) of its series'
+    original values up to and including its origin; NaN with a single row.
+
+    Example:
+        >>> origin_scales(windows, 12)  # doctest: +SKIP
+        array([[3.5], [3.6]])
+    """
+    values, offsets = windows.history, windows.held.offsets
+    out = np.full((len(windows), windows.n_targets), np.nan)
+    for s in np.unique(windows.series):
+        rows = values[offsets[s] : offsets[s + 1]]
+        at = np.flatnonzero(windows.series == s)
+        count = windows.local_origin[at] + 1  # rows up to each origin
+        for lag in {1, season}:
+            # cumulative sums of |y[t] - y[t - lag]|: the sum over the rows up to an origin
+            diffs = np.abs(rows[lag:] - rows[:-lag]) if len(rows) > lag else rows[:0]
+            sums = np.concatenate([np.zeros((1, rows.shape[1])), np.cumsum(diffs, axis=0)])
+            use = count > season if lag == season else (count > 1) & (count <= season)
+            n = count[use] - lag  # differences up to the origin
+            out[at[use]] = sums[n] / n[:, None]
+    return out
+
+
+def fit_halfwidths(
+    y_true: np.ndarray, forecast: np.ndarray, scales: np.ndarray, levels: Sequence[float]
+) -> dict[str, np.ndarray] | None:
+    """``{level name: (horizon, n_targets) half-widths}`` of split-conformal intervals in
+    units of each series' scale: per step and target, the ``ceil((n + 1) level) / n``
+    empirical quantile of the ``n`` finite scaled errors ``|y_true - forecast| / scale``
+    of every window; None where a step has no finite error.
+
+    Args:
+        y_true: ``(n, horizon, n_targets)`` the validation targets (NaN past a series' end).
+        forecast: ``(n, horizon, n_targets)`` the forecasts of the same windows.
+        scales: ``(n, n_targets)`` each window's scale (:func:`origin_scales`).
+        levels: Nominal coverages in (0, 1).
+
+    Example:
+        >>> y = np.zeros((4, 1, 1)); f = np.array([1.0, 2, 3, 4])[:, None, None]
+        >>> fit_halfwidths(y, f, np.full((4, 1), 2.0), [0.5])["50"].tolist()
+        [[1.5]]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.abs(np.asarray(y_true) - np.asarray(forecast)) / scales[:, None, :]
+    scaled[~np.isfinite(scaled)] = np.nan  # past a series' end, or a flat series: no scale
+    out = {}
+    for level in levels:
+        half = np.empty(scaled.shape[1:])
+        for k, j in np.ndindex(*half.shape):
+            kept = np.sort(scaled[:, k, j][np.isfinite(scaled[:, k, j])])
+            if not kept.size:
+                return None
+            rank = min(kept.size, math.ceil(round((kept.size + 1) * float(level), 9)))
+            half[k, j] = kept[rank - 1]
+        out[f"{round(100 * float(level), 8):g}"] = half
+    return out
+
+
+def interval_forecast(
+    entry: dict[str, Any],
+    windows: WindowSet,
+    point: np.ndarray | None,
+    season: int,
+    quantiles: Sequence[float],
+) -> Forecast | None:
+    """The combination's forecasts ``point`` with its quantiles at ``quantiles`` (ascending,
+    symmetric pairs around 0.5, the point) from :func:`interval_bounds`, as the report scores
+    them; None without forecasts or where ``entry`` lacks a level."""
+    if point is None or not quantiles:
+        return None
+    bounds = {0.5: point}
+    for name, (low, high) in interval_bounds(entry, windows, point, season).items():
+        fraction = float(name) / 100
+        bounds[round((1 - fraction) / 2, 10)] = low
+        bounds[round((1 + fraction) / 2, 10)] = high
+    wanted = [round(float(q), 10) for q in quantiles]
+    if not all(q in bounds for q in wanted):
+        return None
+    return Forecast(point, np.stack([bounds[q] for q in wanted], axis=-1), tuple(quantiles))
+
+
+def interval_bounds(
+    entry: dict[str, Any], windows: WindowSet, point: np.ndarray, season: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{level name: (lo, hi)}``, each ``(n, horizon, n_targets)``: the combination's
+    intervals around its forecasts ``point`` from the origins of ``windows``, with the
+    half-widths of ``entry`` (:func:`fit_weights`) times each window's scale
+    (:func:`origin_scales`); ``{}`` for an entry without half-widths."""
+    scales = origin_scales(windows, season)[:, None, :]
+    out = {}
+    for name, half in (entry.get("halfwidths") or {}).items():
+        width = np.asarray(half, dtype=np.float64)[None] * scales
+        out[name] = (point - width, point + width)
+    return out
 
 
 def _mean(
@@ -205,13 +342,14 @@ def _usable_weights(table: object) -> bool:
 
 def predict_combination(
     run_dir: str | Path, windows: WindowSet, model: np.ndarray, season: int
-) -> np.ndarray:
-    """``(n, horizon, n_targets)`` the combination's forecasts from every origin of
-    ``windows``: the run's saved weights (:func:`saved_weights`) on the model's forecasts
-    ``model`` and the baselines' from the same origins (the seasonal naive of ``windows``;
-    the statistical ones fitted once on the rows up to each series' first origin, then
-    forecasting from every origin without refitting, as
-    :func:`stacklstm.baselines.statistical_forecasts`).
+) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """``(point, intervals)``: ``point`` ``(n, horizon, n_targets)`` the combination's
+    forecasts from every origin of ``windows``: the run's saved weights
+    (:func:`saved_weights`) on the model's forecasts ``model`` and the baselines' from the
+    same origins (the seasonal naive of ``windows``; the statistical ones fitted once on the
+    rows up to each series' first origin, then forecasting from every origin without
+    refitting, as :func:`stacklstm.baselines.statistical_forecasts`); ``intervals`` its
+    :func:`interval_bounds` (``{}`` for a report without the half-widths).
 
     Raises:
         ValueError: the run has no weights, or its weights need the statistical baselines
@@ -248,4 +386,4 @@ def predict_combination(
         mixed = combined(part, forecasts, entry)
         assert mixed is not None  # saved_weights refuses an entry without weights
         out[rows[key]] = mixed
-    return out
+    return out, interval_bounds(entry, windows, out, season)

@@ -106,8 +106,11 @@ def predict(
         intervals adds ``<target>_h<k>_q<level>`` after each, one per quantile level
         (``co2_h1_q0.1``), calibrated with ``conformal`` (see
         :mod:`stacklstm.forecasting.calibration`). With ``combine``, ``<target>_h<k>_combination``
-        after those of each step (``co2_h1_combination``); in the long format a column
-        ``combination`` after the model's. Where a series got the fallback forecast, a
+        after those of each step (``co2_h1_combination``) and, where the run's report has
+        the combination's intervals (:mod:`stacklstm.forecasting.combination`, at
+        ``interval_levels``), its quantiles ``<target>_h<k>_combination_q<level>``; in the
+        long format the columns ``combination``, ``combination-lo-<level>`` and
+        ``combination-hi-<level>`` after the model's. Where a series got the fallback forecast, a
         column ``forecaster`` after ``origin`` names what made each row (``"model"`` or
         ``"seasonal_naive"``; a fallback row has one origin, its series' last, and no
         intervals or combination: NaN), in the long format after ``ds``.
@@ -188,7 +191,9 @@ def predict(
         windows = last_windows(windows)  # combination's statistical models fit every row
     out = interval_forecast(run, windows, run_calibration(run))
     values = out.point  # (n, horizon, n_targets)
-    mixed = predict_combination(run_dir, windows, values, cfg.season) if combine else None
+    mixed, bands = (
+        predict_combination(run_dir, windows, values, cfg.season) if combine else (None, {})
+    )
     origin = windows.local_origin if windows.origin_time is None else windows.origin_time
     columns: dict[str, Any] = {}
     if windows.ids is not None:
@@ -201,6 +206,12 @@ def predict(
                 columns[f"{name}_h{k + 1}_q{level_key(level)}"] = out.quantiles[:, k, j, i]
             if mixed is not None:
                 columns[f"{name}_h{k + 1}_{COMBINATION}"] = mixed[:, k, j]
+            bounds = {}  # the combination's intervals, by quantile
+            for percent, (low, high) in bands.items():
+                fraction = float(percent) / 100
+                bounds[(1 - fraction) / 2], bounds[(1 + fraction) / 2] = low, high
+            for q in sorted(bounds):
+                columns[f"{name}_h{k + 1}_{COMBINATION}_q{level_key(q)}"] = bounds[q][:, k, j]
     frame = pd.DataFrame(columns)
     if fallback_rows is not None:
         frame = merge(frame, fallback_rows, order)
@@ -230,6 +241,19 @@ def _finish(
     if output is not None:
         write_output(output, frame.to_csv(index=False).encode(), inputs=(source,))
     return frame
+
+
+def _pairs_of(wide: pd.DataFrame, prefix: str) -> dict[str, tuple[str, str]]:
+    """``{level name: (low key, high key)}`` of the symmetric quantile pairs among the
+    columns ``<prefix><key>`` of ``wide`` (a forecaster's intervals), ascending by level."""
+    keys = {
+        float(c.removeprefix(prefix)): c.removeprefix(prefix) for c in wide if c.startswith(prefix)
+    }
+    ordered = sorted(keys)
+    return {
+        level_name(100 * level): (keys[ordered[lo]], keys[ordered[hi]])
+        for level, lo, hi in interval_pairs(ordered)
+    }
 
 
 def level_name(level: float) -> str:
@@ -263,7 +287,9 @@ def to_long(
         every_origin: False: only each series' last origin (the forecast of the future);
             True: every origin, with a ``cutoff`` column holding it.
         models: Other forecasters whose columns ``<target>_h<k>_<model>`` the wide frame
-            holds (``"combination"``): each becomes a column ``<model>`` after the intervals.
+            holds (``"combination"``): each becomes a column ``<model>`` after the intervals,
+            and its quantile columns ``<target>_h<k>_<model>_q<q>`` the columns
+            ``<model>-lo-<level>``, ``<model>-hi-<level>`` of each symmetric pair.
 
     Returns:
         One row per series, origin and horizon step: ``unique_id`` (the panel's id, or for a
@@ -325,5 +351,8 @@ def to_long(
             columns[f"{alias}-hi-{name}"] = steps(f"_q{high}")
         for model in models:
             columns[model] = steps(f"_{model}")
+            for name, (low, high) in _pairs_of(wide, f"{target}_h1_{model}_q").items():
+                columns[f"{model}-lo-{name}"] = steps(f"_{model}_q{low}")
+                columns[f"{model}-hi-{name}"] = steps(f"_{model}_q{high}")
         blocks.append(pd.DataFrame(columns))
     return pd.concat(blocks, ignore_index=True)

@@ -34,7 +34,7 @@ from ..forecasting.baseline_forecasts import (
     statistical_splits,
 )
 from ..forecasting.calibration import fit_calibration
-from ..forecasting.combination import combined, fit_weights
+from ..forecasting.combination import combined, fit_weights, interval_forecast
 from ..forecasting.ensemble import (
     load_run,
 )
@@ -45,6 +45,7 @@ from ..forecasting.inference import load_selection, load_series
 from ..intervals import (
     Forecast,
     calibrate,
+    report_quantiles,
 )
 from ..metrics import forecast_metrics, seasonal_scale
 from ..rundir.files import (
@@ -282,7 +283,9 @@ def _score_splits(
         out.scored[split] = (part, model_forecast)
         if split == "val":  # each forecaster's validation error weighs it in the combination
             weighed = {"model": model_forecast.point, **statistical["val"]}
-            out.combination = fit_weights(part, weighed, kind, season, cfg.train.combination)
+            out.combination = fit_weights(
+                part, weighed, kind, season, cfg.train.combination, cfg.train.interval_levels
+            )
         if not len(part):
             out.data[split] = {}
             out.members[split] = [None] * len(run.members)
@@ -311,6 +314,13 @@ def _score_splits(
                 model_forecast,
                 out.scored,
                 statistical["val"],
+                interval_forecast(
+                    out.combination,
+                    part,
+                    forecasts[combine.NAME],
+                    season,
+                    report_quantiles(cfg.train),
+                ),
             )
     return out
 
