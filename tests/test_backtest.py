@@ -225,6 +225,7 @@ def test_covariates_come_from_the_table_as_predict_reads_them(tmp_path):
         np.testing.assert_allclose(mine["model"][0, :, 0], expected, rtol=1e-6)
 
 
+@pytest.mark.slow  # a backtest of a panel with covariates: about 16 s
 def test_a_panel_with_static_and_known_future_covariates_forecasts_as_predict(tmp_path):
     """Each series' fold forecast equals ``predict`` on the fold's run folder with every
     series cut at the cut-off plus its known-future rows (the static values from the table)."""

@@ -332,6 +332,7 @@ def test_fit_starts_the_baselines_while_the_model_trains(tmp_path, monkeypatch):
     assert len(started) == 1  # no report to come: nothing started
 
 
+@pytest.mark.slow  # a panel's statistical baselines: about 18 s
 def test_a_panels_baselines_are_computed_once_for_every_series(tmp_path, monkeypatch):
     """Ten series: the background computes each series' fits once, and the report takes
     all of them from it (none is fitted again)."""

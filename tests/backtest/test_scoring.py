@@ -8,6 +8,7 @@ from stacklstm import backtest as bt
 from stacklstm.data import make_splits, prepare_series, read_table
 
 
+@pytest.mark.slow  # a panel's backtest: about 23 s
 def test_a_panel_is_cut_series_by_series_and_scored_per_series_and_pooled(tmp_path):
     from stacklstm import baselines
     from stacklstm.rundir import read_run_info

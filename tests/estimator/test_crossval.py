@@ -92,6 +92,7 @@ def test_cross_validation_refuses_too_few_rows_before_the_first_cutoff():
         model.cross_validation(_panel(ids=("a",), n=40), n_windows=10, step_size=3)
 
 
+@pytest.mark.slow  # a fit and a cross-validation: about 20 s
 def test_cross_validation_leaves_a_fitted_estimator_as_it_was(tmp_path):
     df = _panel(ids=("a", "b"), seed=3)
     model = LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=tmp_path / "run").fit(df)

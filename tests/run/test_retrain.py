@@ -268,6 +268,7 @@ def test_the_cli_resumes_a_run_stopped_in_its_selection(table, retrained_all, ca
     _assert_same_run(_saved(stopped), _saved(run))
 
 
+@pytest.mark.slow  # a retrained seed ensemble: about 30 s
 def test_a_seed_ensemble_retrains_each_member(table, retrained):
     run, result = retrained
     cfg = RunConfig().replace(SETTINGS).replace({"train": {"ensemble": 2}})
@@ -305,6 +306,7 @@ def test_a_seed_ensemble_retrains_each_member(table, retrained):
     assert "members: each retrained" in got.report.table
 
 
+@pytest.mark.slow  # an ensemble trained, killed and resumed twice: about 60 s
 def test_a_retrained_ensemble_resumes_bit_identically_from_a_members_selection(table, retrained):
     cfg = RunConfig().replace(SETTINGS).replace({"train": {"ensemble": 2}})
     whole = table.parent / "ensemble_whole"
