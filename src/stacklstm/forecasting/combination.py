@@ -158,12 +158,9 @@ def _with_halfwidths(
 def origin_scales(windows: WindowSet, season: int) -> np.ndarray:
     """``(n, n_targets)`` the MASE scale of each window: the mean absolute seasonal
     difference (lag ``season``; lag 1 where the rows are ``season`` or fewer) of its series'
-    original values up to and including its origin; NaN with a single row.
-
-    Example:
-        >>> origin_scales(windows, 12)  # doctest: +SKIP
-        array([[3.5], [3.6]])
-    """
+    original values up to and including its origin (MASE's scale, as
+    :func:`stacklstm.metrics.seasonal_scale` computes it for the rows seen before a
+    forecast); NaN with a single row."""
     values, offsets = windows.history, windows.held.offsets
     out = np.full((len(windows), windows.n_targets), np.nan)
     for s in np.unique(windows.series):
