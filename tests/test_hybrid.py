@@ -193,6 +193,7 @@ def test_cli_hybrid_with_an_interval_loss_is_one_line_exit_2(tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "hybrid" in err
 
 
+@pytest.mark.slow  # a hybrid panel fit: about 13 s
 def test_the_dataframe_api_trains_the_hybrid_on_a_panel():
     from helpers import TINY, _panel
     from stacklstm.estimator import LSTMForecaster

@@ -83,6 +83,7 @@ def test_unresolved_auto_is_refused_by_make_splits():
         make_splits(prepare_series(monthly(GROWING), c), c)
 
 
+@pytest.mark.slow  # two fits: about 14 s
 def test_an_auto_run_records_its_choice_and_equals_the_explicit_run(tmp_path):
     from stacklstm.forecasting import predict
     from stacklstm.run import fit

@@ -58,6 +58,7 @@ def test_cross_validation_has_statsforecasts_rows_and_the_models_forecasts(scrat
         np.testing.assert_allclose(row["lstm"], at[f"y_h{k}"].iloc[0], rtol=1e-6)
 
 
+@pytest.mark.slow  # a fit per cut-off: about 16 s
 def test_cross_validation_with_refit_trains_up_to_each_cutoff(scratches, tmp_path):
     df = _panel(ids=("a", "b"), seed=5)
     model = LSTMForecaster(**{**TINY, "epochs": 1}, run_dir=tmp_path / "run")

@@ -3,6 +3,7 @@ training only (a save of a small model costs more than its epoch); the numbers a
 run that checkpoints every epoch."""
 
 import pandas as pd
+import pytest
 
 from helpers import TINY, _panel
 from stacklstm.estimator import LSTMForecaster
@@ -12,6 +13,7 @@ def _steps(folder):
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
 
 
+@pytest.mark.slow  # two fits: about 15 s
 def test_a_temporary_run_checkpoints_at_its_end_with_the_same_numbers(tmp_path):
     settings = {**TINY, "epochs": 3}
     temporary = LSTMForecaster(**settings).fit(_panel())

@@ -114,6 +114,7 @@ def test_unique_dir_gives_each_of_many_processes_its_own_folder(tmp_path):
     )  # sixteen folders, none given twice
 
 
+@pytest.mark.slow  # two trainings: about 14 s
 def test_trains_without_out_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
     class Frozen:
         @staticmethod
