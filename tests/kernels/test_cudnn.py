@@ -127,7 +127,6 @@ def _data(batch=4, time=6, features=3, seed=0):
     return x, jnp.asarray(rng.integers(1, time + 1, size=batch))
 
 
-@pytest.mark.slow  # about 17 s
 def test_stacked_lstm_takes_one_call_with_the_same_numbers(one_call):
     lstm = StackedLSTM(5, 2, bidirectional=True)
     x, seq = _data()
