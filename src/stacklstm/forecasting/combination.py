@@ -224,15 +224,30 @@ def interval_forecast(
     them; None without forecasts or where ``entry`` lacks a level."""
     if point is None or not quantiles:
         return None
-    bounds = {0.5: point}
-    for name, (low, high) in interval_bounds(entry, windows, point, season).items():
-        fraction = float(name) / 100
-        bounds[round((1 - fraction) / 2, 10)] = low
-        bounds[round((1 + fraction) / 2, 10)] = high
+    bounds = {0.5: point, **by_quantile(interval_bounds(entry, windows, point, season))}
     wanted = [round(float(q), 10) for q in quantiles]
     if not all(q in bounds for q in wanted):
         return None
     return Forecast(point, np.stack([bounds[q] for q in wanted], axis=-1), tuple(quantiles))
+
+
+def by_quantile(
+    intervals: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> dict[float, np.ndarray]:
+    """``{quantile: bound}`` of :func:`interval_bounds`' ``{level name: (lo, hi)}``: the
+    level ``L`` percent gives the quantiles ``(1 -+ L/100) / 2`` (rounded to 10 digits),
+    ascending.
+
+    Example:
+        >>> by_quantile({"80": (np.zeros(1), np.ones(1))})
+        {0.1: array([0.]), 0.9: array([1.])}
+    """
+    out = {}
+    for name, (low, high) in intervals.items():
+        fraction = float(name) / 100
+        out[round((1 - fraction) / 2, 10)] = low
+        out[round((1 + fraction) / 2, 10)] = high
+    return dict(sorted(out.items()))
 
 
 def interval_bounds(

@@ -33,7 +33,7 @@ from ..intervals import interval_pairs, level_key
 from ..rundir.outputs import check_output, write_output
 from . import inference
 from .calibration import interval_forecast, run_calibration
-from .combination import predict_combination, saved_weights
+from .combination import by_quantile, predict_combination, saved_weights
 from .fallback import fallback_frame, fallback_ids, merge
 from .future import horizon_stamps, last_windows
 from .inference import load_series, table_path
@@ -206,12 +206,8 @@ def predict(
                 columns[f"{name}_h{k + 1}_q{level_key(level)}"] = out.quantiles[:, k, j, i]
             if mixed is not None:
                 columns[f"{name}_h{k + 1}_{COMBINATION}"] = mixed[:, k, j]
-            bounds = {}  # the combination's intervals, by quantile
-            for percent, (low, high) in bands.items():
-                fraction = float(percent) / 100
-                bounds[(1 - fraction) / 2], bounds[(1 + fraction) / 2] = low, high
-            for q in sorted(bounds):
-                columns[f"{name}_h{k + 1}_{COMBINATION}_q{level_key(q)}"] = bounds[q][:, k, j]
+            for q, bound in by_quantile(bands).items():  # the combination's intervals
+                columns[f"{name}_h{k + 1}_{COMBINATION}_q{level_key(q)}"] = bound[:, k, j]
     frame = pd.DataFrame(columns)
     if fallback_rows is not None:
         frame = merge(frame, fallback_rows, order)
