@@ -254,6 +254,7 @@ def test_an_interrupted_trial_is_not_reported_by_optuna(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a bound in seconds: not beside another worker's training
 def test_a_signal_stops_the_statistical_baselines_within_a_second():
     pytest.importorskip("statsforecast")
     history = _long_series()[:, None]

@@ -120,6 +120,7 @@ def test_a_signal_during_a_search_is_the_one_line_of_the_command(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a bound in seconds: not beside another worker's training
 def test_sigterm_ends_a_train_in_its_statistical_baselines_at_once(tmp_path):
     pytest.importorskip("statsforecast")
     data = tmp_path / "long.csv"

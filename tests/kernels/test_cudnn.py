@@ -160,8 +160,11 @@ def test_the_one_call_path_steps_aside(one_call, module_kwargs, call_kwargs):
     lstm = StackedLSTM(5, 2, **module_kwargs)
     x, _ = _data()
     params = lstm.init(jax.random.key(0), x)
+    # the first init in a process may run the path's self-check (its own calls): only the
+    # apply's calls count
+    before = len(one_call)
     lstm.apply(params, x, rngs={"dropout": jax.random.key(1)}, **call_kwargs)
-    assert not one_call
+    assert one_call[before:] == []
 
 
 def test_nnx_stack_takes_one_call_with_the_same_numbers(one_call):
