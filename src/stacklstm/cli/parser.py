@@ -291,6 +291,14 @@ def _add_forecast(commands: Any, formatter: type) -> None:
         metavar="80,95",
         help="interval levels in percent, comma separated ('' for none; default 80,95)",
     )
+    forecast.add_argument(
+        "--calibrate",
+        choices=("auto", "own", "weights"),
+        default="auto",
+        help="the intervals' errors: own, the table's last windows (each series forecast from "
+        "its rows before its last --horizon); weights, the model's training-time windows; "
+        "auto (default): own where the table gives 50 windows or more",
+    )
     forecast.add_argument("--quiet", action="store_true", help="no info logs")
     forecast.set_defaults(func=_forecast)
 

@@ -51,7 +51,13 @@ class PretrainedForecaster:
         self.target_col = check_name("target_col", target_col)
         self.freq = freq
 
-    def predict(self, df: Any, h: int | None = None, level: Sequence[float] | None = None) -> Any:
+    def predict(
+        self,
+        df: Any,
+        h: int | None = None,
+        level: Sequence[float] | None = None,
+        calibrate: str = "auto",
+    ) -> Any:
         """Forecast the next ``h`` steps after each series' last row of ``df``.
 
         Args:
@@ -60,6 +66,9 @@ class PretrainedForecaster:
                 length (shorter than the model's window too).
             h: Steps (``1 <= h <=`` the family's horizon; None: the horizon).
             level: Interval levels in percent (``[80, 95]``; None: no intervals).
+            calibrate: Where the intervals' errors come from: ``"auto"``, ``"own"`` (the
+                frame's own last windows) or ``"weights"`` (the model's training-time
+                windows); see :func:`stacklstm.pretrained.forecast`.
 
         Returns:
             ``(n_series * h)`` rows (polars for a polars ``df``): ``id_col`` (for a frame
@@ -84,6 +93,7 @@ class PretrainedForecaster:
             freq=self.freq,
             level=() if level is None else list(level),
             alias=self.alias,
+            calibrate=calibrate,
         )
         out = out.rename(columns={"unique_id": self.id_col, "ds": self.time_col})
         return to_polars(out) if polars else out

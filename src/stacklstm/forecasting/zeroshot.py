@@ -6,8 +6,11 @@ series on their training rows (:func:`~stacklstm.data.fitting.with_own_scalers`)
 shorter than the model's window is padded at its start as the model was trained
 (``start_padding="repeat"``). The intervals are symmetric around the forecast: per horizon
 step and level, a quantile of the model's absolute errors over the series' seasonal naive
-scale, fitted on the validation windows of the thousands of series it was trained on
-(:mod:`stacklstm.forecasting.zeroshot_intervals`), times the series' own scale.
+scale, times the series' own scale. The errors are those of the table's own last windows
+where it has enough of them (:data:`MIN_OWN_WINDOWS`: each series forecast from its rows
+before its last ``h``, and from a few origins before that for a small table, scored on
+the rows held back), else those of the validation windows of the thousands of series the
+model was trained on (:mod:`stacklstm.forecasting.zeroshot_intervals`).
 
 Example:
     >>> import pandas as pd
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checks import DataError, SettingError
+from ..checks import DataError, SettingError, check_choice
 from ..config import RunConfig
 from ..data import PanelScaler, make_inference_windows, prepare_series, scaler_from_dict
 from ..data.fitting import with_own_scalers
@@ -40,11 +44,27 @@ from ..rundir.info import RunInfo
 from .future import horizon_stamps, last_windows
 from .inference import TrainedRun
 from .prediction import level_name
+from .zeroshot_intervals import scaled_halfwidths
 
-__all__ = ["Pretrained", "forecast", "load", "series_scales"]
+__all__ = [
+    "MIN_OWN_WINDOWS",
+    "Pretrained",
+    "forecast",
+    "load",
+    "own_errors",
+    "own_window_count",
+    "series_scales",
+]
 
 #: The columns the shipped models read (their training tables').
 ID, TIME, TARGET = "unique_id", "ds", "y"
+#: ``calibrate="auto"`` fits the intervals on the table's own last windows where they number
+#: at least this many (pooled over its series), else on the model's training-time windows.
+MIN_OWN_WINDOWS = 50
+#: The fewest rows a series keeps before a held-back window for it to be scored on it.
+MIN_CALIBRATION_ROWS = 3
+#: The ways ``forecast`` fits its intervals.
+CALIBRATIONS = ("auto", "own", "weights")
 
 
 @dataclass(frozen=True)
@@ -165,6 +185,82 @@ def _check_frame(
     return frame, panel
 
 
+def _forecast_last(
+    model: Pretrained, frame: pd.DataFrame, steps: int
+) -> tuple[np.ndarray, Any, Any, np.ndarray]:
+    """The model's forecast ``(n_series, steps)`` from each series' last row of ``frame``
+    (``unique_id, ds, y``), its windows and series, and each series' scale ``(n_series,)``
+    (:func:`series_scales` of its rows), in the order of the windows."""
+    data = model.run.info.config.data
+    series = prepare_series(frame, data, forecast_only=True)
+    if series.freq is None:
+        raise ValueError("the time stamps are irregular; give a table with a regular time step")
+    empty = model.run.info.scaler
+    if empty.seasonal is not None:  # the phases count the table's own time step
+        empty = dataclasses.replace(
+            empty, seasonal=dataclasses.replace(empty.seasonal, freq=series.freq)
+        )
+    scaler = with_own_scalers(series, data, empty, data.min_input_rows)
+    windows = last_windows(make_inference_windows(series, data, scaler))
+    point = model.run.forecast_quantiles(windows, model.predict_step).point[:, :steps, 0]
+    scales = series_scales(series.values[:, 0], series.bounds, model.season)[windows.series]
+    return point, windows, series, scales
+
+
+def _lengths(frame: pd.DataFrame) -> np.ndarray:
+    """Each series' number of rows in ``frame``."""
+    return frame.groupby(ID, sort=False).size().to_numpy()
+
+
+def _own_rounds(frame: pd.DataFrame, steps: int) -> int:
+    """How many origins per series :func:`own_errors` forecasts from: one, or more while
+    the table's series with rows to hold back give fewer than :data:`MIN_OWN_WINDOWS`
+    windows each round (at most ``steps``)."""
+    usable = int((_lengths(frame) >= MIN_CALIBRATION_ROWS + steps).sum())
+    return 1 if usable == 0 else min(steps, -(-MIN_OWN_WINDOWS // usable))
+
+
+def own_window_count(frame: pd.DataFrame, steps: int) -> int:
+    """How many windows :func:`own_errors` scores on the table ``frame`` (before those of a
+    flat history are left out), without forecasting."""
+    lengths = _lengths(frame)
+    rounds = _own_rounds(frame, steps)
+    return int(
+        sum((lengths - steps - back >= MIN_CALIBRATION_ROWS).sum() for back in range(rounds))
+    )
+
+
+def own_errors(model: Pretrained, frame: pd.DataFrame, steps: int) -> np.ndarray:
+    """``(n_windows, steps)`` the model's scaled absolute errors on the last windows of the
+    table ``frame`` (``unique_id, ds, y``): each series with at least
+    ``MIN_CALIBRATION_ROWS + steps`` rows is forecast from the row ``steps`` before its last
+    (and, while the table has fewer than :data:`MIN_OWN_WINDOWS` windows, from up to
+    ``steps - 1`` rows before that, one origin more per round), on its rows up to there
+    alone (its scaling, transform and seasonal pattern fitted on them); each error is over
+    the scale of those rows (:func:`series_scales`), as the training-time errors are.
+    """
+    frame = frame.sort_values([ID, TIME], kind="stable")
+    position = frame.groupby(ID, sort=False).cumcount().to_numpy()
+    length = frame.groupby(ID, sort=False)[TARGET].transform("size").to_numpy()
+    errors = []
+    for back in range(_own_rounds(frame, steps)):  # the origin: steps + back rows before the end
+        cut = length - steps - back
+        keep = (cut >= MIN_CALIBRATION_ROWS) & (position < cut)
+        if not keep.any():
+            break
+        point, windows, _, scales = _forecast_last(model, frame[keep], steps)
+        held = frame[(cut >= MIN_CALIBRATION_ROWS) & (position >= cut) & (position < cut + steps)]
+        truth = held.groupby(ID, sort=False)[TARGET].apply(np.asarray)
+        ids = np.asarray(windows.ids, dtype=object)[windows.series]
+        actual = np.stack([np.asarray(truth[i], np.float64) for i in ids])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            errors.append(np.abs(actual - point) / scales[:, None])
+    if not errors:
+        return np.zeros((0, steps))
+    out = np.concatenate(errors)
+    return out[np.isfinite(out).all(axis=1)]  # a flat history: no scale
+
+
 def forecast(
     df: pd.DataFrame,
     h: int | None = None,
@@ -176,6 +272,7 @@ def forecast(
     level: Sequence[float] = (80, 95),
     alias: str = "stacklstm",
     weights: str | Path | None = None,
+    calibrate: str = "auto",
 ) -> pd.DataFrame:
     """Forecast the next ``h`` steps after each series' last row with the shipped model of
     the data's frequency family, without training.
@@ -190,11 +287,16 @@ def forecast(
         id_column: The column naming the series (absent from ``df``: one series, named
             ``target`` in the output).
         freq: The time step as a pandas alias (None: inferred from the stamps).
-        level: Interval levels in percent, each among those the model was calibrated at
-            (80 and 95); ``()`` for none.
+        level: Interval levels in percent; ``()`` for none. Where the intervals come from
+            the model's training-time windows (``calibrate``), each must be among those it
+            was calibrated at (80 and 95).
         alias: The name of the forecast column.
         weights: A folder of weights written by ``benchmarks/pretrain.py`` (None: the
             shipped ones).
+        calibrate: Where the intervals' scaled errors come from: ``"own"``, the table's own
+            last windows (:func:`own_errors`); ``"weights"``, the model's training-time
+            validation windows; ``"auto"``, the table's own where it has at least
+            :data:`MIN_OWN_WINDOWS` of them, else the model's.
 
     Returns:
         ``(n_series * h)`` rows: ``unique_id`` (``id_column``'s values, or ``target``),
@@ -206,9 +308,11 @@ def forecast(
         TypeError: ``df`` is no pandas DataFrame.
         ValueError: A missing column; a time step no family covers, or one pandas cannot
             tell (give ``freq``); ``h`` outside ``1..horizon``; a level the model has no
-            interval at; the data problems of :func:`stacklstm.data.prepare_series`
-            (duplicate stamps, say).
+            interval at; ``calibrate`` not one of ``auto``, ``own``, ``weights``, or
+            ``"own"`` where no series has more than ``h`` rows to hold back; the data
+            problems of :func:`stacklstm.data.prepare_series` (duplicate stamps, say).
     """
+    check_choice("calibrate", calibrate, CALIBRATIONS)
     frame, panel = _check_frame(df, target, time_column, id_column)
     order = list(dict.fromkeys(frame[ID]))
     if freq is None:
@@ -228,36 +332,41 @@ def forecast(
             "to forecast further",
             "h",
         )
+    bad = [v for v in level if not isinstance(v, numbers.Real) or isinstance(v, bool)]
+    bad += [v for v in level if v not in bad and not 0 < v < 100]
+    if bad:
+        raise ValueError(f"an interval level is a percentage in (0, 100), got {bad[0]!r}")
     names = [level_name(v) for v in level]
-    unknown = [n for n in names if n not in model.intervals]
+    try:
+        point, windows, series, scales = _forecast_last(model, frame, steps)
+    except DataError as err:
+        raise DataError(str(err).replace(f"{ID!r}", f"{id_column!r}")) from err
+    halfwidths = model.intervals
+    enough = MIN_OWN_WINDOWS if calibrate == "auto" else 1
+    if names and calibrate != "weights" and own_window_count(frame, steps) >= enough:
+        errors = own_errors(model, frame, steps)
+        if len(errors) >= enough:
+            halfwidths = scaled_halfwidths(errors, level)
+    if names and calibrate == "own" and halfwidths is model.intervals:
+        raise ValueError(
+            "calibrate='own' needs a series with a scale and at least "
+            f"{MIN_CALIBRATION_ROWS + steps} rows (its last {steps} held back); "
+            "use calibrate='auto' or 'weights'"
+        )
+    unknown = [n for n in names if n not in halfwidths]
     if unknown:
         raise ValueError(
             f"no interval at level {unknown[0]}: the pretrained model is calibrated at "
-            f"{', '.join(model.intervals)}"
+            f"{', '.join(model.intervals)} (calibrate='own' fits any level on the table's "
+            "own windows)"
         )
-    data = model.run.info.config.data
-    try:
-        series = prepare_series(frame, data, forecast_only=True)
-    except DataError as err:
-        raise DataError(str(err).replace(f"{ID!r}", f"{id_column!r}")) from err
-    if series.freq is None:
-        raise ValueError("the time stamps are irregular; give a table with a regular time step")
-    empty = model.run.info.scaler
-    if empty.seasonal is not None:  # the phases count the table's own time step
-        empty = dataclasses.replace(
-            empty, seasonal=dataclasses.replace(empty.seasonal, freq=series.freq)
-        )
-    scaler = with_own_scalers(series, data, empty, data.min_input_rows)
-    windows = last_windows(make_inference_windows(series, data, scaler))
-    point = model.run.forecast_quantiles(windows, model.predict_step).point[:, :steps, 0]  # (n, h)
     origin = windows.origin_time
     stamps = horizon_stamps(origin, series.freq, steps)
-    scales = series_scales(series.values[:, 0], series.bounds, model.season)[windows.series]
     ids = np.asarray(windows.ids, dtype=object)[windows.series]
     columns: dict[str, Any] = {ID: np.repeat(ids, steps), TIME: stamps.reshape(-1)}
     columns[alias] = point.reshape(-1)
     for name in names:
-        half = scales[:, None] * model.intervals[name][None, :steps]
+        half = scales[:, None] * halfwidths[name][None, :steps]
         columns[f"{alias}-lo-{name}"] = (point - half).reshape(-1)
         columns[f"{alias}-hi-{name}"] = (point + half).reshape(-1)
     out = pd.DataFrame(columns)
