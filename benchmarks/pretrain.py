@@ -48,7 +48,7 @@ COMPETITIONS = ("m1", "m3", "tourism")
 #: competition out): the last 6 years for the quarterly model (over 3 seeds, tourism
 #: quarterly 1.742 to 1.570, M3 quarterly level at 1.077) and the last 10 for the monthly
 #: one (M3 monthly 0.866 to 0.863 over 3 seeds, tourism monthly 2.329 to 2.092 over 2, M1
-#: monthly 1.033 to 1.030; 6 seasons lost on M3 monthly: docs/pretrained.md)
+#: monthly level at 1.033 over 3 seeds; 6 seasons lost on M3 monthly: docs/pretrained.md)
 SETTINGS: dict[str, dict[str, str]] = {
     "quarterly": {"season_window": "6"},
     "monthly": {"season_window": "10"},
