@@ -883,11 +883,12 @@ def calibration(
         group = [s for s in series if s.frequency == frequency]
         if frequency not in FAMILIES or not group or group[0].h > FAMILIES[frequency].horizon:
             continue
-        folder = work / dataset / f"weights-{name}-{_recipe_key(pretrain.settings_of(frequency))}"
-        if list(donors) == ["shipped"]:
-            folder = None  # the package's weights
-        elif not (folder / f"{frequency}.npz").is_file():
-            pretrain.train_family(frequency, folder, 0, False, competitions=donors)
+        folder = None  # ["shipped"]: the package's weights
+        if list(donors) != ["shipped"]:
+            key = _recipe_key(pretrain.settings_of(frequency))
+            folder = work / dataset / f"weights-{name}-{key}"
+            if not (folder / f"{frequency}.npz").is_file():
+                pretrain.train_family(frequency, folder, 0, False, competitions=donors)
         table = _table(group, True)
         h = group[0].h
         truth = np.stack([s.xx for s in group])

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checks import DataError, SettingError, check_choice
+from ..checks import DataError, SettingError, check_choice, is_real
 from ..config import RunConfig
 from ..data import PanelScaler, make_inference_windows, prepare_series, scaler_from_dict
 from ..data.fitting import with_own_scalers
@@ -212,11 +211,11 @@ def _lengths(frame: pd.DataFrame) -> np.ndarray:
     return frame.groupby(ID, sort=False).size().to_numpy()
 
 
-def _own_rounds(frame: pd.DataFrame, steps: int) -> int:
-    """How many origins per series :func:`own_errors` forecasts from: one, or more while
-    the table's series with rows to hold back give fewer than :data:`MIN_OWN_WINDOWS`
-    windows each round (at most ``steps``)."""
-    usable = int((_lengths(frame) >= MIN_CALIBRATION_ROWS + steps).sum())
+def _own_rounds(lengths: np.ndarray, steps: int) -> int:
+    """How many origins per series :func:`own_errors` forecasts from, given each series'
+    number of rows: one, or more while the series with rows to hold back give fewer than
+    :data:`MIN_OWN_WINDOWS` windows each round (at most ``steps``)."""
+    usable = int((lengths >= MIN_CALIBRATION_ROWS + steps).sum())
     return 1 if usable == 0 else min(steps, -(-MIN_OWN_WINDOWS // usable))
 
 
@@ -224,7 +223,7 @@ def own_window_count(frame: pd.DataFrame, steps: int) -> int:
     """How many windows :func:`own_errors` scores on the table ``frame`` (before those of a
     flat history are left out), without forecasting."""
     lengths = _lengths(frame)
-    rounds = _own_rounds(frame, steps)
+    rounds = _own_rounds(lengths, steps)
     return int(
         sum((lengths - steps - back >= MIN_CALIBRATION_ROWS).sum() for back in range(rounds))
     )
@@ -243,7 +242,9 @@ def own_errors(model: Pretrained, frame: pd.DataFrame, steps: int) -> np.ndarray
     position = frame.groupby(ID, sort=False).cumcount().to_numpy()
     length = frame.groupby(ID, sort=False)[TARGET].transform("size").to_numpy()
     errors = []
-    for back in range(_own_rounds(frame, steps)):  # the origin: steps + back rows before the end
+    for back in range(
+        _own_rounds(_lengths(frame), steps)
+    ):  # origin: steps + back rows from the end
         cut = length - steps - back
         keep = (cut >= MIN_CALIBRATION_ROWS) & (position < cut)
         if not keep.any():
@@ -332,8 +333,7 @@ def forecast(
             "to forecast further",
             "h",
         )
-    bad = [v for v in level if not isinstance(v, numbers.Real) or isinstance(v, bool)]
-    bad += [v for v in level if v not in bad and not 0 < v < 100]
+    bad = [v for v in level if not (is_real(v) and 0 < v < 100)]
     if bad:
         raise ValueError(f"an interval level is a percentage in (0, 100), got {bad[0]!r}")
     names = [level_name(v) for v in level]
