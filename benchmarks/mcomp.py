@@ -712,16 +712,48 @@ def synthetic_donors(
     return [MSeries(f"synthetic-{i}", frequency, v, np.empty(0)) for i, v in enumerate(values)]
 
 
+#: ``--donors ...,aggregated``: the finer frequencies whose series a coarser model also
+#: trains on, summed over whole periods (the frequency, its steps per period)
+FINER = {"yearly": (("quarterly", 4), ("monthly", 12)), "quarterly": (("monthly", 3),)}
+#: the fewest periods a summed series keeps (the yearly model's window)
+MIN_SUMMED = 10
+
+
+def summed(values: np.ndarray, steps: int) -> np.ndarray:
+    """``values`` summed over whole periods of ``steps`` counted back from the last value (an
+    incomplete first period is left out).
+
+    Example:
+        >>> summed(np.arange(7.0), 3)
+        array([ 6., 15.])
+    """
+    whole = len(values) // steps * steps
+    return values[len(values) - whole :].reshape(-1, steps).sum(axis=1)
+
+
 def donor_series(donors: Sequence[str], frequency: str) -> list[MSeries]:
     """The series of the competitions ``donors`` at ``frequency``, every value of each (``x``
     then ``xx``: public data this benchmark does not score), named ``<donor>-<id>``; the donor
-    ``synthetic``: :func:`synthetic_donors`."""
-    return [
-        MSeries(f"{d}-{s.id}", s.frequency, np.r_[s.x, s.xx], np.empty(0))
-        for d in donors
-        for s in (synthetic_donors(frequency) if d == "synthetic" else load(d))
-        if s.frequency == frequency
-    ]
+    ``synthetic``: :func:`synthetic_donors`. With ``aggregated`` among ``donors``, also each
+    competition's series of the :data:`FINER` frequencies summed to ``frequency``
+    (:func:`summed`; those of at least :data:`MIN_SUMMED` periods), named
+    ``<donor>-<finer>-<id>``."""
+    out = []
+    for d in (d for d in donors if d != "aggregated"):
+        pool = synthetic_donors(frequency) if d == "synthetic" else load(d)
+        out += [
+            MSeries(f"{d}-{s.id}", frequency, np.r_[s.x, s.xx], np.empty(0))
+            for s in pool
+            if s.frequency == frequency
+        ]
+        if "aggregated" not in donors or d == "synthetic":
+            continue
+        for finer, steps in FINER.get(frequency, ()):
+            for s in (s for s in pool if s.frequency == finer):
+                v = summed(np.r_[s.x, s.xx], steps)
+                if len(v) >= MIN_SUMMED:
+                    out.append(MSeries(f"{d}-{finer}-{s.id}", frequency, v, np.empty(0)))
+    return out
 
 
 #: the interval levels that give the quantiles 0.1, 0.2, ..., 0.9 of the weighted quantile
@@ -914,7 +946,8 @@ def calibration(
 def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, dict]]) -> list[str]:
     """Markdown rows per frequency: the zero-shot model's mean MASE and sMAPE (mean and sd
     over seeds) beside seasonal naive's, on every series it forecast, and how many got the
-    fallback; no statistical model needed."""
+    fallback; with several seeds also those of the median of the seeds' forecasts (what a
+    seed ensemble of those seeds forecasts); no statistical model needed."""
     lines = [
         "| frequency | series | forecaster | mean MASE | mean sMAPE % |",
         "|---|---|---|---|---|",
@@ -935,6 +968,15 @@ def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, di
             f"{np.mean([m['smape'] for m in per_seed]):.2f} |",
             f"| {frequency} | {len(group)} | seasonal_naive | {n['mase']:.3f} | {n['smape']:.2f} |",
         ]
+        if len(seeds) > 1:  # a seed ensemble of the seeds' models (ensemble=N trains one)
+            medians = {
+                s.id: np.median([lstm[k][s.id]["forecast"] for k in seeds], axis=0) for s in group
+            }
+            median = _means(group, medians)
+            lines.append(
+                f"| {frequency} | {len(group)} | stacklstm zero-shot, the median of the "
+                f"{len(seeds)} seeds' forecasts | {median['mase']:.3f} | {median['smape']:.2f} |"
+            )
     return lines
 
 

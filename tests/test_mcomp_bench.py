@@ -194,6 +194,11 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
     model = np.mean([mc.score(s, got[s.id]["forecast"])["mase"] for s in targets])
     naive = np.mean([mc.score(s, np.resize(s.x[-4:], s.h))["mase"] for s in targets])
     assert f"| **{model:.3f}** |" in rows[2] and f"| seasonal_naive | {naive:.3f} |" in rows[3]
+    # two seeds: also the median of their forecasts (of two, the mean), by hand
+    other = {i: {**r, "forecast": (np.asarray(r["forecast"]) + 1).tolist()} for i, r in got.items()}
+    both = mc.zero_shot_rows(targets, {0: got, 1: other})
+    mid = np.mean([mc.score(s, np.asarray(got[s.id]["forecast"]) + 0.5)["mase"] for s in targets])
+    assert f"the median of the 2 seeds' forecasts | {mid:.3f} |" in both[4]
 
     def no_fit(*args, **kwargs):
         raise AssertionError("the cache holds this fit")
@@ -243,6 +248,24 @@ def test_synthetic_donors_are_positive_seeded_series_of_the_frequency():
     again = mc.donor_series(["synthetic"], "yearly")
     np.testing.assert_array_equal(values, np.stack([s.x for s in again]))
     assert mc.donor_series(["synthetic"], "other") == []
+
+
+def test_aggregated_donors_are_the_finer_series_summed_over_whole_periods(monkeypatch):
+    """``--donors ...,aggregated``: a yearly model also trains on each donor's quarterly and
+    monthly series summed to years, counted back from the last value, by hand."""
+    quarterly = mc.MSeries("q", "quarterly", np.arange(41.0), np.arange(41.0, 43.0))  # 43 steps
+    monthly = mc.MSeries("m", "monthly", np.ones(100), np.ones(18))  # 118 steps: 9 years
+    yearly = mc.MSeries("y", "yearly", np.arange(12.0), np.arange(12.0, 18.0))
+    monkeypatch.setattr(mc, "load", lambda dataset: [quarterly, monthly, yearly])
+    got = {s.id: s for s in mc.donor_series(["m1", "aggregated"], "yearly")}
+    assert sorted(got) == ["m1-quarterly-q", "m1-y"]  # 9 years < MIN_SUMMED: left out
+    np.testing.assert_array_equal(got["m1-y"].x, np.arange(18.0))
+    # 43 quarters: the first 3 left out, then 10 years of 4 (3+4+5+6, 7+8+9+10, ...)
+    want = np.array([sum(range(3 + 4 * k, 7 + 4 * k)) for k in range(10)], float)
+    np.testing.assert_array_equal(got["m1-quarterly-q"].x, want)
+    assert got["m1-quarterly-q"].frequency == "yearly"
+    assert [s.id for s in mc.donor_series(["m1"], "yearly")] == ["m1-y"]  # not without it
+    np.testing.assert_array_equal(mc.summed(np.arange(7.0), 3), [6.0, 15.0])
 
 
 def test_conformal_quantiles_by_hand():
