@@ -26,8 +26,12 @@ def _quarterly(n=40, start="2001-01-01", level=100.0, seed=0):
 
 def test_every_family_ships_within_five_megabytes():
     assert available() == list(FAMILIES)
-    total = sum(p.stat().st_size for f in FAMILIES for p in store.weights_paths(f))
-    assert total <= 5_000_000
+    files = [p for f in FAMILIES for p in store.weights_paths(f)]
+    for family in FAMILIES:  # a seed ensemble's other members
+        meta = json.loads(store.weights_paths(family)[1].read_text())
+        files += [store.weights_dir() / m["file"] for m in meta.get("members", [])]
+    assert all(p.is_file() for p in files)
+    assert sum(p.stat().st_size for p in files) <= 5_000_000
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -72,6 +76,42 @@ def test_zero_shot_equals_predict_of_the_run_the_weights_came_from(tmp_path):
     meta = json.loads((tmp_path / "w" / "quarterly.json").read_text())
     check = forecast(store.check_frame("quarterly"), weights=tmp_path / "w", level=())
     np.testing.assert_allclose(check["stacklstm"], meta["check"]["forecast"]["stacklstm"])
+
+
+def test_a_seed_ensembles_weights_forecast_the_median_of_its_members(tmp_path, monkeypatch):
+    """A family trained with ``ensemble=2`` ships each member's weights; the zero-shot
+    forecast is the median of the members' (for two, their mean), as ``predict`` of the
+    ensemble's run folder gives it, and each member alone forecasts as its own run."""
+    pretrain = load_benchmark("pretrain", "pretrain_bench")
+    monkeypatch.setitem(pretrain.SETTINGS, "quarterly", {"season_window": "6", "ensemble": "2"})
+    pretrain.train_family("quarterly", tmp_path / "w", 3, quick=True, keep=tmp_path / "k")
+    meta = json.loads((tmp_path / "w" / "quarterly.json").read_text())
+    assert [(m["file"], m["seed"]) for m in meta["members"]] == [("quarterly-1.npz", 4)]
+    second = _quarterly(30, level=9.0, seed=2).assign(unique_id="b")
+    frame = pd.concat([_quarterly(40).assign(unique_id="a"), second])
+    got = forecast(frame, level=(), weights=tmp_path / "w")
+    table = tmp_path / "new.csv"
+    frame.to_csv(table, index=False)
+    from stacklstm.forecasting import predict
+    from stacklstm.forecasting.inference import member_dir
+
+    each = [
+        predict(member_dir(tmp_path / "k" / "run", k), table, format="long", unseen="model")
+        for k in range(2)
+    ]
+    assert not np.allclose(each[0]["stacklstm"], each[1]["stacklstm"])  # two seeds differ
+    mean = (each[0]["stacklstm"].to_numpy() + each[1]["stacklstm"].to_numpy()) / 2
+    np.testing.assert_allclose(got["stacklstm"], mean, rtol=1e-6)
+    whole = predict(tmp_path / "k" / "run", table, format="long", unseen="model")
+    np.testing.assert_allclose(got["stacklstm"], whole["stacklstm"], rtol=1e-6)
+    # a member's file damaged or gone: refused, naming it
+    member = tmp_path / "w" / "quarterly-1.npz"
+    member.write_bytes(member.read_bytes()[:-1] + b"x")
+    with pytest.raises(ValueError, match=r"quarterly-1\.npz differs from the SHA-256"):
+        store.read_members("quarterly", tmp_path / "w")
+    member.unlink()
+    with pytest.raises(ValueError, match=r"quarterly-1\.npz of the quarterly weights is missing"):
+        store.read_members("quarterly", tmp_path / "w")
 
 
 def test_each_series_is_forecast_on_its_own_rows():

@@ -38,10 +38,17 @@ from ..checks import DataError, SettingError, check_choice, is_real
 from ..config import RunConfig
 from ..data import PanelScaler, make_inference_windows, prepare_series, scaler_from_dict
 from ..data.fitting import with_own_scalers
-from ..pretrained.store import FAMILIES, family_of, infer_freq, read_weights, weights_dir
+from ..pretrained.store import (
+    FAMILIES,
+    family_of,
+    infer_freq,
+    read_members,
+    read_weights,
+    weights_dir,
+)
 from ..rundir.info import RunInfo
 from .future import horizon_stamps, last_windows
-from .inference import TrainedRun
+from .inference import EnsembleRun, TrainedRun
 from .prediction import level_name
 from .zeroshot_intervals import scaled_halfwidths
 
@@ -68,12 +75,13 @@ CALIBRATIONS = ("auto", "own", "weights")
 
 @dataclass(frozen=True)
 class Pretrained:
-    """A family's shipped model, loaded: the run it forecasts with, its settings, its interval
-    quantiles ``{level in percent: (horizon,) scaled half-widths}``, its metadata, and its
+    """A family's shipped model, loaded: the run it forecasts with (a seed ensemble's: an
+    :class:`~stacklstm.forecasting.inference.EnsembleRun` of its members), its settings, its
+    interval quantiles ``{level in percent: (horizon,) scaled half-widths}``, its metadata, and its
     jitted predict step (compiled at the first forecast, kept for the next ones)."""
 
     family: str
-    run: TrainedRun
+    run: TrainedRun | EnsembleRun
     intervals: dict[str, np.ndarray]
     meta: dict[str, Any]
     predict_step: Any
@@ -112,6 +120,7 @@ def _load(family: str, weights: str) -> Pretrained:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
     compile_cache.enable()  # the predict step compiled by an earlier process is reused
     meta, params = read_weights(family, weights)
+    others = read_members(family, weights)
     config = RunConfig.from_dict(meta["config"], saved=True)
     template = scaler_from_dict(meta["scaler"])
     if not isinstance(template, PanelScaler):
@@ -119,16 +128,21 @@ def _load(family: str, weights: str) -> Pretrained:
     info = RunInfo(config, None, template.select([]))
     model, _ = run_model(config, template.columns)
     mesh = make_mesh()
-    params = jax.device_put(params, replicated(mesh))
-    run = TrainedRun(
-        Path(weights),
-        info,
-        model,
-        params,
-        {"kind": "pretrained", "family": family},
-        mesh,
-        meta["freq"],
+    runs = tuple(
+        TrainedRun(
+            Path(weights),
+            info,
+            model,
+            jax.device_put(member, replicated(mesh)),
+            {"kind": "pretrained", "family": family, "member": k},
+            mesh,
+            meta["freq"],
+        )
+        for k, member in enumerate([params, *others])
     )
+    # a seed ensemble forecasts the median of its members', as a run trained with ensemble=N
+    run = runs[0] if len(runs) == 1 else EnsembleRun(Path(weights), info, runs)
+    params = runs[0].params
     intervals = {k: np.asarray(v, np.float64) for k, v in meta["intervals"]["halfwidths"].items()}
     step = make_predict_step(model)
     # ready to forecast: the step compiled (or read from the compile cache) for the padded

@@ -2,12 +2,12 @@
 quarterly, monthly, weekly, daily or hourly series without training, and a starting point
 for training on your own series (``init="pretrained"``).
 
-One small model per frequency family (:data:`FAMILIES`), trained by
-``benchmarks/pretrain.py``: the yearly, quarterly and monthly ones on every series of the
-M1, M3 and tourism competitions, the weekly, daily and hourly ones on synthetic series
-(:mod:`stacklstm.datasets.synthetic`). :func:`forecast`
-(:func:`stacklstm.forecasting.zeroshot.forecast`) is ``stacklstm forecast`` and
-``LSTMForecaster.pretrained().predict(df)``.
+One small model per frequency family (:data:`FAMILIES`; the monthly one a seed ensemble of
+three, forecasting the median of theirs), trained by ``benchmarks/pretrain.py``: the
+yearly, quarterly and monthly ones on every series of the M1, M3 and tourism competitions,
+the weekly, daily and hourly ones on synthetic series (:mod:`stacklstm.datasets.synthetic`).
+:func:`forecast` (:func:`stacklstm.forecasting.zeroshot.forecast`) is ``stacklstm forecast``
+and ``LSTMForecaster.pretrained().predict(df)``.
 
 Layout: :mod:`~stacklstm.pretrained.store` (the weight files, the families) sits below
 ``train``, which starts a run from the weights; the zero-shot forecast sits in

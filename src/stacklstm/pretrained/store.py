@@ -7,7 +7,11 @@ leaf named by its path, ``lstm/layer_0/...``) and ``weights/<family>.json``: the
 every series forecast is scaled on its own rows), the time step it was trained on, the
 SHA-256 of the ``.npz``, the interval quantiles fitted at training time
 (:mod:`stacklstm.forecasting.zeroshot_intervals`), the forecast of a check series recorded at
-training time (the tests compare it), and how it was trained.
+training time (the tests compare it), and how it was trained. A family shipped as a seed
+ensemble has more members, each trained with the same settings and another seed:
+``weights/<family>-<k>.npz`` (k = 1, 2, ...), listed with their seeds and SHA-256 under the
+``.json``'s ``members`` (:func:`read_members`); its forecast is the median of every member's,
+as a seed ensemble's run (:class:`stacklstm.forecasting.inference.EnsembleRun`).
 
 Example:
     >>> sorted(FAMILIES)
@@ -170,6 +174,28 @@ def save_weights(folder: Path, family: str, params: Any, meta: dict[str, Any]) -
     return npz, meta_path
 
 
+def member_path(family: str, k: int, folder: str | Path | None = None) -> Path:
+    """The ``.npz`` of member ``k >= 1`` of ``family``'s ensemble in ``folder``
+    (:func:`weights_dir` by default); member 0 is ``<family>.npz``."""
+    folder = weights_dir() if folder is None else Path(folder)
+    return folder / f"{family}-{k}.npz"
+
+
+def add_member(folder: Path, family: str, params: Any, seed: int) -> Path:
+    """Write ``params`` as the next member of ``family``'s ensemble in ``folder`` (beside its
+    ``.npz`` and ``.json``, :func:`save_weights`) and list it, with ``seed`` and its
+    SHA-256, under the ``.json``'s ``members``; returns the member's ``.npz``."""
+    meta_path = weights_paths(family, folder)[1]
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    members = meta.setdefault("members", [])
+    path = member_path(family, len(members) + 1, folder)
+    data = npz_bytes(flat_params(params))
+    path.write_bytes(data)
+    members.append({"file": path.name, "seed": seed, "sha256": hashlib.sha256(data).hexdigest()})
+    meta_path.write_text(json.dumps(meta, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
 def available() -> list[str]:
     """The families whose weights are in :func:`weights_dir` (both files present)."""
     return [name for name in FAMILIES if all(p.is_file() for p in weights_paths(name))]
@@ -189,8 +215,6 @@ def read_weights(family: str, folder: str | Path | None = None) -> tuple[dict[st
 
 @functools.cache
 def _read_weights(family: str, folder: str) -> tuple[dict[str, Any], dict]:
-    from flax import traverse_util
-
     npz, meta_path = weights_paths(family, folder)
     if not npz.is_file() or not meta_path.is_file():
         raise ValueError(
@@ -203,6 +227,35 @@ def _read_weights(family: str, folder: str) -> tuple[dict[str, Any], dict]:
         raise ValueError(f"{meta_path} has format {meta.get('format')!r}, expected {FORMAT}")
     if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
         raise ValueError(f"{npz} differs from the SHA-256 recorded in {meta_path.name}: damaged")
+    return meta, _params(data)
+
+
+def _params(data: bytes) -> dict:
+    """The nested parameters of a ``.npz``'s bytes."""
+    from flax import traverse_util
+
     with np.load(io.BytesIO(data)) as arrays:
         flat = {key: arrays[key] for key in arrays.files}
-    return meta, traverse_util.unflatten_dict(flat, sep="/")
+    return traverse_util.unflatten_dict(flat, sep="/")
+
+
+def read_members(family: str, folder: str | Path | None = None) -> list[dict]:
+    """The nested parameters of every member of ``family``'s ensemble after the first (none
+    for a single model), in the order of the ``.json``'s ``members``.
+
+    Raises:
+        ValueError: The weights of ``family`` are missing or damaged (:func:`read_weights`),
+            or a member's ``.npz`` is missing or differs from its recorded SHA-256.
+    """
+    folder = weights_dir() if folder is None else Path(folder)
+    meta, _ = read_weights(family, folder)
+    out = []
+    for entry in meta.get("members", []):
+        path = folder / entry["file"]
+        if not path.is_file():
+            raise ValueError(f"member {path.name} of the {family} weights is missing from {folder}")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise ValueError(f"{path} differs from the SHA-256 recorded for it: damaged")
+        out.append(_params(data))
+    return out
