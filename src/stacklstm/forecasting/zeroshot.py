@@ -254,11 +254,10 @@ def own_errors(model: Pretrained, frame: pd.DataFrame, steps: int) -> np.ndarray
     """
     frame = frame.sort_values([ID, TIME], kind="stable")
     position = frame.groupby(ID, sort=False).cumcount().to_numpy()
-    length = frame.groupby(ID, sort=False)[TARGET].transform("size").to_numpy()
+    lengths = _lengths(frame)
+    length = np.repeat(lengths, lengths)  # each row's series length (its rows are together)
     errors = []
-    for back in range(
-        _own_rounds(_lengths(frame), steps)
-    ):  # origin: steps + back rows from the end
+    for back in range(_own_rounds(lengths, steps)):  # origin: steps + back rows from the end
         cut = length - steps - back
         keep = (cut >= MIN_CALIBRATION_ROWS) & (position < cut)
         if not keep.any():
