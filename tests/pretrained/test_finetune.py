@@ -12,16 +12,20 @@ import pytest
 from helpers import raises_one_line
 from stacklstm.checks import DataError, SettingError
 from stacklstm.config import DataConfig, RunConfig, TrainConfig
+from stacklstm.data import prepare_series
+from stacklstm.data.transform import choose_target_transform
 from stacklstm.forecasting import predict
 from stacklstm.forecasting.zeroshot import forecast
 from stacklstm.run import fit
 from stacklstm.rundir.info import read_metrics, read_run_info
 
 
-def _quarterly_table(tmp_path, n=60, seed=0):
+def _quarterly_table(tmp_path, n=60, seed=0, wider_last_year=False):
     rng = np.random.default_rng(seed)
     season = np.tile([3.0, -1.0, -4.0, 2.0], n // 4 + 1)[:n]
     y = 100 + 0.5 * np.arange(n) + season + rng.normal(0, 0.5, n)
+    if wider_last_year:  # the log on every row, not on the training rows alone
+        y[-4:] += 5 * season[-4:]
     frame = pd.DataFrame({"ds": pd.date_range("2001-01-01", periods=n, freq="QS"), "y": y})
     path = tmp_path / "q.csv"
     frame.to_csv(path, index=False)
@@ -33,8 +37,19 @@ def _cfg(**train):
     return RunConfig(data, train=TrainConfig(init="pretrained", baselines="naive", **train))
 
 
-def test_a_run_that_barely_moves_the_weights_forecasts_as_the_zero_shot_path(tmp_path):
-    frame, path = _quarterly_table(tmp_path)
+@pytest.mark.parametrize("wider_last_year", [False, True])
+def test_a_run_that_barely_moves_the_weights_forecasts_as_the_zero_shot_path(
+    tmp_path, wider_last_year
+):
+    frame, path = _quarterly_table(tmp_path, wider_last_year=wider_last_year)
+    if wider_last_year:  # the transform chosen on every row, as the zero-shot path chooses
+        data = DataConfig(target=("y",), time_column="ds", horizon=4, test_size=0, season=4)
+        series = prepare_series(frame, data)
+        on_training_rows = choose_target_transform(series, data)[0]
+        assert (on_training_rows, choose_target_transform(series, data, True)[0]) == (
+            "none",
+            "log1p",
+        )
     # retrain="all": the model that forecasts trained on every row, scaled on every row, as
     # the zero-shot path scales a new series on all its rows
     cfg = _cfg(lr=1e-30, weight_decay=0.0, epochs=1, retrain="all")

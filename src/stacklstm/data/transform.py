@@ -77,14 +77,20 @@ def _training_rows(series: Series, cfg: DataConfig, i: int) -> np.ndarray:
     return series.values[start : start + max(n_train, 0), : series.n_targets]
 
 
-def choose_target_transform(series: Series, cfg: DataConfig) -> tuple[str, float]:
+def choose_target_transform(
+    series: Series, cfg: DataConfig, every_row: bool = False
+) -> tuple[str, float]:
     """``("log1p" or "none", median lambda)`` for ``series`` under ``cfg`` (its season
     resolved): :func:`guerrero_lambda` of each series' and target's training rows
-    (:func:`~stacklstm.data.splits.split_rows`); ``"none"`` where a training value is not
-    positive or no series is long enough for a lambda (the median is then NaN)."""
+    (:func:`~stacklstm.data.splits.split_rows`; ``every_row``: all of its rows, as the
+    zero-shot forecast chooses); ``"none"`` where such a value is not positive or no series
+    is long enough for a lambda (the median is then NaN)."""
     lambdas, positive = [], True
     for i in range(series.n_series):
-        rows = _training_rows(series, cfg, i)
+        if every_row:
+            rows = series.values[series.bounds[i] : series.bounds[i + 1], : series.n_targets]
+        else:
+            rows = _training_rows(series, cfg, i)
         if rows.size == 0:
             continue
         found, all_positive = _lambdas(rows, int(cfg.season))

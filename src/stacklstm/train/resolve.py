@@ -160,12 +160,16 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
             cfg.data.target_transform,
         )
     if transform == AUTO or (transform == "per_series" and series.ids is None):
-        chosen, lam = choose_target_transform(series, resolved.data)
+        # a fine-tune chooses as the zero-shot forecast does, on every row: its "epoch 0"
+        # (the weights unchanged) then forecasts what the zero-shot forecast does
+        every_row = cfg.train.init == "pretrained"
+        chosen, lam = choose_target_transform(series, resolved.data, every_row)
         log.info(
-            "target_transform %r: %s (Guerrero's Box-Cox lambda of the training rows: "
-            "%.2f, the median over the targets)",
+            "target_transform %r: %s (Guerrero's Box-Cox lambda of the %s: %.2f, the median "
+            "over the targets)",
             transform,
             chosen,
+            "rows" if every_row else "training rows",
             lam,
         )
         resolved = resolved.replace({"data": {"target_transform": chosen}})
