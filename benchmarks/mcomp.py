@@ -320,6 +320,10 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
     for section, name, value in ADDED_LATER:  # at these values they change no run: the
         if defaults[section].get(name, value) == value:  # keys cached before them still hold
             defaults[section].pop(name, None)
+    if settings.get("init") == "pretrained":  # a fine-tune's own defaults count too
+        from stacklstm.pretrained.finetune import FINE_TUNE_DEFAULTS
+
+        defaults = {**defaults, "fine_tune": FINE_TUNE_DEFAULTS}
     text = json.dumps([sorted(settings.items()), defaults], sort_keys=True)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return f"defaults-{digest}" if not settings else digest

@@ -124,3 +124,16 @@ def test_a_series_too_short_to_fine_tune_is_pointed_to_the_zero_shot_forecast(tm
         fit, cfg, tmp_path / "r", data_path=path, quiet=True, error=DataError,
     )  # fmt: skip
     assert len(forecast(frame, h=8, level=())) == 8
+
+
+def test_a_fine_tune_takes_its_own_training_defaults_and_keeps_what_is_given(tmp_path):
+    _, path = _quarterly_table(tmp_path)
+    fit(_cfg(retrain="off"), tmp_path / "a", data_path=path, quiet=True)
+    train = read_run_info(tmp_path / "a").config.train
+    assert (train.lr, train.epochs, train.min_steps) == (1e-4, 20, 0)
+    # 20 epochs of the windows' batches, no more (the floor of 1,000 steps is gone)
+    lines = [json.loads(x) for x in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert max(line["epoch"] for line in lines if line["kind"] == "epoch") <= 20
+    fit(_cfg(retrain="off", lr=1e-3, epochs=2), tmp_path / "b", data_path=path, quiet=True)
+    train = read_run_info(tmp_path / "b").config.train
+    assert (train.lr, train.epochs, train.min_steps) == (1e-3, 2, 0)

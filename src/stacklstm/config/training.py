@@ -154,7 +154,8 @@ class TrainConfig(_Section):
         help="the parameters training starts from: 'random' (from seed) or 'pretrained': the "
         "shipped model of the data's time step (yearly ... hourly; stacklstm forecast's), "
         "fine-tuned on your series; it sets the window, scaling and model the weights were "
-        "trained with, and needs one target, no covariates and a horizon up to the model's",
+        "trained with, and needs one target, no covariates and a horizon up to the model's; "
+        "lr, epochs and min_steps left at their defaults become 1e-4, 20 and 0",
         legacy="random",
     )
     ensemble: int = setting(
