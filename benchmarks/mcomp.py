@@ -824,6 +824,7 @@ def zero_shot(
                     fit(_config(recipe, items[0].h, True, seed), scratch / "run",
                         data_path=train, quiet=True)  # fmt: skip
                     frame = predict(scratch / "run", target, unseen="model")
+                    blend, blended = _own_blend(scratch / "run", items, frame, scratch)
                     errors = validation_errors(scratch / "run")
                     halfwidths = scaled_halfwidths(errors, ZERO_SHOT_LEVELS)
                     columns = [f"y_h{k}" for k in range(1, items[0].h + 1)]
@@ -834,6 +835,8 @@ def zero_shot(
                         "key": key,
                         "forecasts": {str(i): r[columns].tolist() for i, r in last.iterrows()},
                         "fallback": [str(i) for i in fallback],
+                        "blend": blend,
+                        "blended": blended,
                         "n_donor_series": len(pool),
                         "halfwidths": {k: v.tolist() for k, v in halfwidths.items()},
                         "fit_s": time.perf_counter() - start,
@@ -850,8 +853,57 @@ def zero_shot(
                     "fit_s": row["fit_s"],
                     "fallback": s.id in row["fallback"],
                     "halfwidths": row.get("halfwidths"),  # None: a row cached before them
+                    "blend": row.get("blend"),  # None: a row cached before the blend
+                    "blended": row.get("blended", {}).get(s.id),
                 }
     return out
+
+
+def _own_blend(
+    run: Path, items: Sequence[MSeries], frame: pd.DataFrame, scratch: Path
+) -> tuple[str, dict[str, list[float]]]:
+    """The blend of the zero-shot forecasts ``frame`` (``predict``'s, one row per series)
+    with the benchmarks that :func:`stacklstm.forecasting.zeroshot_blend.choose_blend`
+    chooses on the table's own last windows, as ``stacklstm forecast`` blends (each series
+    of ``MIN_CALIBRATION_ROWS + h`` values or more forecast from ``h`` values before the end
+    of ``x``): the blend in words, and ``{id: (h,) forecast}``."""
+    from stacklstm.forecasting import predict
+    from stacklstm.forecasting.zeroshot import MIN_CALIBRATION_ROWS, MIN_OWN_WINDOWS
+    from stacklstm.forecasting.zeroshot_blend import (
+        MODEL_ALONE,
+        OwnWindows,
+        benchmark_forecasts,
+        choose_blend,
+    )
+
+    h = items[0].h
+    columns = [f"y_h{k}" for k in range(1, h + 1)]
+
+    def benchmarks(group: Sequence[MSeries]) -> dict[str, np.ndarray]:
+        bounds = np.cumsum([0, *(len(s.x) for s in group)])
+        values = np.concatenate([s.x for s in group])
+        return benchmark_forecasts(values, bounds, group[0].season, h)
+
+    held = [_holdout(s) for s in items if len(s.x) >= MIN_CALIBRATION_ROWS + h]
+    chosen = MODEL_ALONE
+    if held:
+        _table(held, True).to_csv(scratch / "held.csv", index=False)
+        own = predict(run, scratch / "held.csv", unseen="model")
+        own = own.groupby("id", sort=False).tail(1).set_index("id")
+        own.index = own.index.astype(str)
+        windows = OwnWindows(
+            np.stack([own.loc[s.id, columns].to_numpy(float) for s in held]),
+            benchmarks(held),
+            np.stack([s.xx for s in held]),
+            np.array([mase_scale(s.x, s.season) for s in held]),
+        )
+        if len(windows.errors()) >= MIN_OWN_WINDOWS:
+            chosen = choose_blend(windows)
+    last = frame.groupby("id", sort=False).tail(1).set_index("id")
+    last.index = last.index.astype(str)
+    point = np.stack([last.loc[s.id, columns].to_numpy(float) for s in items])
+    blended = chosen.apply(point, benchmarks(items))
+    return chosen.describe(), {s.id: b.tolist() for s, b in zip(items, blended, strict=True)}
 
 
 def _weights_folder(work: Path, dataset: str, donors: Sequence[str], frequency: str) -> Path:
@@ -873,7 +925,7 @@ def weights_zero_shot(
         folder = _weights_folder(work, dataset, donors, frequency)
         if not group or not (folder / f"{frequency}.npz").is_file():
             continue
-        frame = forecast(_table(group, True), group[0].h, level=(), weights=folder)
+        frame = forecast(_table(group, True), group[0].h, level=(), weights=folder, blend="none")
         for i, rows in frame.groupby("unique_id", sort=False):
             out[str(i)] = {"forecast": rows["stacklstm"].tolist(), "fit_s": 0.0}
     return {0: out}
@@ -953,7 +1005,8 @@ def calibration(
         truth = np.stack([s.xx for s in group])
         scales = np.array([mase_scale(s.x, s.season) for s in group])[:, None]
         for calibrate in ("weights", "own"):
-            out = forecast(table, h, level=(80, 95), weights=folder, calibrate=calibrate)
+            out = forecast(table, h, level=(80, 95), weights=folder, calibrate=calibrate,
+                           blend="none")  # fmt: skip
             cells = []
             for level in (80, 95):
                 low = out[f"stacklstm-lo-{level}"].to_numpy().reshape(len(group), h)
@@ -995,6 +1048,17 @@ def zero_shot_rows(series: Sequence[MSeries], lstm: Mapping[int, Mapping[str, di
             f"{np.mean([m['smape'] for m in per_seed]):.2f} |",
             f"| {frequency} | {len(group)} | seasonal_naive | {n['mase']:.3f} | {n['smape']:.2f} |",
         ]
+        if all(lstm[k][s.id].get("blended") is not None for k in seeds for s in group):
+            # as `stacklstm forecast` blends: with the benchmarks, chosen on the own windows
+            per_seed = [_means(group, {s.id: lstm[k][s.id]["blended"] for s in group})
+                        for k in seeds]  # fmt: skip
+            mase = [m["mase"] for m in per_seed]
+            sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
+            chosen = "; ".join(f"seed {k}: {lstm[k][group[0].id]['blend']}" for k in seeds)
+            lines.append(
+                f"| {frequency} | {len(group)} | **stacklstm zero-shot, blended** ({chosen}) | "
+                f"**{np.mean(mase):.3f}{sd}** | {np.mean([m['smape'] for m in per_seed]):.2f} |"
+            )
         if len(seeds) > 1:  # a seed ensemble of the seeds' models (ensemble=N trains one)
             medians = {
                 s.id: np.median([lstm[k][s.id]["forecast"] for k in seeds], axis=0) for s in group

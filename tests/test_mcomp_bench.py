@@ -183,6 +183,9 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
     targets = [_series("t0", n=30, seed=1), _series("t1", n=26, seed=2)]
     monkeypatch.setattr(mc, "load", lambda dataset: donors if dataset == "m1" else targets)
     settings = {"epochs": "2", "lstm_hidden_size": "8", "min_steps": "0", "patience": "0"}
+    # the blend is chosen on the table's own windows: here 2 (each series from 8 values
+    # before its end), enough with the bar lowered
+    monkeypatch.setattr("stacklstm.forecasting.zeroshot.MIN_OWN_WINDOWS", 2)
     got = mc.zero_shot(targets, ["m1"], [0], settings, tmp_path, "toy")[0]
     assert sorted(got) == ["t0", "t1"]
     for s in targets:
@@ -194,11 +197,25 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
     model = np.mean([mc.score(s, got[s.id]["forecast"])["mase"] for s in targets])
     naive = np.mean([mc.score(s, np.resize(s.x[-4:], s.h))["mase"] for s in targets])
     assert f"| **{model:.3f}** |" in rows[2] and f"| seasonal_naive | {naive:.3f} |" in rows[3]
+    # the blended forecast: the chosen weight of the model's and the benchmark's, by hand
+    blend = got["t0"]["blend"]
+    weight, name = 1.0, "seasonal_naive"
+    if blend != "the model alone":  # "0.25 x the model + 0.75 x seasonal_drift"
+        weight, name = float(blend.split(" x ")[0]), blend.split(" x ")[-1]
+    blended = []
+    for s in targets:
+        bench = np.resize(s.x[-4:], s.h)
+        if name == "seasonal_drift":
+            bench = bench + np.mean(s.x[4:] - s.x[:-4]) * np.ceil(np.arange(1, s.h + 1) / 4)
+        want = weight * np.asarray(got[s.id]["forecast"]) + (1 - weight) * bench
+        np.testing.assert_allclose(got[s.id]["blended"], want)
+        blended.append(mc.score(s, want)["mase"])
+    assert f"blended** (seed 0: {blend}) | **{np.mean(blended):.3f}** |" in rows[4]
     # two seeds: also the median of their forecasts (of two, the mean), by hand
     other = {i: {**r, "forecast": (np.asarray(r["forecast"]) + 1).tolist()} for i, r in got.items()}
     both = mc.zero_shot_rows(targets, {0: got, 1: other})
     mid = np.mean([mc.score(s, np.asarray(got[s.id]["forecast"]) + 0.5)["mase"] for s in targets])
-    assert f"the median of the 2 seeds' forecasts | {mid:.3f} |" in both[4]
+    assert f"the median of the 2 seeds' forecasts | {mid:.3f} |" in both[5]
 
     def no_fit(*args, **kwargs):
         raise AssertionError("the cache holds this fit")

@@ -200,12 +200,82 @@ def test_own_intervals_are_the_conformal_quantile_of_the_own_errors(monkeypatch)
     pd.testing.assert_frame_equal(forecast(frame, h, level=(80,)), weights)
     assert not np.allclose(weights["stacklstm-hi-80"], got["stacklstm-hi-80"])
     monkeypatch.setattr(zeroshot, "MIN_OWN_WINDOWS", 12)
-    pd.testing.assert_frame_equal(forecast(frame, h, level=(80,)), got.drop(
+    pd.testing.assert_frame_equal(forecast(frame, h, level=(80,), blend="none"), got.drop(
         columns=["stacklstm-lo-50", "stacklstm-hi-50"]))  # fmt: skip
-    # no intervals asked: the table's windows are not forecast
-    monkeypatch.setattr(zeroshot, "own_errors", None)
+    # no intervals asked and too few windows to blend: the table's windows are not forecast
+    monkeypatch.setattr(zeroshot, "MIN_OWN_WINDOWS", 50)
+    monkeypatch.setattr(zeroshot, "own_windows", None)
     assert forecast(frame, h, level=(), calibrate="own").columns.tolist() == [
         "unique_id", "ds", "stacklstm"]  # fmt: skip
+
+
+def _trending_panel(n=20, length=24):
+    """Quarterly series of a steady trend and season and a little noise: the seasonal naive
+    forecast with drift all but exact on them."""
+    rng = np.random.default_rng(5)
+    frames = []
+    for i in range(n):
+        t = np.arange(length)
+        season = np.tile([4.0, -2.0, -5.0, 3.0], length // 4) * (1 + i % 3)
+        values = 50.0 + (1.0 + 0.3 * i) * t + season + rng.normal(0, 0.2, length)
+        frames.append(pd.DataFrame({"unique_id": f"s{i}", "ds": pd.date_range(
+            "2000", periods=length, freq="QS"), "y": values}))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+def _benchmarks_by_hand(y, h, season=4):
+    k = np.arange(1, h + 1)
+    naive = np.resize(y[-season:], h)
+    change = np.mean(y[season:] - y[:-season])
+    return {"seasonal_naive": naive, "seasonal_drift": naive + change * np.ceil(k / season)}
+
+
+def test_the_blend_is_the_candidate_of_the_lowest_own_window_error_by_hand():
+    frame, h = _trending_panel(), 4
+    # 20 series of 24 rows: ceil(50 / 20) = 3 origins each, 60 windows, each series forecast
+    # alone from its rows before the origin, by the model and by the benchmarks by hand
+    rows = {c: [] for c in ("point", "seasonal_naive", "seasonal_drift", "actual", "scale")}
+    for back in range(3):
+        for _, series in frame.groupby("unique_id", sort=False):
+            y = series["y"].to_numpy()
+            cut = len(y) - h - back
+            before = series.iloc[:cut].drop(columns="unique_id")
+            rows["point"].append(forecast(before, h, level=(), blend="none")["stacklstm"])
+            for name, values in _benchmarks_by_hand(y[:cut], h).items():
+                rows[name].append(values)
+            rows["actual"].append(y[cut : cut + h])
+            rows["scale"].append(np.mean(np.abs(y[4:cut] - y[: cut - 4])))
+    hand = {c: np.asarray(v, np.float64) for c, v in rows.items()}
+    errors = {}
+    for weight in (1.0, 0.75, 0.5, 0.25, 0.0):
+        for name in ("seasonal_naive", "seasonal_drift"):
+            blend = weight * hand["point"] + (1 - weight) * hand[name]
+            errors[(weight, name)] = np.abs(hand["actual"] - blend) / hand["scale"][:, None]
+    weight, name = min(errors, key=lambda key: errors[key].mean())  # the first of the lowest
+    assert weight < 1.0  # the drift beats the model on these series: the test can tell
+    got = forecast(frame, h, level=(80,))
+    alone = forecast(frame, h, level=(), blend="none")
+    assert got.attrs["blend"] == f"{weight:g} x the model + {1 - weight:g} x {name}"
+    for i, (_, series) in enumerate(frame.groupby("unique_id", sort=False)):
+        y = series["y"].to_numpy()
+        mine = slice(i * h, (i + 1) * h)
+        want = weight * alone["stacklstm"].to_numpy()[mine] + (1 - weight) * _benchmarks_by_hand(
+            y, h)[name]  # fmt: skip
+        np.testing.assert_allclose(got["stacklstm"].to_numpy()[mine], want, rtol=1e-5)
+        # the intervals: the conformal quantile of the chosen blend's own-window errors
+        rank = int(np.ceil(61 * 0.8))  # 60 windows: the 49th smallest
+        half = np.sort(errors[(weight, name)], axis=0)[rank - 1]
+        scale = np.mean(np.abs(y[4:] - y[:-4]))
+        np.testing.assert_allclose(got["stacklstm-hi-80"].to_numpy()[mine] - want,
+                                   scale * half, rtol=1e-4)  # fmt: skip
+
+
+def test_a_table_of_too_few_windows_or_blend_none_forecasts_the_model_alone():
+    frame, h = _trending_panel(n=4), 4  # 4 series: 16 windows, fewer than 50
+    alone = forecast(frame, h, level=(), blend="none")
+    got = forecast(frame, h, level=())
+    pd.testing.assert_frame_equal(got, alone)
+    assert got.attrs["blend"] == alone.attrs["blend"] == "the model alone"
 
 
 @pytest.mark.parametrize(
@@ -213,6 +283,7 @@ def test_own_intervals_are_the_conformal_quantile_of_the_own_errors(monkeypatch)
     [
         ("15min", "no pretrained model for a time step of '15min'"),
         ("calibrate", "calibrate must be one of 'auto', 'own', 'weights', got 'mine'"),
+        ("blend", "blend must be one of 'auto', 'none', got 'mine'"),
         ("own", "calibrate='own' needs a series with a scale and at least 11 rows"),
         ("percent", r"an interval level is a percentage in \(0, 100\), got 100"),
         ("h", "h must be a whole number of steps in 1..8"),
@@ -235,6 +306,8 @@ def test_forecast_refuses_in_one_line(change, message):
         kwargs["level"] = (50,)
     elif change == "calibrate":
         kwargs["calibrate"] = "mine"
+    elif change == "blend":
+        kwargs["blend"] = "mine"
     elif change == "own":
         frame, kwargs["calibrate"] = frame.head(10), "own"
     elif change == "percent":
@@ -303,6 +376,7 @@ def test_cli_forecast_writes_the_library_forecast(tmp_path):
         (["--level", "x"], "expected percentages such as 80,95"),
         (["--freq", "15min"], "no pretrained model for a time step of '15min'"),
         (["--calibrate", "mine"], "--calibrate: invalid choice: 'mine'"),
+        (["--blend", "mine"], "--blend: invalid choice: 'mine'"),
     ],
 )
 def test_cli_forecast_refuses_in_one_line(argv, message):
@@ -319,3 +393,18 @@ def test_cli_forecast_never_overwrites_its_table(tmp_path):
     code, _, stderr = _main("forecast", "--data", table, *flags, "--output", table)
     assert code == 2 and table.read_bytes() == before
     assert "would replace the table" in stderr or "table" in stderr
+
+
+def test_benchmark_forecasts_of_short_series_by_hand():
+    from stacklstm.forecasting.zeroshot_blend import benchmark_forecasts
+
+    # season 4: [1..6] has more than a season: the last four repeated, plus the mean change
+    # over a season (4) each season ahead; [10, 13] (a season or less): the last value and
+    # the mean change over one step (3); [7] (one row): the value, no change
+    values = np.array([1.0, 2, 3, 4, 5, 6, 10, 13, 7])
+    out = benchmark_forecasts(values, np.array([0, 6, 8, 9]), 4, 5)
+    np.testing.assert_allclose(out["seasonal_naive"], [[3, 4, 5, 6, 3], [13] * 5, [7] * 5])
+    np.testing.assert_allclose(
+        out["seasonal_drift"],
+        [[7, 8, 9, 10, 11], [16, 19, 22, 25, 28], [7] * 5],
+    )

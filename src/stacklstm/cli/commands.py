@@ -233,10 +233,11 @@ def _forecast(args: argparse.Namespace) -> int:
         freq=args.freq,
         level=args.level,
         calibrate=args.calibrate,
+        blend=args.blend,
     )
     write_output(args.output, frame.to_csv(index=False).encode(), inputs=(source,))
     note = sys.stderr if str(args.output) == "-" else sys.stdout
-    print(f"wrote {len(frame)} forecasts to {args.output}", file=note)
+    print(f"wrote {len(frame)} forecasts to {args.output} ({frame.attrs['blend']})", file=note)
     return 0
 
 

@@ -299,6 +299,14 @@ def _add_forecast(commands: Any, formatter: type) -> None:
         "its rows before its last --horizon); weights, the model's training-time windows; "
         "auto (default): own where the table gives 50 windows or more",
     )
+    forecast.add_argument(
+        "--blend",
+        choices=("auto", "none"),
+        default="auto",
+        help="auto (default): where the table gives 50 windows or more, blend the model's "
+        "forecast with the seasonal naive one (or that with drift) as did best on them; "
+        "none: the model's forecast",
+    )
     forecast.add_argument("--quiet", action="store_true", help="no info logs")
     forecast.set_defaults(func=_forecast)
 

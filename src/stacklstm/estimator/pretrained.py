@@ -57,6 +57,7 @@ class PretrainedForecaster:
         h: int | None = None,
         level: Sequence[float] | None = None,
         calibrate: str = "auto",
+        blend: str = "auto",
     ) -> Any:
         """Forecast the next ``h`` steps after each series' last row of ``df``.
 
@@ -69,6 +70,10 @@ class PretrainedForecaster:
             calibrate: Where the intervals' errors come from: ``"auto"``, ``"own"`` (the
                 frame's own last windows) or ``"weights"`` (the model's training-time
                 windows); see :func:`stacklstm.pretrained.forecast`.
+            blend: ``"auto"``: for a frame of 50 own last windows or more, the model's
+                forecast blended with the seasonal naive one (or that with drift) as did
+                best on them; ``"none"``: the model's alone; see
+                :func:`stacklstm.pretrained.forecast`.
 
         Returns:
             ``(n_series * h)`` rows (polars for a polars ``df``): ``id_col`` (for a frame
@@ -94,6 +99,7 @@ class PretrainedForecaster:
             level=() if level is None else list(level),
             alias=self.alias,
             calibrate=calibrate,
+            blend=blend,
         )
         out = out.rename(columns={"unique_id": self.id_col, "ds": self.time_col})
         return to_polars(out) if polars else out

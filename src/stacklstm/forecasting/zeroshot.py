@@ -50,6 +50,14 @@ from ..rundir.info import RunInfo
 from .future import horizon_stamps, last_windows
 from .inference import EnsembleRun, TrainedRun
 from .prediction import level_name
+from .zeroshot_blend import (
+    BENCHMARKS,
+    MODEL_ALONE,
+    Blend,
+    OwnWindows,
+    benchmark_forecasts,
+    choose_blend,
+)
 from .zeroshot_intervals import scaled_halfwidths
 
 __all__ = [
@@ -59,6 +67,7 @@ __all__ = [
     "load",
     "own_errors",
     "own_window_count",
+    "own_windows",
     "series_scales",
 ]
 
@@ -71,6 +80,8 @@ MIN_OWN_WINDOWS = 50
 MIN_CALIBRATION_ROWS = 3
 #: The ways ``forecast`` fits its intervals.
 CALIBRATIONS = ("auto", "own", "weights")
+#: The ways ``forecast`` blends the model's forecast with the benchmarks.
+BLENDS = ("auto", "none")
 
 
 @dataclass(frozen=True)
@@ -243,36 +254,50 @@ def own_window_count(frame: pd.DataFrame, steps: int) -> int:
     )
 
 
-def own_errors(model: Pretrained, frame: pd.DataFrame, steps: int) -> np.ndarray:
-    """``(n_windows, steps)`` the model's scaled absolute errors on the last windows of the
-    table ``frame`` (``unique_id, ds, y``): each series with at least
-    ``MIN_CALIBRATION_ROWS + steps`` rows is forecast from the row ``steps`` before its last
-    (and, while the table has fewer than :data:`MIN_OWN_WINDOWS` windows, from up to
+def own_windows(model: Pretrained, frame: pd.DataFrame, steps: int) -> OwnWindows:
+    """The table ``frame``'s (``unique_id, ds, y``) own last windows: each series with at
+    least ``MIN_CALIBRATION_ROWS + steps`` rows forecast from the row ``steps`` before its
+    last (and, while the table has fewer than :data:`MIN_OWN_WINDOWS` windows, from up to
     ``steps - 1`` rows before that, one origin more per round), on its rows up to there
-    alone (its scaling, transform and seasonal pattern fitted on them); each error is over
-    the scale of those rows (:func:`series_scales`), as the training-time errors are.
-    """
+    alone (its scaling, transform and seasonal pattern fitted on them), by the model and by
+    the benchmarks of :func:`~stacklstm.forecasting.zeroshot_blend.benchmark_forecasts`,
+    beside the values held back and the scale of the rows before them
+    (:func:`series_scales`), as the training-time errors are scaled."""
     frame = frame.sort_values([ID, TIME], kind="stable")
     position = frame.groupby(ID, sort=False).cumcount().to_numpy()
     lengths = _lengths(frame)
     length = np.repeat(lengths, lengths)  # each row's series length (its rows are together)
-    errors = []
+    parts: list[tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, np.ndarray]] = []
     for back in range(_own_rounds(lengths, steps)):  # origin: steps + back rows from the end
         cut = length - steps - back
         keep = (cut >= MIN_CALIBRATION_ROWS) & (position < cut)
         if not keep.any():
             break
-        point, windows, _, scales = _forecast_last(model, frame[keep], steps)
+        point, windows, series, scales = _forecast_last(model, frame[keep], steps)
         held = frame[(cut >= MIN_CALIBRATION_ROWS) & (position >= cut) & (position < cut + steps)]
         truth = held.groupby(ID, sort=False)[TARGET].apply(np.asarray)
         ids = np.asarray(windows.ids, dtype=object)[windows.series]
         actual = np.stack([np.asarray(truth[i], np.float64) for i in ids])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            errors.append(np.abs(actual - point) / scales[:, None])
-    if not errors:
-        return np.zeros((0, steps))
-    out = np.concatenate(errors)
-    return out[np.isfinite(out).all(axis=1)]  # a flat history: no scale
+        bench = benchmark_forecasts(series.values[:, 0], series.bounds, model.season, steps)
+        parts.append((point, {k: v[windows.series] for k, v in bench.items()}, actual, scales))
+    if not parts:
+        empty = np.zeros((0, steps))
+        return OwnWindows(empty, dict.fromkeys(BENCHMARKS, empty), empty, np.zeros(0))
+    return OwnWindows(
+        np.concatenate([p[0] for p in parts]),
+        {k: np.concatenate([p[1][k] for p in parts]) for k in BENCHMARKS},
+        np.concatenate([p[2] for p in parts]),
+        np.concatenate([p[3] for p in parts]),
+    )
+
+
+def own_errors(
+    model: Pretrained, frame: pd.DataFrame, steps: int, blend: Blend = MODEL_ALONE
+) -> np.ndarray:
+    """``(n_windows, steps)`` the scaled absolute errors of ``blend`` (the model's forecast
+    by default) on the last windows of the table ``frame`` (:func:`own_windows`; those of a
+    flat history, which has no scale, left out)."""
+    return own_windows(model, frame, steps).errors(blend)
 
 
 def forecast(
@@ -287,6 +312,7 @@ def forecast(
     alias: str = "stacklstm",
     weights: str | Path | None = None,
     calibrate: str = "auto",
+    blend: str = "auto",
 ) -> pd.DataFrame:
     """Forecast the next ``h`` steps after each series' last row with the shipped model of
     the data's frequency family, without training.
@@ -311,22 +337,31 @@ def forecast(
             last windows (:func:`own_errors`); ``"weights"``, the model's training-time
             validation windows; ``"auto"``, the table's own where it has at least
             :data:`MIN_OWN_WINDOWS` of them, else the model's.
+        blend: ``"auto"``: where the table has at least :data:`MIN_OWN_WINDOWS` own last
+            windows, the forecast is the blend of the model's with the seasonal naive
+            forecast or the seasonal naive with drift that did best on them
+            (:mod:`stacklstm.forecasting.zeroshot_blend`; the model alone where no blend
+            did better), and the intervals fitted on the table's own windows are the
+            blend's; else the model's forecast. ``"none"``: the model's forecast.
 
     Returns:
         ``(n_series * h)`` rows: ``unique_id`` (``id_column``'s values, or ``target``),
         ``ds`` (the stamps of the steps), ``<alias>``, per level ``<alias>-lo-<level>`` and
         ``<alias>-hi-<level>``; the series in the order ``df`` first names them. A
-        series of one row has no scale: its intervals are NaN.
+        series of one row has no scale: its intervals are NaN. ``attrs["blend"]``: the
+        blend forecast, in words (:meth:`~stacklstm.forecasting.zeroshot_blend.Blend.describe`).
 
     Raises:
         TypeError: ``df`` is no pandas DataFrame.
         ValueError: A missing column; a time step no family covers, or one pandas cannot
             tell (give ``freq``); ``h`` outside ``1..horizon``; a level the model has no
-            interval at; ``calibrate`` not one of ``auto``, ``own``, ``weights``, or
+            interval at; ``blend`` not one of ``auto``, ``none``; ``calibrate`` not one of
+            ``auto``, ``own``, ``weights``, or
             ``"own"`` where no series has more than ``h`` rows to hold back; the data
             problems of :func:`stacklstm.data.prepare_series` (duplicate stamps, say).
     """
     check_choice("calibrate", calibrate, CALIBRATIONS)
+    check_choice("blend", blend, BLENDS)
     frame, panel = _check_frame(df, target, time_column, id_column)
     order = list(dict.fromkeys(frame[ID]))
     if freq is None:
@@ -354,12 +389,20 @@ def forecast(
         point, windows, series, scales = _forecast_last(model, frame, steps)
     except DataError as err:
         raise DataError(str(err).replace(f"{ID!r}", f"{id_column!r}")) from err
-    halfwidths = model.intervals
+    halfwidths, chosen = model.intervals, MODEL_ALONE
     enough = MIN_OWN_WINDOWS if calibrate == "auto" else 1
-    if names and calibrate != "weights" and own_window_count(frame, steps) >= enough:
-        errors = own_errors(model, frame, steps)
-        if len(errors) >= enough:
+    calibrating = bool(names) and calibrate != "weights"
+    count = own_window_count(frame, steps) if calibrating or blend == "auto" else 0
+    if (calibrating and count >= enough) or (blend == "auto" and count >= MIN_OWN_WINDOWS):
+        own = own_windows(model, frame, steps)
+        if blend == "auto" and len(own.errors()) >= MIN_OWN_WINDOWS:
+            chosen = choose_blend(own)
+        errors = own.errors(chosen)
+        if calibrating and len(errors) >= enough:
             halfwidths = scaled_halfwidths(errors, level)
+    if chosen is not MODEL_ALONE:
+        bench = benchmark_forecasts(series.values[:, 0], series.bounds, model.season, steps)
+        point = chosen.apply(point, {k: v[windows.series] for k, v in bench.items()})
     if names and calibrate == "own" and halfwidths is model.intervals:
         raise ValueError(
             "calibrate='own' needs a series with a scale and at least "
@@ -388,4 +431,6 @@ def forecast(
     if panel:  # the ids as df gave them
         originals = dict(zip(frame[ID], df[id_column], strict=True))
         out[ID] = out[ID].map(originals)
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    out.attrs["blend"] = chosen.describe()
+    return out
