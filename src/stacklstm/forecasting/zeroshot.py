@@ -1,16 +1,18 @@
 """Zero-shot forecasts: the shipped model of the data's frequency family forecasts series it
 never saw, without training.
 
-Each series is scaled, transformed and deseasonalised on its own rows as a panel run does its
-series on their training rows (:func:`~stacklstm.data.fitting.with_own_scalers`); a series
-shorter than the model's window is padded at its start as the model was trained
-(``start_padding="repeat"``). The intervals are symmetric around the forecast: per horizon
-step and level, a quantile of the model's absolute errors over the series' seasonal naive
-scale, times the series' own scale. The errors are those of the table's own last windows
-where it has enough of them (:data:`MIN_OWN_WINDOWS`: each series forecast from its rows
-before its last ``h``, and from a few origins before that for a small table, scored on
-the rows held back), else those of the validation windows of the thousands of series the
-model was trained on (:mod:`stacklstm.forecasting.zeroshot_intervals`).
+Each series is scaled, transformed and deseasonalised on its own rows as a panel run does
+its series on their training rows (:func:`~stacklstm.data.fitting.with_own_scalers`); a
+series shorter than the model's window is padded at its start as the model was trained
+(``start_padding="repeat"``). Where the table has enough own last windows, the forecast is
+the model's blended with the seasonal naive forecast (or that with drift) as they choose
+(:mod:`stacklstm.forecasting.zeroshot_blend`). The intervals are symmetric around the
+forecast: per horizon step and level, a quantile of the forecast's absolute errors over the
+series' seasonal naive scale, times the series' own scale. The errors are those of the
+table's own last windows where it has enough of them (:data:`MIN_OWN_WINDOWS`: each series
+forecast from its rows before its last ``h``, and from a few origins before that for a small
+table, scored on the rows held back), else those of the validation windows of the thousands
+of series the model was trained on (:mod:`stacklstm.forecasting.zeroshot_intervals`).
 
 Example:
     >>> import pandas as pd
