@@ -824,22 +824,23 @@ def zero_shot(
                     fit(_config(recipe, items[0].h, True, seed), scratch / "run",
                         data_path=train, quiet=True)  # fmt: skip
                     frame = predict(scratch / "run", target, unseen="model")
-                    blend, blended = _own_blend(scratch / "run", items, frame, scratch)
                     errors = validation_errors(scratch / "run")
                     halfwidths = scaled_halfwidths(errors, ZERO_SHOT_LEVELS)
-                    columns = [f"y_h{k}" for k in range(1, items[0].h + 1)]
+                    seconds = time.perf_counter() - start  # as timed before the blend
+                    forecasts = _last_forecasts(frame, items[0].h)
                     last = frame.groupby("id", sort=False).tail(1).set_index("id")
                     fell = last["forecaster"] != "model" if "forecaster" in last else []
                     fallback = last.index[fell].tolist() if len(fell) else []
+                    blend, blended = _own_blend(scratch / "run", items, forecasts, scratch)
                     row = {
                         "key": key,
-                        "forecasts": {str(i): r[columns].tolist() for i, r in last.iterrows()},
+                        "forecasts": forecasts,
                         "fallback": [str(i) for i in fallback],
                         "blend": blend,
                         "blended": blended,
                         "n_donor_series": len(pool),
                         "halfwidths": {k: v.tolist() for k, v in halfwidths.items()},
-                        "fit_s": time.perf_counter() - start,
+                        "fit_s": seconds,
                     }
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -859,14 +860,21 @@ def zero_shot(
     return out
 
 
+def _last_forecasts(frame: pd.DataFrame, h: int) -> dict[str, list[float]]:
+    """``{id: (h,) forecast}`` from each series' last origin of ``predict``'s ``frame``."""
+    columns = [f"y_h{k}" for k in range(1, h + 1)]
+    last = frame.groupby("id", sort=False).tail(1)
+    return {str(i): r[columns].tolist() for i, r in last.set_index("id").iterrows()}
+
+
 def _own_blend(
-    run: Path, items: Sequence[MSeries], frame: pd.DataFrame, scratch: Path
+    run: Path, items: Sequence[MSeries], forecasts: Mapping[str, list[float]], scratch: Path
 ) -> tuple[str, dict[str, list[float]]]:
-    """The blend of the zero-shot forecasts ``frame`` (``predict``'s, one row per series)
-    with the benchmarks that :func:`stacklstm.forecasting.zeroshot_blend.choose_blend`
-    chooses on the table's own last windows, as ``stacklstm forecast`` blends (each series
-    of ``MIN_CALIBRATION_ROWS + h`` values or more forecast from ``h`` values before the end
-    of ``x``): the blend in words, and ``{id: (h,) forecast}``."""
+    """The blend of the zero-shot ``forecasts`` (``{id: (h,)}``) with the benchmarks that
+    :func:`stacklstm.forecasting.zeroshot_blend.choose_blend` chooses on the table's own
+    last windows, as ``stacklstm forecast`` blends (each series of ``MIN_CALIBRATION_ROWS +
+    h`` values or more forecast by the run from ``h`` values before the end of ``x``): the
+    blend in words, and ``{id: (h,) forecast}``."""
     from stacklstm.forecasting import predict
     from stacklstm.forecasting.zeroshot import MIN_CALIBRATION_ROWS, MIN_OWN_WINDOWS
     from stacklstm.forecasting.zeroshot_blend import (
@@ -877,7 +885,6 @@ def _own_blend(
     )
 
     h = items[0].h
-    columns = [f"y_h{k}" for k in range(1, h + 1)]
 
     def benchmarks(group: Sequence[MSeries]) -> dict[str, np.ndarray]:
         bounds = np.cumsum([0, *(len(s.x) for s in group)])
@@ -888,20 +895,16 @@ def _own_blend(
     chosen = MODEL_ALONE
     if held:
         _table(held, True).to_csv(scratch / "held.csv", index=False)
-        own = predict(run, scratch / "held.csv", unseen="model")
-        own = own.groupby("id", sort=False).tail(1).set_index("id")
-        own.index = own.index.astype(str)
+        own = _last_forecasts(predict(run, scratch / "held.csv", unseen="model"), h)
         windows = OwnWindows(
-            np.stack([own.loc[s.id, columns].to_numpy(float) for s in held]),
+            np.array([own[s.id] for s in held]),
             benchmarks(held),
             np.stack([s.xx for s in held]),
             np.array([mase_scale(s.x, s.season) for s in held]),
         )
         if len(windows.errors()) >= MIN_OWN_WINDOWS:
             chosen = choose_blend(windows)
-    last = frame.groupby("id", sort=False).tail(1).set_index("id")
-    last.index = last.index.astype(str)
-    point = np.stack([last.loc[s.id, columns].to_numpy(float) for s in items])
+    point = np.array([forecasts[s.id] for s in items])
     blended = chosen.apply(point, benchmarks(items))
     return chosen.describe(), {s.id: b.tolist() for s, b in zip(items, blended, strict=True)}
 

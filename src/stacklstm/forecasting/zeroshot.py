@@ -397,9 +397,10 @@ def forecast(
     count = own_window_count(frame, steps) if calibrating or blend == "auto" else 0
     if (calibrating and count >= enough) or (blend == "auto" and count >= MIN_OWN_WINDOWS):
         own = own_windows(model, frame, steps)
-        if blend == "auto" and len(own.errors()) >= MIN_OWN_WINDOWS:
+        errors = own.errors()
+        if blend == "auto" and len(errors) >= MIN_OWN_WINDOWS:
             chosen = choose_blend(own)
-        errors = own.errors(chosen)
+            errors = own.errors(chosen)
         if calibrating and len(errors) >= enough:
             halfwidths = scaled_halfwidths(errors, level)
     if chosen is not MODEL_ALONE:

@@ -38,9 +38,9 @@ __all__ = [
 
 #: The forecasts the model's forecast is blended with (:func:`benchmark_forecasts`).
 BENCHMARKS = ("seasonal_naive", "seasonal_drift")
-#: The weights of the model's forecast :func:`choose_blend` chooses among (1: the model
-#: alone; 0: the benchmark alone).
-WEIGHTS = (1.0, 0.75, 0.5, 0.25, 0.0)
+#: The weights of the model's forecast in the blends :func:`choose_blend` weighs against
+#: the model alone (0: the benchmark alone).
+WEIGHTS = (0.75, 0.5, 0.25, 0.0)
 
 
 @dataclass(frozen=True)
@@ -123,9 +123,9 @@ class OwnWindows:
 
 
 def choose_blend(windows: OwnWindows) -> Blend:
-    """The blend of the model's forecast with one of the :data:`BENCHMARKS` (weight among
-    :data:`WEIGHTS`) of the lowest mean scaled error on ``windows``; the model alone where
-    none is lower (or where no window has a scale).
+    """Of the model alone and its blends with each of the :data:`BENCHMARKS` (weights
+    :data:`WEIGHTS`), the one of the lowest mean scaled error on ``windows``: the first of
+    them, the model alone, where none is lower (or where no window has a scale).
 
     Example:
         >>> actual = np.array([[2.0, 2.0]])
@@ -134,9 +134,9 @@ def choose_blend(windows: OwnWindows) -> Blend:
         >>> choose_blend(windows)
         Blend(weight=0.25, benchmark='seasonal_naive')
     """
+    blends = (Blend(w, b) for w, b in itertools.product(WEIGHTS, BENCHMARKS))
     best, lowest = MODEL_ALONE, np.inf
-    for weight, benchmark in itertools.product(WEIGHTS, BENCHMARKS):
-        blend = Blend(weight, benchmark)
+    for blend in (MODEL_ALONE, *blends):
         errors = windows.errors(blend)
         if len(errors) and float(errors.mean()) < lowest:
             best, lowest = blend, float(errors.mean())
