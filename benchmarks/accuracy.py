@@ -235,6 +235,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe("library+season", {"season": "series"}, library=True),
         Recipe("library-ensemble5", {"ensemble": 5}, library=True),
         Recipe("library-auto-transform", {"target_transform": "auto"}, library=True),
+        Recipe("library-init-auto", {"init": "auto"}, library=True),
+        Recipe("library-init-random", {"init": "random"}, library=True),
     )
 }
 DEFAULT_RECIPES = (

@@ -307,7 +307,9 @@ def _config(settings: Mapping[str, str], h: int, with_id: bool, seed: int):
         "id_column": "unique_id" if with_id else None,
         **sections[DataConfig],
     }
-    train = {"baselines": "naive", "seed": seed, **sections[TrainConfig]}
+    # from random parameters unless the recipe says otherwise: the shipped weights that
+    # init="auto" would fine-tune saw every series of these competitions
+    train = {"baselines": "naive", "seed": seed, "init": "random", **sections[TrainConfig]}
     return RunConfig(DataConfig(**data), ModelConfig(**sections[ModelConfig]), TrainConfig(**train))
 
 
@@ -317,6 +319,7 @@ def _recipe_key(settings: Mapping[str, str]) -> str:
     from stacklstm.config import RunConfig
 
     defaults = RunConfig().to_dict()
+    defaults["train"]["init"] = "random"  # _config's, whatever the library's default
     for section, name, value in ADDED_LATER:  # at these values they change no run: the
         if defaults[section].get(name, value) == value:  # keys cached before them still hold
             defaults[section].pop(name, None)

@@ -99,6 +99,8 @@ def tiny_run(
         "none",
         "--target-transform",
         "none",
+        "--init",
+        "random",
     ]
     # every setting explicit (none "auto"): the saved config equals this one as it is
     run = RunConfig(
@@ -123,6 +125,7 @@ def tiny_run(
             patience=15,
             retrain="off",
             loss_weight="none",
+            init="random",
         ),
     )
     return flags, run

@@ -63,11 +63,14 @@ def test_the_backtest_plan_resolves_auto_as_a_run_does(tmp_path):
     )
     data = tmp_path / "monthly.csv"
     frame.to_csv(data, index=False)
-    cfg = RunConfig(train=TrainConfig(baselines="naive"))
+    cfg = RunConfig(train=TrainConfig(baselines="naive", init="random"))
     out = tmp_path / "bt"
     plan = bt.prepare_backtest(cfg, out, 2, 3, None, data, False)
     assert (plan.cfg.data.season, plan.cfg.data.window) == (12, 24)
     assert plan.cfg.train.epochs == "auto"  # the budget is each fold's run's to resolve
+    # init="auto" (the default) on one monthly series: every fold fine-tunes the weights
+    tuned = bt.prepare_backtest(RunConfig(), tmp_path / "ft", 2, 3, None, data, False).cfg
+    assert (tuned.train.init, tuned.train.epochs, tuned.train.lr) == ("pretrained", 20, 1e-4)
     # cut-offs: 120 - 1 - 3 x 2 = 113, then 116; origins 113 .. 115 and 116 .. 118
     assert plan.cutoffs == [113, 116] and plan.uses == [0, 1]
     np.testing.assert_array_equal(plan.origins(1), [116, 117, 118])

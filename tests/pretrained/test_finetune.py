@@ -137,3 +137,75 @@ def test_a_fine_tune_takes_its_own_training_defaults_and_keeps_what_is_given(tmp
     fit(_cfg(retrain="off", lr=1e-3, epochs=2), tmp_path / "b", data_path=path, quiet=True)
     train = read_run_info(tmp_path / "b").config.train
     assert (train.lr, train.epochs, train.min_steps) == (1e-3, 2, 0)
+
+
+def _series(freq, n, horizon=4, **data):
+    t = np.arange(n)
+    frame = pd.DataFrame(
+        {"ds": pd.date_range("2001-01-01", periods=n, freq=freq), "y": 50 + t + np.sin(t)}
+    )
+    cfg = DataConfig(target=("y",), time_column="ds", horizon=horizon, **data)
+    return frame, RunConfig(cfg, train=TrainConfig(init="auto"))
+
+
+@pytest.mark.parametrize(
+    ("freq", "n", "horizon", "data", "init", "window"),
+    [
+        ("QS", 60, 4, {}, "pretrained", 8),  # the quarterly weights' window
+        ("MS", 40, 4, {}, "pretrained", 24),
+        ("W-SUN", 120, 4, {}, "random", None),  # weights of synthetic series: not by default
+        ("QS", 60, 9, {}, "random", None),  # longer than the weights' horizon of 8
+        ("QS", 60, 4, {"window": 5}, "random", 5),  # a window of its own
+        ("QS", 12, 4, {}, "random", None),  # too short for the fine-tune's windows
+        ("2MS", 60, 4, {}, "random", None),  # a step no weights cover
+    ],
+)
+def test_init_auto_fine_tunes_one_series_the_weights_can_read_and_else_starts_random(
+    freq, n, horizon, data, init, window
+):
+    from stacklstm.train.resolve import prepare_resolved
+
+    frame, cfg = _series(freq, n, horizon, **data)
+    _, resolved = prepare_resolved(frame, cfg)
+    assert resolved.train.init == init
+    if window is not None:
+        assert resolved.data.window == window
+    if init == "pretrained":  # exactly what init="pretrained" resolves to
+        _, explicit = prepare_resolved(frame, cfg.replace({"train": {"init": "pretrained"}}))
+        assert resolved == explicit
+
+
+def test_init_auto_trains_a_panel_from_random_parameters():
+    from stacklstm.train.resolve import prepare_resolved
+
+    frame, cfg = _series("QS", 60)
+    panel = pd.concat([frame.assign(id="a"), frame.assign(id="b")])
+    _, resolved = prepare_resolved(panel, cfg.replace({"data": {"id_column": "id"}}))
+    assert resolved.train.init == "random"
+
+
+def test_a_weekly_series_fine_tunes_the_weekly_weights():
+    """A run's weekly step is "7D" (Series.freq), the weekly weights' family."""
+    from stacklstm.train.resolve import prepare_resolved
+
+    frame, cfg = _series("W-SUN", 120)
+    _, resolved = prepare_resolved(frame, cfg.replace({"train": {"init": "pretrained"}}))
+    assert (resolved.train.init, resolved.data.window, resolved.data.season) == (
+        "pretrained",
+        52,
+        52,
+    )
+
+
+def test_a_first_estimator_fit_on_one_quarterly_series_fine_tunes_the_weights(tmp_path):
+    """LSTMForecaster's defaults (init="auto"): one quarterly series starts from the
+    quarterly weights; from a learning rate too small to move them it forecasts the
+    zero-shot forecast."""
+    from stacklstm import LSTMForecaster
+
+    frame, _ = _quarterly_table(tmp_path)
+    model = LSTMForecaster(horizon=4, test_size=0, lr=1e-30, weight_decay=0.0, epochs=1)
+    tuned = model.fit(frame.assign(unique_id="s")).predict()
+    assert read_run_info(model.run_dir).config.train.init == "pretrained"
+    zero = forecast(frame, h=4, level=())
+    np.testing.assert_allclose(tuned["stacklstm"], zero["stacklstm"], rtol=1e-5)

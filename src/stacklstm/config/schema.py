@@ -33,7 +33,7 @@ LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
 BaselineKind = Literal["naive", "all"]
 CombinationKind = Literal["weighted", "median"]
 RetrainKind = Literal["auto", "all", "on", "off"]
-InitKind = Literal["random", "pretrained"]
+InitKind = Literal["auto", "random", "pretrained"]
 LossWeightKind = Literal["auto", "mase", "none"]
 TargetTransform = Literal["seasonal_panel", "none", "log1p", "auto", "per_series"]
 #: ``"auto"``: a setting derived from the data when the run starts (the season from the time

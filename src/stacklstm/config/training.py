@@ -150,12 +150,14 @@ class TrainConfig(_Section):
     )
     seed: int = setting(0, help="seed of the initialisation, the shuffling and dropout")
     init: InitKind = setting(
-        "random",
+        "auto",
         help="the parameters training starts from: 'random' (from seed) or 'pretrained': the "
         "shipped model of the data's time step (yearly ... hourly; stacklstm forecast's), "
         "fine-tuned on your series; it sets the window, scaling and model the weights were "
         "trained with, and needs one target, no covariates and a horizon up to the model's; "
-        "lr, epochs and min_steps left at their defaults become 1e-4, 20 and 0",
+        "lr, epochs and min_steps left at their defaults become 1e-4, 20 and 0; 'auto': "
+        "'pretrained' for one quarterly or monthly series that meets those needs (and sets "
+        "none of the window or model settings), else 'random'",
         legacy="random",
     )
     ensemble: int = setting(

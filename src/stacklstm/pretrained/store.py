@@ -72,8 +72,8 @@ def family_of(freq: str) -> str:
         ValueError: A step no shipped model covers (15 minutes, two months, ...).
 
     Example:
-        >>> family_of("ME"), family_of("QS-OCT"), family_of("W-SAT"), family_of("h")
-        ('monthly', 'quarterly', 'weekly', 'hourly')
+        >>> family_of("ME"), family_of("QS-OCT"), family_of("W-SAT"), family_of("7D")
+        ('monthly', 'quarterly', 'weekly', 'weekly')
     """
     try:
         offset = pd.tseries.frequencies.to_offset(freq)
@@ -88,6 +88,8 @@ def family_of(freq: str) -> str:
         "daily": ("Day", "BusinessDay"),
         "hourly": ("Hour",),
     }
+    if kind == "Day" and offset.n == 7:  # a run's weekly step (Series.freq, "7D")
+        return "weekly"
     for name, kinds in families.items():
         if kind in kinds and offset.n == 1:
             return name

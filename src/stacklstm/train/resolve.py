@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checks import DataError
+from ..checks import DataError, SettingError
 from ..config import AUTO, DataConfig, RunConfig, TrainConfig
 from ..config.auto import (
     BASE_BATCH_SIZE,
@@ -47,9 +47,10 @@ from ..config.auto import (
 )
 from ..data import prepare_series
 from ..data.rows import check_length
-from ..data.splits import split_rows
+from ..data.splits import split_problem, split_rows
 from ..data.transform import choose_target_transform
-from ..pretrained.finetune import pretrained_config
+from ..pretrained.finetune import AUTO_FAMILIES, pretrained_config
+from ..pretrained.store import family_of
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,8 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
     series = prepare_series(frame, cfg.data)
     if cfg.model.hybrid:
         check_positive_targets(series)
+    if cfg.train.init == AUTO:
+        cfg = choose_init(cfg, series)
     if cfg.train.init == "pretrained":  # the windows and model the weights were trained on
         cfg = pretrained_config(cfg, series.freq, series.ids is not None)
     resolved = resolve_run_config(cfg, series.freq, None)
@@ -186,6 +189,46 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
             resolved = resolved.replace({"data": {"window": window}})
         check_length(len(series), resolved.data, forecast_only=False)
     return series, resolved
+
+
+def choose_init(cfg: RunConfig, series: Any) -> RunConfig:
+    """``init="auto"`` resolved: ``cfg`` with ``init="pretrained"`` where the data is one
+    series of a time step whose weights ``"auto"`` fine-tunes
+    (:data:`~stacklstm.pretrained.finetune.AUTO_FAMILIES`: quarterly, monthly) and a
+    fine-tune can train on it as the run is set
+    (:func:`~stacklstm.pretrained.finetune.pretrained_config` accepts it: one target, no
+    covariates, a point loss, a horizon up to the weights', no window or model setting of
+    its own; and the series holds the fine-tune's windows), else ``init="random"``. The
+    choice and, for ``"random"``, its reason are logged.
+    """
+    family = _covered_family(series.freq)
+    if series.n_series != 1:
+        why = f"a panel of {series.n_series} series trains a global model"
+    elif series.freq is None:
+        why = "no regular time column to choose the weights by"
+    elif family not in AUTO_FAMILIES:
+        why = f"'auto' fine-tunes the {' and '.join(AUTO_FAMILIES)} weights only" + (
+            f"; init='pretrained' fine-tunes the {family} ones" if family else ""
+        )
+    else:
+        pretrained = cfg.replace({"train": {"init": "pretrained"}})
+        try:
+            settings = pretrained_config(pretrained, series.freq, False)
+            resolved = resolve_run_config(settings, series.freq, None).data
+            why = split_problem(len(series), split_rows(len(series), resolved), resolved)
+        except (SettingError, DataError) as err:
+            why = str(err).removeprefix("init='pretrained': ")
+    init = "random" if why else "pretrained"
+    log.info("init 'auto': %s (%s)", init, why or f"the {family} weights, fine-tuned")
+    return cfg.replace({"train": {"init": init}})
+
+
+def _covered_family(freq: str | None) -> str | None:
+    """The family of the shipped weights of the time step ``freq``, or None."""
+    try:
+        return None if freq is None else family_of(freq)
+    except ValueError:
+        return None
 
 
 def check_positive_targets(series: Any) -> None:

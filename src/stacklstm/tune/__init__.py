@@ -192,6 +192,7 @@ def tune(
 
     Args:
         base: The settings every trial starts from; the space overrides some of them.
+            ``init="auto"`` becomes ``"random"`` (``"pretrained"`` fine-tunes every trial).
         out_dir: The search folder: ``trials/<number>/`` run folders, ``study.db`` (the
             default storage), ``best.toml`` (the best trial's settings, and ``data_path`` as
             ``[data] file``), ``trials.csv``, ``history.png``, ``importances.png``.
@@ -226,6 +227,9 @@ def tune(
             "with `ensemble`",
             "ensemble",
         )
+    if base.train.init == "auto":  # every trial from random parameters: the trials'
+        # validation losses must share one scaling, and a fine-tune takes the weights'
+        base = base.replace({"train": {"init": "random"}})
     dims = SearchSpace.from_dict(default_space(base) if space is None else space, base)
     out_dir = Path(out_dir)
     if storage is None:
