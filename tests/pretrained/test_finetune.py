@@ -209,3 +209,24 @@ def test_a_first_estimator_fit_on_one_quarterly_series_fine_tunes_the_weights(tm
     assert read_run_info(model.run_dir).config.train.init == "pretrained"
     zero = forecast(frame, h=4, level=())
     np.testing.assert_allclose(tuned["stacklstm"], zero["stacklstm"], rtol=1e-5)
+
+
+def test_init_auto_without_weights_to_read_trains_from_random_parameters(tmp_path, monkeypatch):
+    """Another weights folder without the quarterly family: the default trains as before."""
+    from stacklstm.pretrained.store import WEIGHTS_ENV
+    from stacklstm.train.resolve import prepare_resolved
+
+    monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path))
+    frame, cfg = _series("QS", 60)
+    assert prepare_resolved(frame, cfg)[1].train.init == "random"
+
+
+def test_a_resume_keeps_the_init_its_run_chose(tmp_path):
+    """A folder that trained from random parameters (saved before init="auto", or chosen
+    so) resumes from them under the default, not as a fine-tune refused for its settings."""
+    _, path = _quarterly_table(tmp_path)
+    cfg = _cfg(epochs=2, retrain="off").replace({"train": {"init": "random"}})
+    fit(cfg, tmp_path / "r", data_path=path, quiet=True, stop_after_steps=2)
+    resumed = fit(cfg.replace({"train": {"init": "auto"}}), tmp_path / "r", resume=True, quiet=True)
+    assert read_run_info(tmp_path / "r").config.train.init == "random"
+    assert resumed.report is not None

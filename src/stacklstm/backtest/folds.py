@@ -25,7 +25,7 @@ from ..data import bundled_dataset_path, read_table
 from ..data.splits import split_rows
 from ..rundir.files import PLAN_FILE
 from ..train.plan import check_settings, refuse_resume
-from ..train.resolve import prepare_resolved
+from ..train.resolve import prepare_resolved, saved_init
 
 
 def check_refit(refit: object) -> str | int:
@@ -216,6 +216,7 @@ def prepare_backtest(
     step = saved.get("step", cfg.data.horizon) if step is None else step
     data_ref = None if data_path is None else Path(data_path).absolute()
     source = bundled_dataset_path() if data_path is None else Path(data_path)
+    cfg = saved_init(cfg, saved.get("config"))
     series, cfg = prepare_resolved(read_table(source), cfg)  # "auto" season and window
     lengths = np.diff(series.bounds)
     _check_common_end(series)

@@ -21,7 +21,10 @@ run folder's ``config.json`` holds them resolved.
 * ``retrain``: ``"all"`` where there are validation windows, else ``"off"``
   (:func:`retrain_of`; a backtest's fold: :func:`fold_retrain_of`);
 * ``loss_weight``: ``"mase"`` for a panel trained on the squared error whose scaler is not
-  MASE's own, else ``"none"`` (:func:`loss_weight_of`).
+  MASE's own, else ``"none"`` (:func:`loss_weight_of`);
+* ``init``: ``"pretrained"`` for one quarterly or monthly series the shipped weights can
+  fine-tune on, else ``"random"`` (:func:`stacklstm.train.resolve.choose_init`, which reads
+  the weights).
 
 The training budget. A fixed number of epochs trains a short series for very few optimiser
 steps (60 epochs of one batch of 32 are 60 steps), too few to learn a seasonal pattern; with

@@ -306,7 +306,7 @@ def _restore(run_dir: Path, info: RunInfo) -> TrainedRun:
                 "latest one, step %d%s",
                 run_dir,
                 step,
-                " (the untrained initial model)" if step == 0 else "",
+                _step_zero(info) if step == 0 else "",
             )
         kept = ckpts.saved_config(kind, step)
         check_config_unchanged(run_dir, info, kept, step)
@@ -372,3 +372,10 @@ def load_series(
     )
     with memory_errors_as_data_errors(len(frame), n_columns):
         return source, prepare_series(frame, cfg.data, forecast_only=forecast_only)
+
+
+def _step_zero(info: Any) -> str:
+    """What a run's checkpoint of step 0 holds, for a message."""
+    if info.config.train.init == "pretrained":
+        return " (the pretrained weights, not fine-tuned yet)"
+    return " (the untrained initial model)"

@@ -43,7 +43,13 @@ from ..rundir.info import (
     run_data_path,
 )
 from .memory import check_fits_float32, check_series_fit, memory_errors_as_data_errors
-from .resolve import planned_batch, planned_window, prepare_resolved, resolve_splits
+from .resolve import (
+    planned_batch,
+    planned_window,
+    prepare_resolved,
+    resolve_splits,
+    saved_init,
+)
 from .step import TrainState, abstract_state, check_state_fits, example_inputs, make_optimizer
 
 log = logging.getLogger(__name__)
@@ -133,6 +139,7 @@ def make_plan(
     """
     check_settings(cfg, "run_cfg")
     saved, data_path, differences = _check_folder(out_dir, resume, data_path, keep)
+    cfg = saved_init(cfg, None if saved is None else saved.config)
     source = bundled_dataset_path() if data_path is None else Path(data_path)
     series, cfg, splits, scaler = _read_and_split(cfg, source)
     mesh = make_mesh()

@@ -4,7 +4,9 @@ The rules (what each ``"auto"`` becomes) are :mod:`stacklstm.config.auto`'s; thi
 reads what they need from the data and applies them, in two steps, before anything is
 trained or written:
 
-* :func:`prepare_resolved` reads the series and resolves the data settings: ``season``
+* :func:`prepare_resolved` reads the series and resolves ``init`` (:func:`choose_init`:
+  a fine-tune of the shipped weights for one quarterly or monthly series, which sets the
+  weights' window and model) and the data settings: ``season``
   from the time step, ``window`` from the season (on a short series, from its length),
   ``start_padding``, ``scaler`` and ``target_transform`` (``"auto"``: Guerrero's lambda of
   the training rows, :mod:`stacklstm.data.transform`); with ``model.hybrid``, the data
@@ -35,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checks import DataError, SettingError
+from ..checks import DataError
 from ..config import AUTO, DataConfig, RunConfig, TrainConfig
 from ..config.auto import (
     BASE_BATCH_SIZE,
@@ -216,11 +218,21 @@ def choose_init(cfg: RunConfig, series: Any) -> RunConfig:
             settings = pretrained_config(pretrained, series.freq, False)
             resolved = resolve_run_config(settings, series.freq, None).data
             why = split_problem(len(series), split_rows(len(series), resolved), resolved)
-        except (SettingError, DataError) as err:
+        except (ValueError, KeyError, OSError) as err:  # refused, or no weights to read
             why = str(err).removeprefix("init='pretrained': ")
     init = "random" if why else "pretrained"
     log.info("init 'auto': %s (%s)", init, why or f"the {family} weights, fine-tuned")
     return cfg.replace({"train": {"init": init}})
+
+
+def saved_init(cfg: RunConfig, saved: RunConfig | None) -> RunConfig:
+    """``cfg`` resuming a run saved as ``saved``: ``init="auto"`` takes the choice the run
+    made (its folder's, ``"random"`` for a folder older than the setting), so a resume never
+    switches a run between the weights and random parameters (other weights since, or a
+    folder written when ``"auto"`` did not exist)."""
+    if saved is None or cfg.train.init != AUTO:
+        return cfg
+    return cfg.replace({"train": {"init": saved.train.init}})
 
 
 def _covered_family(freq: str | None) -> str | None:
