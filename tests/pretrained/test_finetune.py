@@ -153,6 +153,7 @@ def _series(freq, n, horizon=4, **data):
     [
         ("QS", 60, 4, {}, "pretrained", 8),  # the quarterly weights' window
         ("MS", 40, 4, {}, "pretrained", 24),
+        ("YS", 30, 4, {}, "pretrained", 10),
         ("W-SUN", 120, 4, {}, "random", None),  # weights of synthetic series: not by default
         ("QS", 60, 9, {}, "random", None),  # longer than the weights' horizon of 8
         ("QS", 60, 4, {"window": 5}, "random", 5),  # a window of its own

@@ -22,7 +22,7 @@ run folder's ``config.json`` holds them resolved.
   (:func:`retrain_of`; a backtest's fold: :func:`fold_retrain_of`);
 * ``loss_weight``: ``"mase"`` for a panel trained on the squared error whose scaler is not
   MASE's own, else ``"none"`` (:func:`loss_weight_of`);
-* ``init``: ``"pretrained"`` for one quarterly or monthly series the shipped weights can
+* ``init``: ``"pretrained"`` for one yearly, quarterly or monthly series the shipped weights can
   fine-tune on, else ``"random"`` (:func:`stacklstm.train.resolve.choose_init`, which reads
   the weights).
 

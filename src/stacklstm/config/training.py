@@ -156,8 +156,8 @@ class TrainConfig(_Section):
         "fine-tuned on your series; it sets the window, scaling and model the weights were "
         "trained with, and needs one target, no covariates and a horizon up to the model's; "
         "lr, epochs and min_steps left at their defaults become 1e-4, 20 and 0; 'auto': "
-        "'pretrained' for one quarterly or monthly series that meets those needs (and sets "
-        "none of the window or model settings), else 'random'",
+        "'pretrained' for one yearly, quarterly or monthly series that meets those needs "
+        "(and sets none of the window or model settings), else 'random'",
         legacy="random",
     )
     ensemble: int = setting(

@@ -5,7 +5,7 @@ reads what they need from the data and applies them, in two steps, before anythi
 trained or written:
 
 * :func:`prepare_resolved` reads the series and resolves ``init`` (:func:`choose_init`:
-  a fine-tune of the shipped weights for one quarterly or monthly series, which sets the
+  a fine-tune of the shipped weights for one yearly, quarterly or monthly series, which sets the
   weights' window and model) and the data settings: ``season``
   from the time step, ``window`` from the season (on a short series, from its length),
   ``start_padding``, ``scaler`` and ``target_transform`` (``"auto"``: Guerrero's lambda of
@@ -196,7 +196,7 @@ def prepare_resolved(frame: pd.DataFrame, cfg: RunConfig) -> tuple[Any, RunConfi
 def choose_init(cfg: RunConfig, series: Any) -> RunConfig:
     """``init="auto"`` resolved: ``cfg`` with ``init="pretrained"`` where the data is one
     series of a time step whose weights ``"auto"`` fine-tunes
-    (:data:`~stacklstm.pretrained.finetune.AUTO_FAMILIES`: quarterly, monthly) and a
+    (:data:`~stacklstm.pretrained.finetune.AUTO_FAMILIES`: yearly, quarterly, monthly) and a
     fine-tune can train on it as the run is set
     (:func:`~stacklstm.pretrained.finetune.pretrained_config` accepts it: one target, no
     covariates, a point loss, a horizon up to the weights', no window or model setting of
@@ -209,7 +209,7 @@ def choose_init(cfg: RunConfig, series: Any) -> RunConfig:
     elif series.freq is None:
         why = "no regular time column to choose the weights by"
     elif family not in AUTO_FAMILIES:
-        why = f"'auto' fine-tunes the {' and '.join(AUTO_FAMILIES)} weights only" + (
+        why = f"'auto' fine-tunes the {', '.join(AUTO_FAMILIES)} weights only" + (
             f"; init='pretrained' fine-tunes the {family} ones" if family else ""
         )
     else:
