@@ -602,6 +602,72 @@ def _median_where_forecast(stats: Mapping[str, dict]) -> Any:
     return make
 
 
+def _combination_row(
+    frequency: str,
+    covered: Sequence[MSeries],
+    name: str,
+    recipe: str,
+    combined: Sequence[Mapping[str, Any]],
+    naive: Mapping[str, float],
+) -> str:
+    """The markdown row of one combination's forecasts ``combined`` (``{id: (h,)}`` per
+    seed): mean MASE (and sd over seeds), sMAPE, the share of series it beats seasonal
+    naive on (``naive``: seasonal naive's MASE per series)."""
+    per_seed = [_means(covered, c) for c in combined]
+    mase = [m["mase"] for m in per_seed]
+    wins = np.mean([[score(s, c[s.id])["mase"] < naive[s.id] for s in covered] for c in combined])
+    sd = f" ± {np.std(mase):.3f}" if len(combined) > 1 else ""
+    smape = np.mean([m["smape"] for m in per_seed])
+    return (
+        f"| {frequency} | {len(covered)} | {name} + statistical, {recipe} | "
+        f"{np.mean(mase):.3f}{sd} | {smape:.2f} | {wins:.0%} |"
+    )
+
+
+def _blended_median(
+    covered: Sequence[MSeries],
+    stats: Mapping[str, dict],
+    held: Mapping[str, dict],
+    lstm: Mapping[str, dict],
+) -> tuple[str, dict[str, list[float]]]:
+    """The preset's median (:func:`combine`) blended with the seasonal naive forecast or that
+    with drift as :func:`stacklstm.forecasting.zeroshot_blend.choose_blend` chooses on the
+    table's own last windows: the median of the model's validation forecast and the
+    statistical models' forecasts of the last ``h`` values of ``x`` (each fitted without
+    them; series without both are left out of the choice). The blend in words (``"the
+    model alone"``: the median), and ``{id: (h,) forecast}``."""
+    from stacklstm.forecasting.zeroshot_blend import (
+        MODEL_ALONE,
+        OwnWindows,
+        benchmark_forecasts,
+        choose_blend,
+    )
+
+    def benchmarks(group: Sequence[MSeries], cut: int) -> dict[str, np.ndarray]:
+        rows = [s.x[: len(s.x) - cut] for s in group]
+        bounds = np.cumsum([0, *(len(x) for x in rows)])
+        return benchmark_forecasts(np.concatenate(rows), bounds, group[0].season, group[0].h)
+
+    windows = [
+        s
+        for s in covered
+        if lstm[s.id].get("val_forecast") is not None and s.id in held and len(s.x) > s.h
+    ]
+    chosen = MODEL_ALONE
+    if windows:
+        chosen = choose_blend(
+            OwnWindows(
+                np.array([combine(lstm[s.id]["val_forecast"], held[s.id]) for s in windows]),
+                benchmarks(windows, windows[0].h),
+                np.stack([s.x[-s.h :] for s in windows]),
+                np.array([mase_scale(s.x[: -s.h], s.season) for s in windows]),
+            )
+        )
+    point = np.array([combine(lstm[s.id]["forecast"], stats[s.id]) for s in covered])
+    blended = chosen.apply(point, benchmarks(covered, 0))
+    return chosen.describe(), {s.id: b.tolist() for s, b in zip(covered, blended, strict=True)}
+
+
 def table_rows(
     series: Sequence[MSeries],
     stats: Mapping[str, dict],
@@ -662,19 +728,20 @@ def table_rows(
                 recipes["weighted"] = lambda r, s: combine_weighted(
                     s, r, stats[s.id], held.get(s.id)
                 )
+                recipes["mean"] = lambda r, s: np.mean(
+                    [r["forecast"], *(stats[s.id][n] for n in STATISTICAL)], axis=0
+                ).tolist()
             for recipe, make in recipes.items():
                 combined = [{s.id: make(lstm[k][s.id], s) for s in covered} for k in seeds]
-                per_seed = [_means(covered, c) for c in combined]
-                mase = [m["mase"] for m in per_seed]
-                wins = np.mean(
-                    [[score(s, c[s.id])["mase"] < naive[s.id] for s in covered] for c in combined]
+                lines.append(_combination_row(frequency, covered, name, recipe, combined, naive))
+            if held is not None:  # the median blended as the table's own last windows choose
+                blends = [_blended_median(covered, stats, held, lstm[k]) for k in seeds]
+                recipe = "median, blended as its own windows choose (" + (
+                    "; ".join(chosen.replace("the model", "the median") for chosen, _ in blends)
+                    + ")"
                 )
-                sd = f" ± {np.std(mase):.3f}" if len(seeds) > 1 else ""
-                smape = np.mean([m["smape"] for m in per_seed])
-                lines.append(
-                    f"| {frequency} | {len(covered)} | {name} + statistical, {recipe} | "
-                    f"{np.mean(mase):.3f}{sd} | {smape:.2f} | {wins:.0%} |"
-                )
+                combined = [forecasts for _, forecasts in blends]
+                lines.append(_combination_row(frequency, covered, name, recipe, combined, naive))
         for model in BASELINES:
             m = _means(covered, {s.id: stats[s.id][model] for s in covered})
             naive_wins = np.mean(

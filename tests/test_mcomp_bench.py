@@ -127,6 +127,31 @@ def test_table_rows_score_the_lstm_and_the_baselines_on_the_same_series():
     assert "| 1 | auto_ets | 0.000 |" in ets  # offset 0: exact, on series a only
 
 
+def test_the_median_is_blended_with_drift_where_its_own_windows_choose_it():
+    # yearly lines (slope 2): every forecaster says "flat at the last value" on the
+    # validation windows and the final forecast, which drift (the line) beats everywhere
+    lines = [
+        mc.MSeries(f"y{i}", "yearly", 10.0 * i + 2.0 * np.arange(12), np.zeros(6)) for i in (1, 2)
+    ]
+    for s in lines:
+        s.xx[:] = s.x[-1] + 2.0 * np.arange(1, 7)
+    flat = {s.id: [float(s.x[-1])] * 6 for s in lines}
+    flat_val = {s.id: [float(s.x[-7])] * 6 for s in lines}
+    stats = {s.id: {n: flat[s.id] for n in mc.STATISTICAL} for s in lines}
+    held = {s.id: {n: flat_val[s.id] for n in mc.STATISTICAL} for s in lines}
+    lstm = {s.id: {"forecast": flat[s.id], "val_forecast": flat_val[s.id]} for s in lines}
+    chosen, out = mc._blended_median(lines, stats, held, lstm)
+    assert chosen == "0 x the model + 1 x seasonal_drift"
+    for s in lines:
+        np.testing.assert_allclose(out[s.id], s.xx)  # the line through x's ends, continued
+    # forecasters that get the windows right keep the median alone
+    right = {s.id: s.x[-6:].tolist() for s in lines}
+    held = {s.id: {n: right[s.id] for n in mc.STATISTICAL} for s in lines}
+    lstm = {s.id: {"forecast": flat[s.id], "val_forecast": right[s.id]} for s in lines}
+    chosen, out = mc._blended_median(lines, stats, held, lstm)
+    assert chosen == "the model alone" and out == flat
+
+
 def test_coverage_counts_the_series_the_library_can_train_on():
     long, short = _series("long", n=60, h=8), _series("short", n=12, h=8)
     found = mc.coverage([long, short], {})["quarterly"]
