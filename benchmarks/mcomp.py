@@ -441,9 +441,16 @@ def global_(
     settings: Mapping[str, str],
     work: Path,
     dataset: str,
+    donors: Sequence[str] = (),
 ) -> dict[int, dict[str, dict]]:
-    """``{seed: {id: {"forecast", "fit_s"}}}``: one model per frequency over all its series."""
-    path = work / dataset / f"global-{_recipe_key(settings)}.jsonl"
+    """``{seed: {id: {"forecast", "fit_s"}}}``: one model per frequency over all its series.
+    With ``init=pretrained`` in ``settings``, each model fine-tunes the weights of its
+    frequency trained on the competitions ``donors`` only (:func:`_donor_weights`)."""
+    pretrained = settings.get("init") == "pretrained"
+    if pretrained and not donors:
+        raise SystemExit("--set init=pretrained: name the weights' competitions with --donors")
+    name = f"global-{'+'.join(donors)}-" if pretrained else "global-"
+    path = work / dataset / f"{name}{_recipe_key(settings)}.jsonl"
     done = _read_jsonl(path)
     out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
     for seed in seeds:
@@ -453,7 +460,13 @@ def global_(
             if not items:
                 continue
             if key not in done or "fallback" not in done[key]:  # older rows: refit
-                result = lstm_fit(items, settings, seed, with_id=True)
+                weights = (
+                    _donor_weights(work, dataset, donors, frequency)
+                    if pretrained
+                    else contextlib.nullcontext()
+                )
+                with weights:
+                    result = lstm_fit(items, settings, seed, with_id=True)
                 row = {"key": key, **result, "settings": dict(settings)}
                 _append(path, row)
                 done[key] = row
@@ -731,6 +744,14 @@ def table_rows(
                 recipes["mean"] = lambda r, s: np.mean(
                     [r["forecast"], *(stats[s.id][n] for n in STATISTICAL)], axis=0
                 ).tolist()
+                # the weighted mean shrunk halfway to the median, the robust combination
+                recipes["the mean of the median and the weighted"] = lambda r, s: np.mean(
+                    [
+                        combine(r["forecast"], stats[s.id]),
+                        combine_weighted(s, r, stats[s.id], held.get(s.id)),
+                    ],
+                    axis=0,
+                ).tolist()
             for recipe, make in recipes.items():
                 combined = [{s.id: make(lstm[k][s.id], s) for s in covered} for k in seeds]
                 lines.append(_combination_row(frequency, covered, name, recipe, combined, naive))
@@ -985,6 +1006,29 @@ def _weights_folder(work: Path, dataset: str, donors: Sequence[str], frequency: 
     return work / dataset / f"weights-{'+'.join(donors)}-{key}"
 
 
+@contextlib.contextmanager
+def _donor_weights(
+    work: Path, dataset: str, donors: Sequence[str], frequency: str
+) -> Iterator[Path]:
+    """The weights of ``frequency``'s family trained on the competitions ``donors`` only
+    (``benchmarks/pretrain.py``, seed 0; trained now where :func:`_weights_folder` holds
+    none) as the weights ``init="pretrained"`` reads while the block runs."""
+    from stacklstm.pretrained.store import WEIGHTS_ENV
+
+    folder = _weights_folder(work, dataset, donors, frequency)
+    if not (folder / f"{frequency}.npz").is_file():
+        _pretrain().train_family(frequency, folder, 0, False, competitions=donors)
+    previous = os.environ.get(WEIGHTS_ENV)
+    os.environ[WEIGHTS_ENV] = str(folder)
+    try:
+        yield folder
+    finally:
+        if previous is None:
+            os.environ.pop(WEIGHTS_ENV, None)
+        else:
+            os.environ[WEIGHTS_ENV] = previous
+
+
 def weights_zero_shot(
     series: Sequence[MSeries], donors: Sequence[str], work: Path, dataset: str
 ) -> dict[int, dict[str, dict]]:
@@ -1018,28 +1062,16 @@ def fine_tune(
     0, one folder per frequency under ``work``) and fine-tunes on the series' ``x``. A
     frequency whose horizon is not the family's is left out."""
     from stacklstm.pretrained import FAMILIES
-    from stacklstm.pretrained.store import WEIGHTS_ENV
 
-    pretrain = _pretrain()
     name = "+".join(donors)
     out: dict[int, dict[str, dict]] = {seed: {} for seed in seeds}
     for frequency in FREQUENCIES:
         group = [s for s in series if s.frequency == frequency]
         if frequency not in FAMILIES or not group or group[0].h != FAMILIES[frequency].horizon:
             continue
-        folder = _weights_folder(work, dataset, donors, frequency)
-        if not (folder / f"{frequency}.npz").is_file():
-            pretrain.train_family(frequency, folder, 0, False, competitions=donors)
-        previous = os.environ.get(WEIGHTS_ENV)
-        os.environ[WEIGHTS_ENV] = str(folder)
-        try:
+        with _donor_weights(work, dataset, donors, frequency):
             tuned = {**settings, "init": "pretrained"}
             done = local(group, sample, seeds, tuned, work, dataset, name=f"finetune-{name}")
-        finally:
-            if previous is None:
-                os.environ.pop(WEIGHTS_ENV, None)
-            else:
-                os.environ[WEIGHTS_ENV] = previous
         for seed in seeds:
             out[seed].update(done[seed])
     return out
@@ -1468,6 +1500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="zeroshot: the competitions the model trains on, comma-separated (m1, m3, "
         "tourism; never --dataset; synthetic: series of stacklstm.datasets.synthetic); "
+        "global with --set init=pretrained: those its weights were trained on; "
         "calibration: also shipped, the package's weights (for --dataset synthetic only)",
     )
     parser.add_argument("--sample", type=int, default=60, help="series per frequency (local)")
@@ -1486,7 +1519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-weighted",
         action="store_true",
-        help="skip the weighted combination (and its holdout fits of the statistical models)",
+        help="skip the combinations fitted on the last h values of x (weighted, the mean of "
+        "the median and the weighted, the blend) and the statistical models' fits without them",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -1595,7 +1629,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         times = [r["fit_s"] for by_id in results.values() for r in by_id.values()]
         lines += [f"Median fit time per series: {np.median(times):.1f} s.", ""]
     if "global" in modes:
-        results = global_(series, seeds, settings, args.work, args.dataset)
+        donors = _donors(args, "global") if settings.get("init") == "pretrained" else []
+        results = global_(series, seeds, settings, args.work, args.dataset, donors)
         held = None if args.no_weighted else statistical(series, args.work, args.dataset, True)
         lines += [
             f"One global stacklstm model per frequency ({recipe}):",

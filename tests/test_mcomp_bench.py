@@ -4,6 +4,7 @@ forecasts against statsforecast's, the tables, the cache."""
 import doctest
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -276,6 +277,48 @@ def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path
             pinball[q] += np.sum(np.where(e >= 0, q * e, (q - 1) * e))
     wql = np.mean([2 * v / sum(np.abs(s.xx).sum() for s in targets) for v in pinball.values()])
     assert mc.zero_shot_wql(targets, {0: got})[2].startswith(f"| quarterly | 0 | 2 | {wql:.3f} |")
+
+
+def test_a_global_fine_tune_reads_the_donors_weights_and_caches_apart(tmp_path, monkeypatch):
+    """init=pretrained: each frequency's model fits while the weights trained on the donors
+    alone are the ones init='pretrained' reads (trained first where missing), the setting
+    is restored after, and the cache is named by the donors (other donors: other fits)."""
+    from stacklstm.pretrained.store import WEIGHTS_ENV
+
+    monkeypatch.setenv(WEIGHTS_ENV, "/elsewhere")
+    trained, seen = [], []
+
+    class Pretrain:
+        @staticmethod
+        def settings_of(frequency):
+            return {"window": "8"}
+
+        @staticmethod
+        def train_family(frequency, folder, seed, quick, competitions):
+            trained.append((frequency, list(competitions)))
+            folder.mkdir(parents=True)
+            (folder / f"{frequency}.npz").write_bytes(b"")
+
+    def fit(items, settings, seed, with_id):
+        seen.append((settings["init"], os.environ[WEIGHTS_ENV]))
+        return {"forecasts": {s.id: s.xx.tolist() for s in items}, "fallback": [], "fit_s": 1.0}
+
+    monkeypatch.setattr(mc, "_pretrain", lambda: Pretrain)
+    monkeypatch.setattr(mc, "lstm_fit", fit)
+    targets = [_series("t0", seed=1), _series("t1", seed=2)]
+    with pytest.raises(SystemExit, match="--donors"):
+        mc.global_(targets, [0], {"init": "pretrained"}, tmp_path, "toy")
+    got = mc.global_(targets, [0, 1], {"init": "pretrained"}, tmp_path, "toy", ["m1", "m3"])
+    folder = mc._weights_folder(tmp_path, "toy", ["m1", "m3"], "quarterly")
+    assert trained == [("quarterly", ["m1", "m3"])]  # once: the second seed reads it
+    assert seen == [("pretrained", str(folder))] * 2 and os.environ[WEIGHTS_ENV] == "/elsewhere"
+    assert got[1]["t0"]["forecast"] == targets[0].xx.tolist()
+    mc.global_(targets, [0], {"init": "pretrained"}, tmp_path, "toy", ["m1", "m3"])
+    assert len(seen) == 2  # cached
+    mc.global_(targets, [0], {"init": "pretrained"}, tmp_path, "toy", ["tourism"])
+    assert len(seen) == 3 and seen[-1][1].endswith(
+        mc._weights_folder(tmp_path, "toy", ["tourism"], "quarterly").name
+    )
 
 
 def test_synthetic_donors_are_positive_seeded_series_of_the_frequency():
