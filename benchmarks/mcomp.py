@@ -637,6 +637,15 @@ def _combination_row(
     )
 
 
+def _benchmarks(rows: Sequence[np.ndarray], season: int, h: int) -> dict[str, np.ndarray]:
+    """The benchmarks the zero-shot blend mixes in (seasonal naive, that with drift), forecast
+    ``h`` steps from the end of each of ``rows``: ``{name: (len(rows), h)}``."""
+    from stacklstm.forecasting.zeroshot_blend import benchmark_forecasts
+
+    bounds = np.cumsum([0, *(len(x) for x in rows)])
+    return benchmark_forecasts(np.concatenate(rows), bounds, season, h)
+
+
 def _blended_median(
     covered: Sequence[MSeries],
     stats: Mapping[str, dict],
@@ -649,17 +658,7 @@ def _blended_median(
     statistical models' forecasts of the last ``h`` values of ``x`` (each fitted without
     them; series without both are left out of the choice). The blend in words (``"the
     model alone"``: the median), and ``{id: (h,) forecast}``."""
-    from stacklstm.forecasting.zeroshot_blend import (
-        MODEL_ALONE,
-        OwnWindows,
-        benchmark_forecasts,
-        choose_blend,
-    )
-
-    def benchmarks(group: Sequence[MSeries], cut: int) -> dict[str, np.ndarray]:
-        rows = [s.x[: len(s.x) - cut] for s in group]
-        bounds = np.cumsum([0, *(len(x) for x in rows)])
-        return benchmark_forecasts(np.concatenate(rows), bounds, group[0].season, group[0].h)
+    from stacklstm.forecasting.zeroshot_blend import MODEL_ALONE, OwnWindows, choose_blend
 
     windows = [
         s
@@ -671,13 +670,15 @@ def _blended_median(
         chosen = choose_blend(
             OwnWindows(
                 np.array([combine(lstm[s.id]["val_forecast"], held[s.id]) for s in windows]),
-                benchmarks(windows, windows[0].h),
+                _benchmarks([s.x[: -s.h] for s in windows], windows[0].season, windows[0].h),
                 np.stack([s.x[-s.h :] for s in windows]),
                 np.array([mase_scale(s.x[: -s.h], s.season) for s in windows]),
             )
         )
     point = np.array([combine(lstm[s.id]["forecast"], stats[s.id]) for s in covered])
-    blended = chosen.apply(point, benchmarks(covered, 0))
+    blended = chosen.apply(
+        point, _benchmarks([s.x for s in covered], covered[0].season, covered[0].h)
+    )
     return chosen.describe(), {s.id: b.tolist() for s, b in zip(covered, blended, strict=True)}
 
 
@@ -968,19 +969,9 @@ def _own_blend(
     blend in words, and ``{id: (h,) forecast}``."""
     from stacklstm.forecasting import predict
     from stacklstm.forecasting.zeroshot import MIN_CALIBRATION_ROWS, MIN_OWN_WINDOWS
-    from stacklstm.forecasting.zeroshot_blend import (
-        MODEL_ALONE,
-        OwnWindows,
-        benchmark_forecasts,
-        choose_blend,
-    )
+    from stacklstm.forecasting.zeroshot_blend import MODEL_ALONE, OwnWindows, choose_blend
 
     h = items[0].h
-
-    def benchmarks(group: Sequence[MSeries]) -> dict[str, np.ndarray]:
-        bounds = np.cumsum([0, *(len(s.x) for s in group)])
-        values = np.concatenate([s.x for s in group])
-        return benchmark_forecasts(values, bounds, group[0].season, h)
 
     held = [_holdout(s) for s in items if len(s.x) >= MIN_CALIBRATION_ROWS + h]
     chosen = MODEL_ALONE
@@ -989,14 +980,14 @@ def _own_blend(
         own = _last_forecasts(predict(run, scratch / "held.csv", unseen="model"), h)
         windows = OwnWindows(
             np.array([own[s.id] for s in held]),
-            benchmarks(held),
+            _benchmarks([s.x for s in held], held[0].season, h),
             np.stack([s.xx for s in held]),
             np.array([mase_scale(s.x, s.season) for s in held]),
         )
         if len(windows.errors()) >= MIN_OWN_WINDOWS:
             chosen = choose_blend(windows)
     point = np.array([forecasts[s.id] for s in items])
-    blended = chosen.apply(point, benchmarks(items))
+    blended = chosen.apply(point, _benchmarks([s.x for s in items], items[0].season, h))
     return chosen.describe(), {s.id: b.tolist() for s, b in zip(items, blended, strict=True)}
 
 
