@@ -391,6 +391,34 @@ def test_panel_weights_per_series_fall_back_to_the_pooled_ones():
     np.testing.assert_allclose(out.ravel(), [2 / 3 + 4 / 3, 5 / 11 + 12 * 6 / 11, 0.2 + 0.8 * 6.0])
 
 
+def test_median_and_weighted_takes_each_series_own_weights():
+    """``"median_and_weighted"``: per series, the mean of the median of the forecasters its
+    weights name and the weighted mean with those weights (the pooled ones for "b")."""
+    from stacklstm.forecasting.combination import combined, fit_weights
+
+    val = _Windows(np.array([10.0, 12.0, 20.0]).reshape(3, 1, 1), [0, 0, 2])
+    forecasts = {
+        "model": np.array([11.0, 13.0, 24.0]).reshape(3, 1, 1),  # errors 1, 1 | 4
+        "auto_ets": np.array([12.0, 14.0, 21.0]).reshape(3, 1, 1),  # errors 2, 2 | 1
+        "auto_arima": np.array([13.0, 15.0, 23.0]).reshape(3, 1, 1),  # errors 3, 3 | 3
+        "auto_theta": None,
+    }
+    entry = fit_weights(val, forecasts, "all", 4, method="median_and_weighted")
+    assert entry["method"] == "median_and_weighted"
+    test = _Windows(np.zeros((3, 1, 1)), [0, 1, 2])
+    points = {"model": np.array([1.0, 1.0, 1.0]).reshape(3, 1, 1),
+              "auto_ets": np.array([4.0, 12.0, 6.0]).reshape(3, 1, 1),
+              "auto_arima": np.array([2.0, 3.0, 9.0]).reshape(3, 1, 1)}  # fmt: skip
+    out = combined(test, points, entry).ravel()
+    # "a": errors 1, 2, 3 -> weights 6/11, 3/11, 2/11; median of (1, 4, 2) is 2
+    a = 0.5 * (2.0 + (6 * 1.0 + 3 * 4.0 + 2 * 2.0) / 11)
+    # "b" pooled: errors 2, 5/3, 3 -> 1/2 : 3/5 : 1/3 = 15 : 18 : 10; median of (1, 12, 3): 3
+    b = 0.5 * (3.0 + (15 * 1.0 + 18 * 12.0 + 10 * 3.0) / 43)
+    # "c": errors 4, 1, 3 -> 1/4 : 1 : 1/3 = 3 : 12 : 4; median of (1, 6, 9): 6
+    c = 0.5 * (6.0 + (3 * 1.0 + 12 * 6.0 + 4 * 9.0) / 19)
+    np.testing.assert_allclose(out, [a, b, c], rtol=1e-12)
+
+
 def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run, tmp_path):
     """``combination="median"``: the report's and predict's combination is the median of the
     model and the baselines (with the naive baselines, the mean of the model and the
@@ -419,10 +447,13 @@ def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run
 
 
 @pytest.mark.slow  # a training run and the statistical baselines' fits: about 25 s
-def test_the_accurate_preset_forecasts_the_median_of_the_model_and_statsforecasts_fits(tmp_path):
-    """``preset="accurate"``: the future combination is the median (four forecasts: the mean
-    of the middle two) of the model's forecast and statsforecast's AutoETS, AutoARIMA and
-    AutoTheta, each fitted on the series' every row."""
+def test_the_accurate_preset_forecasts_the_median_and_weighted_of_the_model_and_statsforecast(
+    tmp_path,
+):
+    """``preset="accurate"``: the future combination is the mean of the median (four
+    forecasts: the mean of the middle two) and the weighted mean (each series' weights, the
+    inverse of the validation MAEs its report saved) of the model's forecast and
+    statsforecast's AutoETS, AutoARIMA and AutoTheta, each fitted on the series' every row."""
     pytest.importorskip("statsforecast")
     from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
 
@@ -434,8 +465,9 @@ def test_the_accurate_preset_forecasts_the_median_of_the_model_and_statsforecast
     data = _panel()
     out = model.fit(data).predict(combine=True)
     assert model.config.train.baselines == "all"
-    assert model.config.train.combination == "median"
+    assert model.config.train.combination == "median_and_weighted"
     horizon, season = model.config.data.horizon, model.config.data.season
+    report = json.loads((model.run_dir / "report.json").read_text())["combination"]
     for name, rows in data.groupby("unique_id"):
         y = rows["y"].to_numpy()
         mine = out[out["unique_id"] == name]
@@ -443,5 +475,9 @@ def test_the_accurate_preset_forecasts_the_median_of_the_model_and_statsforecast
             m(season_length=season).forecast(y=y, h=horizon)["mean"]
             for m in (AutoETS, AutoARIMA, AutoTheta)
         ]
-        hand = np.median([mine["stacklstm"].to_numpy(), *theirs], axis=0)
+        members = [mine["stacklstm"].to_numpy(), *theirs]
+        errors = report["per_series"][name]["val_mae"]
+        inverse = [1 / errors[n] for n in ("model", "auto_ets", "auto_arima", "auto_theta")]
+        weighted = sum(w * m for w, m in zip(inverse, members, strict=True)) / sum(inverse)
+        hand = 0.5 * (np.median(members, axis=0) + weighted)
         np.testing.assert_allclose(mine["stacklstm-combination"], hand, rtol=1e-6)

@@ -70,3 +70,20 @@ def test_median_is_value_by_value_and_leaves_out_what_is_missing():
         median({"a": None})
     with pytest.raises(ValueError, match="share one shape"):
         median({"a": a, "b": np.zeros(2)})
+
+
+def test_median_and_weighted_is_the_mean_of_the_two_by_hand():
+    from stacklstm.combine import median_and_weighted
+
+    a, b, c = np.array([1.0, 5.0]), np.array([3.0, 1.0]), np.array([8.0, 9.0])
+    forecasts = {"a": a, "b": b, "c": c, "unweighed": np.array([100.0, 100.0])}
+    weights = {"a": 0.5, "b": 0.3, "c": 0.2}
+    # median of a, b, c: [3, 5]; weighted: [0.5 + 0.9 + 1.6, 2.5 + 0.3 + 1.8] = [3.0, 4.6]
+    np.testing.assert_allclose(median_and_weighted(forecasts, weights), [3.0, 4.8], rtol=1e-12)
+    # a forecaster with a non-finite value: left out of the weighted mean (its weight
+    # renormalised over the others), out of the median at that value only
+    c = np.array([8.0, np.nan])
+    # median: [3, 3]; weighted over a and b alone: [(0.5 + 0.9) / 0.8, (2.5 + 0.3) / 0.8]
+    np.testing.assert_allclose(
+        median_and_weighted({"a": a, "b": b, "c": c}, weights), [2.375, 3.25], rtol=1e-12
+    )

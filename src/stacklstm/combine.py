@@ -7,7 +7,9 @@ Theta): each forecaster's weight is the inverse of its mean absolute error on th
 windows, normalised to sum to one, so a forecaster that did badly there counts little and one
 that did well counts most. Forecasters without a finite error or forecast are left out.
 :func:`median` is the other combination the M competitions report: the median of the
-forecasts, value by value, with no weights to fit.
+forecasts, value by value, with no weights to fit. :func:`median_and_weighted` is the mean of
+the two: the weighted mean shrunk halfway to the median, robust to a forecaster that did well
+on the validation windows by chance and still led by the one that did best.
 
 Example:
     >>> import numpy as np
@@ -20,6 +22,8 @@ Example:
     [11.0, 13.0]
     >>> median({**forecasts, "auto_theta": np.array([11.0, np.nan])}).tolist()
     [11.0, 14.0]
+    >>> median_and_weighted(forecasts, {"lstm": 0.75, "auto_ets": 0.25}).tolist()
+    [11.5, 13.5]
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NAME", "combine", "median", "weighted_mean", "weights"]
+__all__ = ["NAME", "combine", "median", "median_and_weighted", "weighted_mean", "weights"]
 
 #: The report key and forecast column of the combination.
 NAME = "combination"
@@ -147,6 +151,26 @@ def median(forecasts: Mapping[str, np.ndarray | None]) -> np.ndarray:
     seen = np.isfinite(stacked).any(axis=0)
     out[seen] = np.nanmedian(stacked[:, seen], axis=0)
     return out
+
+
+def median_and_weighted(
+    forecasts: Mapping[str, np.ndarray | None], weights: Mapping[str, float]
+) -> np.ndarray:
+    """The mean, value by value, of :func:`median` of the forecasters ``weights`` names and
+    :func:`weighted_mean` of ``forecasts`` with ``weights``.
+
+    Args:
+        forecasts: ``{name: array or None}``, the arrays of one shape.
+        weights: ``{name: weight >= 0}`` (of :func:`weights`).
+
+    Returns:
+        An array of the forecasts' shape, float64.
+
+    Raises:
+        ValueError: as :func:`weighted_mean` and :func:`median` raise.
+    """
+    named = {name: forecasts.get(name) for name in weights}
+    return 0.5 * (median(named) + weighted_mean(forecasts, weights))
 
 
 def _check_one_shape(arrays: Iterable[np.ndarray]) -> None:

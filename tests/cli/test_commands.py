@@ -31,9 +31,9 @@ def test_a_preset_sets_its_settings_under_the_flags_given():
 
     parse = build_parser().parse_args
     cfg = RunConfig().replace(_overrides(parse(["train", "--preset", "accurate"])))
-    assert (cfg.train.baselines, cfg.train.combination) == ("all", "median")
-    given = parse(["train", "--preset", "accurate", "--combination", "weighted", "--epochs", "3"])
+    assert (cfg.train.baselines, cfg.train.combination) == ("all", "median_and_weighted")
+    given = parse(["train", "--preset", "accurate", "--combination", "median", "--epochs", "3"])
     cfg = RunConfig().replace(_overrides(given))
-    assert (cfg.train.baselines, cfg.train.combination, cfg.train.epochs) == ("all", "weighted", 3)
+    assert (cfg.train.baselines, cfg.train.combination, cfg.train.epochs) == ("all", "median", 3)
     # without it: the defaults
     assert _overrides(parse(["train"]))["train"] == {}

@@ -73,8 +73,9 @@ def _add_train(commands: Any, formatter: type) -> None:
         "--preset",
         choices=tuple(PRESETS),
         help="a named bundle of settings over --config's, flags override; accurate: the model "
-        "and AutoETS, AutoARIMA, AutoTheta combined by their median (--baselines all "
-        "--combination median; forecast with predict --combine)",
+        "and AutoETS, AutoARIMA, AutoTheta combined by the mean of their median and their "
+        "weighted mean (--baselines all --combination median_and_weighted; forecast with "
+        "predict --combine)",
     )
     train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<date-time>)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
@@ -206,8 +207,8 @@ def _add_predict(commands: Any, formatter: type) -> None:
         "--combine",
         action="store_true",
         help="also the combination's forecasts: the model and the baselines from the same "
-        "origins weighed by the run's report.json weights (inverse validation MAE), or their "
-        "median (--combination median, --preset accurate); columns "
+        "origins weighed by the run's report.json weights (inverse validation MAE), their "
+        "median (--combination median) or the mean of the two (--preset accurate); columns "
         "<target>_h<k>_combination (long: combination), and its split-conformal intervals "
         "at the run's interval levels (long: combination-lo-80, combination-hi-80, ...)",
     )

@@ -5,10 +5,13 @@ it (a flag, a keyword of the estimator) wins over the preset's. ``stacklstm trai
 accurate`` and ``LSTMForecaster(preset="accurate")`` apply it.
 
 ``accurate``: the model and statsforecast's AutoETS, AutoARIMA and AutoTheta, combined by
-their median, value by value (``baselines="all"``, ``combination="median"``; with four
-forecasts, the mean of the middle two): the combination of the M competitions, which is on
-average more accurate than any of its members. Its forecast is the combination's: ``stacklstm
-predict RUN --combine`` (the column ``combination``), ``predict(combine=True)`` (the column
+the mean of their median and their weighted mean, value by value (``baselines="all"``,
+``combination="median_and_weighted"``): the median (with four forecasts, the mean of the
+middle two) is the combination of the M competitions, on average more accurate than any of
+its members; the weighted mean (each weighed by the inverse of its validation MAE) follows
+the member that did best on each series' validation windows; their mean is the weighted mean
+shrunk halfway to the median. Its forecast is the combination's: ``stacklstm predict RUN
+--combine`` (the column ``combination``), ``predict(combine=True)`` (the column
 ``<alias>-combination``), with its split-conformal intervals at ``interval_levels``
 (:mod:`stacklstm.forecasting.combination`); the statistical models are fitted on each
 series' every row. It needs the ``baselines`` extra (statsforecast), and the statistical fits
@@ -17,7 +20,7 @@ cost).
 
 Example:
     >>> preset_overrides("accurate")
-    {'train': {'baselines': 'all', 'combination': 'median'}}
+    {'train': {'baselines': 'all', 'combination': 'median_and_weighted'}}
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ..checks import SettingError
 
 #: Every preset by name: ``{section: {field: value}}`` of the config it sets.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "accurate": {"train": {"baselines": "all", "combination": "median"}},
+    "accurate": {"train": {"baselines": "all", "combination": "median_and_weighted"}},
 }
 
 

@@ -196,9 +196,9 @@ class TrainConfig(_Section):
     combination: CombinationKind = setting(
         "weighted",
         help="the report's combination of the model and the baselines (predict --combine): "
-        "'weighted' (each weighed by the inverse of its validation MAE) or 'median' (their "
+        "'weighted' (each weighed by the inverse of its validation MAE), 'median' (their "
         "median, value by value; with baselines=naive, the mean of the model and the "
-        "seasonal naive)",
+        "seasonal naive) or 'median_and_weighted' (the mean of the two; --preset accurate)",
         legacy="weighted",
     )
 

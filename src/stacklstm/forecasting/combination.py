@@ -5,8 +5,10 @@ weighted mean of the model's forecasts and the statistical baselines' (AutoETS, 
 AutoTheta with ``baselines="all"``; the seasonal naive forecast with ``baselines="naive"``),
 each weighed by the inverse of its mean absolute error on the validation windows (original
 units, every validation origin, horizon step and target), normalised to sum to 1 (with
-``combination="median"``: their median, value by value, :func:`stacklstm.combine.median`;
-the weights are still fitted and saved, and name the forecasters it takes). For a
+``combination="median"``: their median, value by value, :func:`stacklstm.combine.median`,
+the weights still fitted and saved, naming the forecasters it takes; with
+``"median_and_weighted"``: the mean of the two, :func:`stacklstm.combine.median_and_weighted`).
+For a
 panel the weights are fitted series by series, on that series' validation windows; a series
 without validation windows (or without any usable error) takes the weights of all the
 validation windows together (``pooled``). A forecaster without forecasts or without a finite
@@ -23,7 +25,7 @@ half-width times its own series' scale at its origin (:func:`interval_bounds`). 
 scaled errors calibrates a panel of series of any scale on all its windows together, as the
 pretrained models' intervals are (:mod:`stacklstm.forecasting.zeroshot_intervals`).
 
-``report.json``'s ``combination``: ``{"method": "weighted" or "median", "forecasters":
+``report.json``'s ``combination``: ``{"method": the run's combination, "forecasters":
 [...], "val_mae": {name: MAE or None}, "weights": {name: weight} or None}`` (an entry without
 ``method``, of an older report, is weighted), for a panel ``"per_series": {id: {"val_mae":
 ..., "weights": ..., "pooled": bool}}``, and with ``interval_levels`` ``"halfwidths":
@@ -95,7 +97,8 @@ def fit_weights(
             the seasonal naive ones come from ``val``.
         kind: The run's ``baselines``: which forecasters are weighed (:func:`members`).
         season: The data's season (of the seasonal naive forecast).
-        method: The run's ``combination``: ``"weighted"`` or ``"median"``.
+        method: The run's ``combination``: ``"weighted"``, ``"median"`` or
+            ``"median_and_weighted"``.
         levels: The intervals' nominal coverages in (0, 1) (``interval_levels``): their
             half-widths are fitted on the combination's validation errors
             (:func:`fit_halfwidths`).
@@ -268,14 +271,17 @@ def interval_bounds(
 def _mean(
     forecasts: Forecasts, weights: dict[str, float] | None, shape: tuple, method: str
 ) -> np.ndarray:
-    """:func:`stacklstm.combine.weighted_mean` (or with ``method="median"``
-    :func:`stacklstm.combine.median` of the forecasters ``weights`` names), or NaN of
-    ``shape`` where nothing is left."""
+    """:func:`stacklstm.combine.weighted_mean` (with ``method="median"``
+    :func:`stacklstm.combine.median` of the forecasters ``weights`` names, with
+    ``"median_and_weighted"`` the mean of the two), or NaN of ``shape`` where nothing is
+    left."""
     if weights is None:
         return np.full(shape, np.nan)
     try:
         if method == "median":
             return combine.median({name: forecasts.get(name) for name in weights})
+        if method == "median_and_weighted":
+            return combine.median_and_weighted(forecasts, weights)
         return combine.weighted_mean(forecasts, weights)
     except ValueError:  # no forecaster with a weight has finite forecasts here
         return np.full(shape, np.nan)
@@ -285,7 +291,8 @@ def combined(windows: WindowSet, forecasts: Forecasts, entry: dict[str, Any]) ->
     """``(n, horizon, n_targets)`` the combination's forecasts from the origins of
     ``windows``: the weighted mean of ``forecasts`` (each ``(n, horizon, n_targets)`` or
     None) with ``entry``'s weights (of :func:`fit_weights`; with its ``method`` ``"median"``,
-    the median of the forecasters the weights name), series by series for a panel
+    the median of the forecasters the weights name; ``"median_and_weighted"``, the mean of
+    the two), series by series for a panel
     (a series the weights do not name takes the pooled ones); NaN where no weighed
     forecaster has finite forecasts; None when ``entry`` has no weights."""
     if not entry.get("weights"):

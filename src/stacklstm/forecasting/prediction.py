@@ -84,8 +84,8 @@ def predict(
             interval per symmetric pair of the quantiles the run forecasts (its
             ``interval_levels``: ``stacklstm-lo-80`` and ``stacklstm-hi-80`` for 0.8).
         combine: Also forecast with the combination of the run's report
-            (:mod:`stacklstm.forecasting.combination`): the weighted mean (or median) of
-            the model's forecasts and the baselines' from the same origins, with the
+            (:mod:`stacklstm.forecasting.combination`): the weighted mean (or median, or
+            their mean) of the model's forecasts and the baselines' from the same origins, with the
             weights of the run's ``report.json``: the seasonal naive, and the statistical
             ones fitted once on each series' rows up to its first origin, forecasting from
             every origin without refitting. In the long format (the future) that origin is
