@@ -556,25 +556,47 @@ def combine(lstm: Sequence[float], stats: Mapping[str, Any]) -> list[float]:
     return np.median([lstm, *(stats[n] for n in STATISTICAL)], axis=0).tolist()
 
 
+def _validation_weights(
+    s: MSeries, lstm: Mapping[str, Any], held: Mapping[str, Any] | None
+) -> dict[str, float] | None:
+    """The weights of the library's combination (:func:`stacklstm.combine.weights`) of the
+    LSTM and the statistical models: the inverse of each one's mean absolute error on the last
+    ``h`` values of ``x`` (each fitted without them); None where the series is too short to
+    hold them out (no held-out fits or no validation forecast)."""
+    from stacklstm.combine import weights
+
+    if held is None or lstm.get("val_forecast") is None:
+        return None
+    target = s.x[-s.h :]
+    errors = {"lstm": float(np.mean(np.abs(np.asarray(lstm["val_forecast"]) - target)))}
+    errors |= {n: float(np.mean(np.abs(np.asarray(held[n]) - target))) for n in STATISTICAL}
+    return weights(errors)
+
+
 def combine_weighted(
     s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, Any], held: Mapping[str, Any] | None
 ) -> list[float]:
-    """The library's combination (:func:`stacklstm.combine.combine`): the LSTM's and the
-    statistical models' forecasts weighed by the inverse of their mean absolute error on the
-    last ``h`` values of ``x`` (each fitted without them); the median of the four where the
-    series is too short to hold them out."""
-    from stacklstm.combine import combine as weigh
+    """The library's weighted combination (``combination="weighted"``): the LSTM's and the
+    statistical models' forecasts weighed by :func:`_validation_weights`; the median of the
+    four where the series is too short to hold out its last ``h`` values."""
+    from stacklstm.combine import weighted_mean
 
-    if held is None or lstm.get("val_forecast") is None:
+    w = _validation_weights(s, lstm, held)
+    if w is None:
         return combine(lstm["forecast"], stats)
-    target = s.x[-s.h :]
-    forecasts = {
-        "lstm": np.asarray(lstm["forecast"]),
-        **{n: np.asarray(stats[n]) for n in STATISTICAL},
-    }
-    errors = {"lstm": float(np.mean(np.abs(np.asarray(lstm["val_forecast"]) - target)))}
-    errors |= {n: float(np.mean(np.abs(np.asarray(held[n]) - target))) for n in STATISTICAL}
-    return weigh(forecasts, errors).tolist()
+    forecasts = {"lstm": lstm["forecast"], **{n: stats[n] for n in STATISTICAL}}
+    return weighted_mean(forecasts, w).tolist()
+
+
+def combine_preset(
+    s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, Any], held: Mapping[str, Any] | None
+) -> list[float]:
+    """``--preset accurate``'s combination (``combination="median_and_weighted"``): the mean,
+    step by step, of the median (:func:`combine`) and the weighted mean
+    (:func:`combine_weighted`) of the LSTM's and the statistical models' forecasts."""
+    forecasts = {"lstm": lstm["forecast"], **{n: stats[n] for n in STATISTICAL}}
+    median = np.asarray(combine(lstm["forecast"], stats))
+    return _halfway(median, forecasts, _validation_weights(s, lstm, held)).tolist()
 
 
 def _own_rows(
@@ -745,14 +767,10 @@ def table_rows(
                 recipes["mean"] = lambda r, s: np.mean(
                     [r["forecast"], *(stats[s.id][n] for n in STATISTICAL)], axis=0
                 ).tolist()
-                # the weighted mean shrunk halfway to the median, the robust combination
-                recipes["the mean of the median and the weighted"] = lambda r, s: np.mean(
-                    [
-                        combine(r["forecast"], stats[s.id]),
-                        combine_weighted(s, r, stats[s.id], held.get(s.id)),
-                    ],
-                    axis=0,
-                ).tolist()
+                # the weighted mean shrunk halfway to the median: the preset
+                recipes["the mean of the median and the weighted (the preset)"] = lambda r, s: (
+                    combine_preset(s, r, stats[s.id], held.get(s.id))
+                )
             for recipe, make in recipes.items():
                 combined = [{s.id: make(lstm[k][s.id], s) for s in covered} for k in seeds]
                 lines.append(_combination_row(frequency, covered, name, recipe, combined, naive))
@@ -1302,18 +1320,35 @@ def conformal_quantiles(
     }
 
 
+def _halfway(
+    median: np.ndarray, forecasts: Mapping[str, np.ndarray], weights: Mapping[str, float] | None
+) -> np.ndarray:
+    """The mean of ``median`` and the mean of ``forecasts`` weighed by ``weights``
+    (:func:`stacklstm.combine.weighted_mean`); ``median`` alone without weights."""
+    from stacklstm.combine import weighted_mean
+
+    return median if weights is None else 0.5 * (median + weighted_mean(forecasts, weights))
+
+
 def combination_wql(
-    series: Sequence[MSeries], stats: Mapping[str, dict], lstm: Mapping[int, Mapping[str, dict]]
+    series: Sequence[MSeries],
+    stats: Mapping[str, dict],
+    lstm: Mapping[int, Mapping[str, dict]],
+    held: Mapping[str, dict] | None = None,
 ) -> list[str]:
     """Markdown rows per frequency: the weighted quantile loss (0.1-0.9) of the global model
     with split-conformal intervals (:func:`conformal_quantiles`), of the statistical models'
-    own intervals, and of their combination: the median, quantile by quantile, of the model's
-    and the three statistical models' quantiles (each a monotone function of the level, so
-    their median is too), over the series every forecaster covers, mean and sd over seeds."""
+    own intervals, and of their combinations, quantile by quantile: the median of the model's
+    and the three statistical models' quantiles, and (with ``held``, the statistical models
+    fitted without the last ``h`` values of ``x``) the preset's, the mean of that median and
+    their mean weighed as the point forecasts are (:func:`_validation_weights`). Each
+    quantile of the four is non-decreasing in the level, and so are their median and their
+    weighted means. Over the series every forecaster covers; mean and sd over seeds."""
+    preset = "" if held is None else " `--preset accurate` |"
     lines = [
         "| frequency | series | global model | statistical median | global + statistical, "
-        "median | AutoETS | AutoARIMA | AutoTheta | seasonal naive (point) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"median |{preset} AutoETS | AutoARIMA | AutoTheta | seasonal naive (point) |",
+        "|---|---|---|---|---|" + ("---|" if preset else "") + "---|---|---|---|",
     ]
     seeds = sorted(lstm)
     for frequency in FREQUENCIES:
@@ -1339,25 +1374,33 @@ def combination_wql(
             {q: np.median([theirs[n][i][q] for n in STATISTICAL], 0) for q in levels}
             for i in range(len(group))
         ]
-        ours, mixed = [], []
+        ours, mixed, shrunk = [], [], []
         for k in seeds:
             own = conformal_quantiles(group, lstm[k])
             quantiles = [own[s.id] for s in group]
             ours.append(weighted_quantile_loss(actuals, quantiles))
-            combined = [
-                {
-                    q: np.median([quantiles[i][q], *(theirs[n][i][q] for n in STATISTICAL)], 0)
-                    for q in levels
-                }
+            members = [
+                {q: {"lstm": quantiles[i][q], **{n: theirs[n][i][q] for n in STATISTICAL}}
+                 for q in levels}
                 for i in range(len(group))
-            ]
+            ]  # fmt: skip
+            combined = [{q: np.median(list(m[q].values()), 0) for q in levels} for m in members]
             mixed.append(weighted_quantile_loss(actuals, combined))
+            if held is None:
+                continue
+            weights = [_validation_weights(s, lstm[k][s.id], held.get(s.id)) for s in group]
+            preset_quantiles = [
+                {q: _halfway(med[q], m[q], w) for q in levels}
+                for med, m, w in zip(combined, members, weights, strict=True)
+            ]
+            shrunk.append(weighted_quantile_loss(actuals, preset_quantiles))
         naive = [dict.fromkeys(levels, seasonal_naive(s)) for s in group]
         cells = [weighted_quantile_loss(actuals, theirs[n]) for n in STATISTICAL]
         lines.append(
             f"| {frequency} | {len(group)} | {np.mean(ours):.3f} ± {np.std(ours):.3f} | "
             f"{weighted_quantile_loss(actuals, median):.3f} | "
             f"{np.mean(mixed):.3f} ± {np.std(mixed):.3f} | "
+            + (f"{np.mean(shrunk):.3f} ± {np.std(shrunk):.3f} | " if shrunk else "")
             + " | ".join(f"{c:.3f}" for c in cells)
             + f" | {weighted_quantile_loss(actuals, naive):.3f} |"
         )
@@ -1384,8 +1427,13 @@ RESULT_ROWS = (
     ("stacklstm, one global model per frequency, shipped defaults", "global"),
     (
         "stacklstm `--preset accurate`: the global model + AutoETS, AutoARIMA, AutoTheta, "
-        "their median",
-        "combination",
+        "the mean of their median and their weighted mean",
+        "preset",
+    ),
+    (
+        "stacklstm, the global model + AutoETS, AutoARIMA, AutoTheta, their median (the "
+        "preset until 2026-12-07)",
+        "median_combination",
     ),
     ("seasonal naive", "seasonal_naive"),
     ("AutoETS", "auto_ets"),
@@ -1395,10 +1443,13 @@ RESULT_ROWS = (
 )
 
 
-def _cell(kind: str, group: Sequence[MSeries], stats: Mapping, lstm: Mapping | None) -> str:
+def _cell(
+    kind: str, group: Sequence[MSeries], stats: Mapping, lstm: Mapping | None, held: Mapping
+) -> str:
     """One cell of the results page: the mean MASE of ``kind``'s forecasts over ``group``
     (over the seeds of ``lstm``: their mean, ± their standard deviation, and how many), or
-    ``not measured`` where the cache lacks a series."""
+    ``not measured`` where the cache lacks a series (``held``: the statistical models fitted
+    without the last ``h`` values of ``x``, which the preset's weights need)."""
     if kind in BASELINES:
         if any(s.id not in stats for s in group):
             return "not measured"
@@ -1406,12 +1457,17 @@ def _cell(kind: str, group: Sequence[MSeries], stats: Mapping, lstm: Mapping | N
     seeds = sorted(lstm or {})
     if not seeds or any(s.id not in lstm[k] for k in seeds for s in group):
         return "not measured"
-    if kind == "combination" and any(s.id not in stats for s in group):
+    if kind != "global" and any(s.id not in stats for s in group):
         return "not measured"
+    if kind == "preset" and any(s.id not in held for s in group if len(s.x) > s.h + 1):
+        return "not measured"  # the held-out fits of a series long enough for them are missing
+    held = {key: row for key, row in held.items() if "too_short" not in row}
     per_seed = []
     for k in seeds:
         rows = {s.id: lstm[k][s.id] for s in group}
-        if kind == "combination":
+        if kind == "preset":
+            made = {s.id: combine_preset(s, rows[s.id], stats[s.id], held.get(s.id)) for s in group}
+        elif kind == "median_combination":
             made = {s.id: combine(rows[s.id]["forecast"], stats[s.id]) for s in group}
         else:
             made = {s.id: rows[s.id]["forecast"] for s in group}
@@ -1421,34 +1477,41 @@ def _cell(kind: str, group: Sequence[MSeries], stats: Mapping, lstm: Mapping | N
 
 
 def _cached_global(work: Path, dataset: str, group: Sequence[MSeries]) -> dict[int, dict]:
-    """``{seed: {id: row}}`` of the shipped defaults' global model in the cache (nothing fit)."""
+    """``{seed: {id: row}}`` of the shipped defaults' global model in the cache (nothing fit):
+    each series' ``forecast`` and ``val_forecast`` (None where it has none)."""
     rows = _read_jsonl(work / dataset / f"global-{_recipe_key({})}.jsonl")
     out: dict[int, dict] = {}
     for key, row in rows.items():
         seed, frequency = key.split("/")
         if group and frequency == group[0].frequency and "fallback" in row:
-            out[int(seed)] = {s.id: {"forecast": row["forecasts"].get(s.id)} for s in group}
+            val = row.get("val_forecasts") or {}
+            out[int(seed)] = {
+                s.id: {"forecast": row["forecasts"].get(s.id), "val_forecast": val.get(s.id)}
+                for s in group
+            }
     return {k: v for k, v in out.items() if all(r["forecast"] is not None for r in v.values())}
 
 
 def results_table(work: Path) -> list[str]:
     """The results page's table of this benchmark (``docs/mcomp.md``), from the cache in
     ``work`` alone: every cell whose dataset was run with ``--modes stats,global`` and the
-    shipped defaults; ``not measured`` elsewhere. Fits nothing."""
+    shipped defaults (the preset's also with the held-out fits of ``--modes global``
+    without ``--no-weighted``); ``not measured`` elsewhere. Fits nothing."""
     lines = [
         "| system | " + " | ".join(c[2] for c in CELLS) + " |",
         "|---|" + "---|" * len(CELLS),
     ]
     loaded = {d: load(d) for d in sorted({c[0] for c in CELLS}) if (work / d).is_dir()}
-    cells: dict[tuple[str, str], tuple[list[MSeries], dict, dict]] = {}
+    cells: dict[tuple[str, str], tuple[list[MSeries], dict, dict, dict]] = {}
     for dataset, frequency, _ in CELLS:
         group = [s for s in loaded.get(dataset, []) if s.frequency == frequency]
         stats = _read_jsonl(work / dataset / "stats.jsonl") if group else {}
-        cells[dataset, frequency] = (group, stats, _cached_global(work, dataset, group))
+        held = _read_jsonl(work / dataset / "stats-holdout.jsonl") if group else {}
+        cells[dataset, frequency] = (group, stats, _cached_global(work, dataset, group), held)
     for label, kind in RESULT_ROWS:
         row = [
-            _cell(kind, g, st, lstm) if g else "not measured"
-            for g, st, lstm in (cells[d, f] for d, f, _ in CELLS)
+            _cell(kind, g, st, lstm, held) if g else "not measured"
+            for g, st, lstm, held in (cells[d, f] for d, f, _ in CELLS)
         ]
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     return lines
@@ -1630,7 +1693,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             "Weighted quantile loss (0.1-0.9; statistical models fitted with intervals only):",
             "",
-            *combination_wql(series, stats, results),
+            *combination_wql(series, stats, results, held),
             "",
         ]
     lines.append(f"This run: {time.perf_counter() - start:.0f} s (cached results are not refit).")

@@ -173,10 +173,12 @@ def test_the_results_table_is_made_from_the_cache_alone(tmp_path, monkeypatch):
     folder.mkdir()
     stats = [{"key": s.id, **{n: (s.xx + o).tolist() for n, o in offsets.items()}} for s in (a, b)]
     (folder / "stats.jsonl").write_text("\n".join(json.dumps(r) for r in stats) + "\n")
+    # each seed's forecasts of xx (+0.5, -2.5) and of x's last 8 values (+1, -2)
     rows = [
         {"key": f"{seed}/quarterly", "fallback": [], "fit_s": 1.0,
-         "forecasts": {s.id: (s.xx + shift).tolist() for s in (a, b)}}
-        for seed, shift in ((0, 0.5), (1, -2.5))
+         "forecasts": {s.id: (s.xx + shift).tolist() for s in (a, b)},
+         "val_forecasts": {s.id: (s.x[-8:] + val).tolist() for s in (a, b)}}
+        for seed, shift, val in ((0, 0.5, 1.0), (1, -2.5, -2.0))
     ]  # fmt: skip
     (folder / f"global-{mc._recipe_key({})}.jsonl").write_text(
         "\n".join(json.dumps(r) for r in rows) + "\n"
@@ -193,13 +195,29 @@ def test_the_results_table_is_made_from_the_cache_alone(tmp_path, monkeypatch):
     shipped = table["stacklstm, one global model per frequency, shipped defaults"]
     assert shipped["M3 Q"] == f"{np.mean(seeds):.3f} ± {np.std(seeds):.3f} (2)"
     assert table["AutoETS"]["M3 Q"] == f"{mean_mase(offsets['auto_ets']):.3f}"
-    # the combination: the step-wise median of the model (+0.5, or -2.5) and ETS, ARIMA and
+    # the median: the step-wise median of the model (+0.5, or -2.5) and ETS, ARIMA and
     # Theta (+1, +2, +3): the mean of the middle two, +1.5 either way
     combined = [mean_mase(1.5), mean_mase(1.5)]
-    combination = next(row for name, row in table.items() if "--preset accurate" in name)
-    assert combination["M3 Q"] == f"{np.mean(combined):.3f} ± {np.std(combined):.3f} (2)"
+    median = next(row for name, row in table.items() if "their median (the preset" in name)
+    assert median["M3 Q"] == f"{np.mean(combined):.3f} ± {np.std(combined):.3f} (2)"
     assert shipped["M3 M"] == "not measured"  # no monthly row in the cache
     assert shipped["M1 Q"] == table["AutoETS"]["tourism M"] == "not measured"  # no dataset
+    # the preset needs the statistical models fitted without x's last 8 values
+    preset = next(row for name, row in table.items() if "--preset accurate" in name)
+    assert preset["M3 Q"] == "not measured"
+    missed = {"auto_ets": 1.0, "auto_arima": -2.0, "auto_theta": 4.0}  # of x's last 8 values
+    held = [
+        {"key": s.id, **{n: (s.x[-8:] + o).tolist() for n, o in missed.items()}} for s in (a, b)
+    ]
+    (folder / "stats-holdout.jsonl").write_text("\n".join(json.dumps(r) for r in held) + "\n")
+    lines = mc.results_table(tmp_path)
+    preset = next(line for line in lines if "--preset accurate" in line).strip("|").split("|")
+    # the weights: the inverse validation MAEs, lstm 1 (seed 1: 1/2), ETS 1, ARIMA 1/2,
+    # Theta 1/4; the preset is the mean of the median (+1.5) and the weighted mean
+    weighted = [(0.5 + 1 + 2 / 2 + 3 / 4) / 2.75, (-2.5 / 2 + 1 + 2 / 2 + 3 / 4) / 2.25]
+    seeds = [mean_mase(0.5 * (1.5 + w)) for w in weighted]
+    column = split[0].index("M3 Q")
+    assert preset[column].strip() == f"{np.mean(seeds):.3f} ± {np.std(seeds):.3f} (2)"
 
 
 def test_zero_shot_trains_on_the_donors_forecasts_the_others_and_caches(tmp_path, monkeypatch):
