@@ -153,6 +153,50 @@ def test_the_median_is_blended_with_drift_where_its_own_windows_choose_it():
     assert chosen == "the model alone" and out == flat
 
 
+def test_the_presets_quantiles_are_the_mean_of_the_median_and_the_weighted_by_hand():
+    """The wQL table's preset column: per quantile, the mean of the median of the model's and
+    the statistical models' quantiles and their mean weighed by the point forecasts' inverse
+    validation MAEs (the median alone for a series without them)."""
+    a, b = _series("a", seed=1), _series("b", seed=2)
+    levels = (0.1, 0.3, 0.5, 0.7, 0.9)
+    shifts = {"auto_ets": 10.0, "auto_arima": -30.0, "auto_theta": 50.0}
+    stats = {
+        s.id: {
+            **{n: (s.xx + o).tolist() for n, o in shifts.items()},
+            **{f"{n}_quantiles": {str(q): (s.xx + o + 10 * (q - 0.5)).tolist() for q in levels}
+               for n, o in shifts.items()},
+        }
+        for s in (a, b)
+    }  # fmt: skip
+    rows = {s.id: {"forecast": (s.xx + 20).tolist(), "val_forecast": (s.x[-8:] + 2).tolist()}
+            for s in (a, b)}  # fmt: skip
+    lstm = {0: rows}
+    # series "a" is weighed (validation errors: lstm 2, ETS 1, ARIMA 4, Theta 8), "b" not
+    missed = {"auto_ets": 1.0, "auto_arima": 4.0, "auto_theta": -8.0}
+    held = {"a": {n: (a.x[-8:] + e).tolist() for n, e in missed.items()}}
+    row = mc.combination_wql([a, b], stats, lstm, held)[2]
+    own = mc.conformal_quantiles([a, b], lstm[0])
+    weights = np.array([1 / 2, 1, 1 / 4, 1 / 8]) / (1 / 2 + 1 + 1 / 4 + 1 / 8)
+    hand, medians = [], []
+    for s in (a, b):
+        members = {
+            q: [own[s.id][q], *(stats[s.id][f"{n}_quantiles"][str(q)] for n in shifts)]
+            for q in levels
+        }
+        median = {q: np.median(m, axis=0) for q, m in members.items()}
+        weighted = {q: sum(w * np.asarray(x) for w, x in zip(weights, m, strict=True))
+                    for q, m in members.items()}  # fmt: skip
+        hand.append({q: 0.5 * (median[q] + weighted[q]) if s.id == "a" else median[q]
+                     for q in levels})  # fmt: skip
+        medians.append(median)
+    wql = mc.weighted_quantile_loss([a.xx, b.xx], hand)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:2] == ["quarterly", "2"] and cells[5] == f"{wql:.3f} ± 0.000"
+    # the median's column beside it, which the weights move away from at this rounding
+    median_wql = mc.weighted_quantile_loss([a.xx, b.xx], medians)
+    assert cells[4] == f"{median_wql:.3f} ± 0.000" != cells[5]
+
+
 def test_coverage_counts_the_series_the_library_can_train_on():
     long, short = _series("long", n=60, h=8), _series("short", n=12, h=8)
     found = mc.coverage([long, short], {})["quarterly"]
