@@ -8,9 +8,8 @@ units, every validation origin, horizon step and target), normalised to sum to 1
 ``combination="median"``: their median, value by value, :func:`stacklstm.combine.median`,
 the weights still fitted and saved, naming the forecasters it takes; with
 ``"median_and_weighted"``: the mean of the two, :func:`stacklstm.combine.median_and_weighted`).
-For a
-panel the weights are fitted series by series, on that series' validation windows; a series
-without validation windows (or without any usable error) takes the weights of all the
+For a panel the weights are fitted series by series, on that series' validation windows; a
+series without validation windows (or without any usable error) takes the weights of all the
 validation windows together (``pooled``). A forecaster without forecasts or without a finite
 validation error is left out, and where a forecaster has no finite forecasts from some
 origins of a series, the others' weights are renormalised there.
@@ -292,9 +291,9 @@ def combined(windows: WindowSet, forecasts: Forecasts, entry: dict[str, Any]) ->
     ``windows``: the weighted mean of ``forecasts`` (each ``(n, horizon, n_targets)`` or
     None) with ``entry``'s weights (of :func:`fit_weights`; with its ``method`` ``"median"``,
     the median of the forecasters the weights name; ``"median_and_weighted"``, the mean of
-    the two), series by series for a panel
-    (a series the weights do not name takes the pooled ones); NaN where no weighed
-    forecaster has finite forecasts; None when ``entry`` has no weights."""
+    the two), series by series for a panel (a series the weights do not name takes the
+    pooled ones); NaN where no weighed forecaster has finite forecasts; None when ``entry``
+    has no weights."""
     if not entry.get("weights"):
         return None
     shape = (len(windows), windows.horizon, windows.n_targets)

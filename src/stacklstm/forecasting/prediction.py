@@ -85,12 +85,12 @@ def predict(
             ``interval_levels``: ``stacklstm-lo-80`` and ``stacklstm-hi-80`` for 0.8).
         combine: Also forecast with the combination of the run's report
             (:mod:`stacklstm.forecasting.combination`): the weighted mean (or median, or
-            their mean) of the model's forecasts and the baselines' from the same origins, with the
-            weights of the run's ``report.json``: the seasonal naive, and the statistical
-            ones fitted once on each series' rows up to its first origin, forecasting from
-            every origin without refitting. In the long format (the future) that origin is
-            each series' last row, so they are fitted on every row, as statsforecast's
-            ``forecast`` fits them. Point forecasts only.
+            their mean) of the model's forecasts and the baselines' from the same origins,
+            with the weights of the run's ``report.json``: the seasonal naive, and the
+            statistical ones fitted once on each series' rows up to its first origin,
+            forecasting from every origin without refitting. In the long format (the
+            future) that origin is each series' last row, so they are fitted on every row,
+            as statsforecast's ``forecast`` fits them. Point forecasts only.
         fallback: For a panel run, forecast the series the model cannot forecast with the
             seasonal naive forecast (True), or leave them out (False).
         unseen: For a panel run, the series of the table it was not trained on: ``"fallback"``
