@@ -591,12 +591,18 @@ def combine_weighted(
 def combine_preset(
     s: MSeries, lstm: Mapping[str, Any], stats: Mapping[str, Any], held: Mapping[str, Any] | None
 ) -> list[float]:
-    """``--preset accurate``'s combination (``combination="median_and_weighted"``): the mean,
-    step by step, of the median (:func:`combine`) and the weighted mean
-    (:func:`combine_weighted`) of the LSTM's and the statistical models' forecasts."""
+    """``--preset accurate``'s combination (``combination="median_and_weighted"``,
+    :func:`stacklstm.combine.median_and_weighted`): the mean, step by step, of the median and
+    the weighted mean (:func:`_validation_weights`) of the LSTM's and the statistical models'
+    forecasts; the median alone where the series is too short to hold out its last ``h``
+    values."""
+    from stacklstm.combine import median_and_weighted
+
+    w = _validation_weights(s, lstm, held)
+    if w is None:
+        return combine(lstm["forecast"], stats)
     forecasts = {"lstm": lstm["forecast"], **{n: stats[n] for n in STATISTICAL}}
-    median = np.asarray(combine(lstm["forecast"], stats))
-    return _halfway(median, forecasts, _validation_weights(s, lstm, held)).tolist()
+    return median_and_weighted(forecasts, w).tolist()
 
 
 def _own_rows(
@@ -1320,16 +1326,6 @@ def conformal_quantiles(
     }
 
 
-def _halfway(
-    median: np.ndarray, forecasts: Mapping[str, np.ndarray], weights: Mapping[str, float] | None
-) -> np.ndarray:
-    """The mean of ``median`` and the mean of ``forecasts`` weighed by ``weights``
-    (:func:`stacklstm.combine.weighted_mean`); ``median`` alone without weights."""
-    from stacklstm.combine import weighted_mean
-
-    return median if weights is None else 0.5 * (median + weighted_mean(forecasts, weights))
-
-
 def combination_wql(
     series: Sequence[MSeries],
     stats: Mapping[str, dict],
@@ -1341,9 +1337,12 @@ def combination_wql(
     own intervals, and of their combinations, quantile by quantile: the median of the model's
     and the three statistical models' quantiles, and (with ``held``, the statistical models
     fitted without the last ``h`` values of ``x``) the preset's, the mean of that median and
-    their mean weighed as the point forecasts are (:func:`_validation_weights`). Each
+    their mean weighed as the point forecasts are (:func:`_validation_weights`,
+    :func:`stacklstm.combine.median_and_weighted`). Each
     quantile of the four is non-decreasing in the level, and so are their median and their
     weighted means. Over the series every forecaster covers; mean and sd over seeds."""
+    from stacklstm.combine import median_and_weighted
+
     preset = "" if held is None else " `--preset accurate` |"
     lines = [
         "| frequency | series | global model | statistical median | global + statistical, "
@@ -1390,7 +1389,7 @@ def combination_wql(
                 continue
             weights = [_validation_weights(s, lstm[k][s.id], held.get(s.id)) for s in group]
             preset_quantiles = [
-                {q: _halfway(med[q], m[q], w) for q in levels}
+                {q: med[q] if w is None else median_and_weighted(m[q], w) for q in levels}
                 for med, m, w in zip(combined, members, weights, strict=True)
             ]
             shrunk.append(weighted_quantile_loss(actuals, preset_quantiles))
@@ -1444,12 +1443,17 @@ RESULT_ROWS = (
 
 
 def _cell(
-    kind: str, group: Sequence[MSeries], stats: Mapping, lstm: Mapping | None, held: Mapping
+    kind: str,
+    group: Sequence[MSeries],
+    stats: Mapping,
+    lstm: Mapping | None,
+    held: Mapping | None,
 ) -> str:
     """One cell of the results page: the mean MASE of ``kind``'s forecasts over ``group``
     (over the seeds of ``lstm``: their mean, ± their standard deviation, and how many), or
     ``not measured`` where the cache lacks a series (``held``: the statistical models fitted
-    without the last ``h`` values of ``x``, which the preset's weights need)."""
+    without the last ``h`` values of ``x``, which the preset's weights need; None where the
+    cache lacks some)."""
     if kind in BASELINES:
         if any(s.id not in stats for s in group):
             return "not measured"
@@ -1459,9 +1463,8 @@ def _cell(
         return "not measured"
     if kind != "global" and any(s.id not in stats for s in group):
         return "not measured"
-    if kind == "preset" and any(s.id not in held for s in group if len(s.x) > s.h + 1):
-        return "not measured"  # the held-out fits of a series long enough for them are missing
-    held = {key: row for key, row in held.items() if "too_short" not in row}
+    if kind == "preset" and held is None:
+        return "not measured"
     per_seed = []
     for k in seeds:
         rows = {s.id: lstm[k][s.id] for s in group}
@@ -1502,16 +1505,27 @@ def results_table(work: Path) -> list[str]:
         "|---|" + "---|" * len(CELLS),
     ]
     loaded = {d: load(d) for d in sorted({c[0] for c in CELLS}) if (work / d).is_dir()}
-    cells: dict[tuple[str, str], tuple[list[MSeries], dict, dict, dict]] = {}
+    # each dataset's statistical forecasts, and those fitted without each series' last h values
+    stats = {d: _read_jsonl(work / d / "stats.jsonl") for d in loaded}
+    held = {d: _read_jsonl(work / d / "stats-holdout.jsonl") for d in loaded}
+    cells: dict[tuple[str, str], tuple[list[MSeries], dict, dict, dict | None]] = {}
     for dataset, frequency, _ in CELLS:
         group = [s for s in loaded.get(dataset, []) if s.frequency == frequency]
-        stats = _read_jsonl(work / dataset / "stats.jsonl") if group else {}
-        held = _read_jsonl(work / dataset / "stats-holdout.jsonl") if group else {}
-        cells[dataset, frequency] = (group, stats, _cached_global(work, dataset, group), held)
+        fits = held.get(dataset, {})
+        # every series long enough to hold out its last h values has its held-out fits (or
+        # is marked too short for them); the preset takes the median for the others
+        complete = all(s.id in fits for s in group if len(s.x) > s.h + 1)
+        fitted = {key: row for key, row in fits.items() if "too_short" not in row}
+        cells[dataset, frequency] = (
+            group,
+            stats.get(dataset, {}),
+            _cached_global(work, dataset, group),
+            fitted if complete else None,
+        )
     for label, kind in RESULT_ROWS:
         row = [
-            _cell(kind, g, st, lstm, held) if g else "not measured"
-            for g, st, lstm, held in (cells[d, f] for d, f, _ in CELLS)
+            _cell(kind, g, st, lstm, fits) if g else "not measured"
+            for g, st, lstm, fits in (cells[d, f] for d, f, _ in CELLS)
         ]
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     return lines
