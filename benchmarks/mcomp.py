@@ -605,6 +605,90 @@ def combine_preset(
     return median_and_weighted(forecasts, w).tolist()
 
 
+#: The forecasters of the stacked combination (:func:`combine_stacked`): the LSTM, the
+#: statistical models and the seasonal naive forecast
+STACKED = ("lstm", *STATISTICAL, "seasonal_naive")
+
+
+def stacked_weights(forecasts: np.ndarray, targets: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """``(k,)`` weights of ``k`` forecasters, each >= 0 and summing to 1, whose weighted mean
+    has the lowest mean MASE over ``n`` series: a linear program (the absolute errors as
+    slack variables) solved by scipy's HiGHS.
+
+    Args:
+        forecasts: ``(n, k, h)`` each series' forecasts by each forecaster.
+        targets: ``(n, h)`` the values they forecast.
+        scales: ``(n,)`` each series' MASE scale (:func:`mase_scale`).
+
+    Example:
+        >>> f = np.array([[[1.0, 1.0], [3.0, 3.0]]])  # one series, two forecasters
+        >>> stacked_weights(f, np.array([[2.5, 2.5]]), np.ones(1)).round(6).tolist()
+        [0.25, 0.75]
+    """
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    n, k, h = forecasts.shape
+    f = sparse.csr_matrix(np.transpose(forecasts, (0, 2, 1)).reshape(n * h, k))
+    y = np.asarray(targets, float).reshape(n * h)
+    cost = np.repeat(1.0 / (n * h * np.asarray(scales, float)), h)  # of each |error|
+    slack = -sparse.identity(n * h, format="csr")
+    result = linprog(  # min cost . e  with  e >= y - f w,  e >= f w - y,  sum w = 1,  w >= 0
+        np.concatenate([np.zeros(k), cost]),
+        A_ub=sparse.vstack([sparse.hstack([-f, slack]), sparse.hstack([f, slack])]),
+        b_ub=np.concatenate([-y, y]),
+        A_eq=np.concatenate([np.ones(k), np.zeros(n * h)])[None],
+        b_eq=[1.0],
+        bounds=(0, None),
+        method="highs",
+    )
+    if not result.success:
+        raise RuntimeError(f"the stacked weights' linear program failed: {result.message}")
+    return np.clip(result.x[:k], 0.0, None) / np.clip(result.x[:k], 0.0, None).sum()
+
+
+def _stacked_members(s: MSeries, lstm: Sequence[float], stats: Mapping[str, Any]) -> np.ndarray:
+    """``(len(STACKED), h)``: :data:`STACKED`'s forecasts of ``s`` (the statistical ones from
+    ``stats``, the seasonal naive one from ``s.x``)."""
+    return np.stack(
+        [np.asarray(lstm, float), *(np.asarray(stats[n], float) for n in STATISTICAL),
+         seasonal_naive(s)]
+    )  # fmt: skip
+
+
+def combine_stacked(
+    covered: Sequence[MSeries],
+    stats: Mapping[str, dict],
+    held: Mapping[str, dict],
+    lstm: Mapping[str, dict],
+    on_test: bool = False,
+) -> tuple[np.ndarray, dict[str, list[float]]] | None:
+    """The stacked combination of one table: the weighted mean of :data:`STACKED`'s
+    forecasts with one set of weights for every series (:func:`stacked_weights`), fitted on
+    the last ``h`` values of each ``x``: the model's validation forecast and the statistical
+    models fitted without them (``held``; series without both are left out of the fit).
+    With ``on_test``, fitted on ``xx`` itself instead: a bound on what one set of weights
+    can reach, not a forecast. ``(weights, {id: (h,) forecast})``; None where no series has
+    the validation forecasts."""
+    if on_test:
+        fitted = [(s, _stacked_members(s, lstm[s.id]["forecast"], stats[s.id])) for s in covered]
+        windows = [(f, s.xx, mase_scale(s.x, s.season)) for s, f in fitted]
+    else:
+        windows = [
+            (_stacked_members(_holdout(s), lstm[s.id]["val_forecast"], held[s.id]), s.x[-s.h :],
+             mase_scale(s.x[: -s.h], s.season))
+            for s in covered
+            if lstm[s.id].get("val_forecast") is not None and s.id in held and len(s.x) > s.h
+        ]  # fmt: skip
+    if not windows:
+        return None
+    forecasts, targets, scales = (np.stack(part) for part in zip(*windows, strict=True))
+    weights = stacked_weights(forecasts, targets, scales)
+    out = {s.id: (weights @ _stacked_members(s, lstm[s.id]["forecast"], stats[s.id])).tolist()
+           for s in covered}  # fmt: skip
+    return weights, out
+
+
 def _own_rows(
     frequency: str,
     covered: Sequence[MSeries],
@@ -710,6 +794,45 @@ def _blended_median(
     return chosen.describe(), {s.id: b.tolist() for s, b in zip(covered, blended, strict=True)}
 
 
+def _stacked_rows(
+    frequency: str,
+    covered: Sequence[MSeries],
+    name: str,
+    stats: Mapping[str, dict],
+    held: Mapping[str, dict],
+    lstm: Mapping[int, Mapping[str, dict]],
+    naive: Mapping[str, float],
+) -> list[str]:
+    """The rows of the stacked combination (:func:`combine_stacked`, its weights averaged
+    over seeds), of its mean with the median, and of the weights fitted on ``xx`` itself
+    (the bound)."""
+    seeds = sorted(lstm)
+    stacked = [combine_stacked(covered, stats, held, lstm[k]) for k in seeds]
+    if any(s is None for s in stacked):
+        return []
+    bound = [combine_stacked(covered, stats, held, lstm[k], on_test=True) for k in seeds]
+
+    def weights(fits: Sequence[tuple[np.ndarray, dict]]) -> str:
+        mean = np.mean([w for w, _ in fits], axis=0)
+        return ", ".join(f"{n} {w:.2f}" for n, w in zip(STACKED, mean, strict=True))
+
+    halves = [
+        {s.id: (0.5 * (np.asarray(f[s.id]) + combine(lstm[k][s.id]["forecast"], stats[s.id])))
+         .tolist() for s in covered}
+        for k, (_, f) in zip(seeds, stacked, strict=True)
+    ]  # fmt: skip
+    return [
+        _combination_row(frequency, covered, name,
+                         f"stacked on each x's last h values ({weights(stacked)})",
+                         [f for _, f in stacked], naive),
+        _combination_row(frequency, covered, name, "the mean of the median and the stacked",
+                         halves, naive),
+        _combination_row(frequency, covered, name,
+                         f"stacked on xx itself, a bound and not a forecast ({weights(bound)})",
+                         [f for _, f in bound], naive),
+    ]  # fmt: skip
+
+
 def table_rows(
     series: Sequence[MSeries],
     stats: Mapping[str, dict],
@@ -788,6 +911,7 @@ def table_rows(
                 )
                 combined = [forecasts for _, forecasts in blends]
                 lines.append(_combination_row(frequency, covered, name, recipe, combined, naive))
+                lines += _stacked_rows(frequency, covered, name, stats, held, lstm, naive)
         for model in BASELINES:
             m = _means(covered, {s.id: stats[s.id][model] for s in covered})
             naive_wins = np.mean(

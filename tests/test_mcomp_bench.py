@@ -197,6 +197,65 @@ def test_the_presets_quantiles_are_the_mean_of_the_median_and_the_weighted_by_ha
     assert cells[4] == f"{median_wql:.3f} ± 0.000" != cells[5]
 
 
+def test_stacked_weights_find_the_mix_that_forecasts_exactly():
+    """Two series whose values are 0.3 x the first forecaster + 0.7 x the third: the linear
+    program finds those weights; with a forecaster that is exact, all of it."""
+    rng = np.random.default_rng(0)
+    forecasts = rng.normal(size=(2, 3, 5))
+    targets = 0.3 * forecasts[:, 0] + 0.7 * forecasts[:, 2]
+    weights = mc.stacked_weights(forecasts, targets, np.array([1.0, 4.0]))
+    np.testing.assert_allclose(weights, [0.3, 0.0, 0.7], atol=1e-7)
+    np.testing.assert_allclose(
+        mc.stacked_weights(forecasts, forecasts[:, 1], np.ones(2)), [0, 1, 0], atol=1e-7
+    )
+    # each series forecast exactly by one forecaster, missed by the other (by 1 on the
+    # first, by 2 on the second): the series whose misses count more by its scale wins
+    y = rng.normal(size=(2, 5))
+    pair = np.stack([np.stack([y[0], y[0] + 1]), np.stack([y[1] + 2, y[1]])])
+    np.testing.assert_allclose(mc.stacked_weights(pair, y, np.ones(2)), [0, 1], atol=1e-7)
+    np.testing.assert_allclose(mc.stacked_weights(pair, y, np.array([1, 100.0])), [1, 0], atol=1e-7)
+    # no mix is exact: the weights' mean MASE is the lowest of a grid over the simplex
+    targets = rng.normal(size=(2, 5))
+    scales = np.array([1.0, 3.0])
+
+    def mase(w):
+        return np.mean(np.abs(targets - np.einsum("k,nkh->nh", w, forecasts)).mean(1) / scales)
+
+    grid = [np.array([a, b, 1 - a - b]) for a in np.linspace(0, 1, 41)
+            for b in np.linspace(0, 1, 41) if a + b <= 1 + 1e-12]  # fmt: skip
+    weights = mc.stacked_weights(forecasts, targets, scales)
+    assert weights.min() >= 0 and abs(weights.sum() - 1) < 1e-9
+    assert mase(weights) <= min(mase(w) for w in grid) + 1e-9
+
+
+def test_the_stacked_combination_fits_one_set_of_weights_on_the_last_h_values():
+    """Series a and b: the statistical models' held-out fits and the model's validation
+    forecast miss the last h values of x, AutoTheta's by nothing; the stacked weights are
+    all AutoTheta's, and its forecast of xx is the combination's. On xx itself the model
+    is exact, and the bound takes it alone."""
+    a, b = _series("a", seed=1), _series("b", seed=2)
+    stats = {s.id: {"auto_ets": (s.xx + 5).tolist(), "auto_arima": (s.xx + 7).tolist(),
+                    "auto_theta": (s.xx + 1).tolist()} for s in (a, b)}  # fmt: skip
+    held = {s.id: {"auto_ets": (s.x[-8:] + 3).tolist(), "auto_arima": (s.x[-8:] + 6).tolist(),
+                   "auto_theta": s.x[-8:].tolist()} for s in (a, b)}  # fmt: skip
+    lstm = {s.id: {"forecast": s.xx.tolist(), "val_forecast": (s.x[-8:] + 2).tolist()}
+            for s in (a, b)}  # fmt: skip
+    weights, out = mc.combine_stacked([a, b], stats, held, lstm)
+    np.testing.assert_allclose(weights, [0, 0, 0, 1, 0], atol=1e-7)
+    for s in (a, b):
+        np.testing.assert_allclose(out[s.id], s.xx + 1, atol=1e-6)
+    weights, out = mc.combine_stacked([a, b], stats, held, lstm, on_test=True)
+    np.testing.assert_allclose(weights, [1, 0, 0, 0, 0], atol=1e-7)
+    # the table's rows: the stacked one, its mean with the median, and the bound
+    naive = {s.id: 1.0 for s in (a, b)}
+    rows = mc._stacked_rows("quarterly", [a, b], "lstm", stats, held, {0: lstm}, naive)
+    mase = np.mean([1 / mc.mase_scale(s.x, 4) for s in (a, b)])
+    # the median of the model (exact), ETS (+5), ARIMA (+7) and Theta (+1): xx + 3
+    half = np.mean([2 / mc.mase_scale(s.x, 4) for s in (a, b)])  # (xx + 1 + xx + 3) / 2
+    assert f"| {mase:.3f} |" in rows[0] and "auto_theta 1.00" in rows[0]
+    assert f"| {half:.3f} |" in rows[1] and "| 0.000 |" in rows[2]
+
+
 def test_coverage_counts_the_series_the_library_can_train_on():
     long, short = _series("long", n=60, h=8), _series("short", n=12, h=8)
     found = mc.coverage([long, short], {})["quarterly"]
