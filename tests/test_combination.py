@@ -419,6 +419,65 @@ def test_median_and_weighted_takes_each_series_own_weights():
     np.testing.assert_allclose(out, [a, b, c], rtol=1e-12)
 
 
+def _two_series_windows():
+    """A real WindowSet over two series (12 and 10 rows), horizon 2: 3 windows of "a", 2 of
+    "b", the last 1-2 targets of "b"'s last window past its end (NaN)."""
+    from stacklstm.data.windowset import HeldSeries, WindowSet
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate([10 + np.cumsum(rng.normal(size=12)), 50 + 5 * rng.normal(size=10)])
+    held = HeldSeries(
+        model=values[:, None], original=values[:, None], times=None,
+        offsets=np.array([0, 12, 22]), ids=("a", "b"),
+        center=np.zeros((2, 1)), scale=np.ones((2, 1)),
+    )  # fmt: skip
+    origin, series = np.array([7, 8, 9, 19, 21]), np.array([0, 0, 0, 1, 1])
+    return WindowSet(held, origin, series, np.zeros((5, 1)), values[origin][:, None],
+                     window=3, horizon=2, difference=False)  # fmt: skip
+
+
+def test_stacked_fits_one_set_of_weights_on_every_series_windows():
+    """``"stacked"``: one set of weights for the panel, of the lowest mean MASE on every
+    validation window (the seasonal naive forecast weighed too): here the targets are 0.4 x
+    the model + 0.6 x AutoETS exactly, and every series takes those weights."""
+    from stacklstm import combine
+    from stacklstm.forecasting.combination import combined, fit_weights, origin_scales
+
+    val = _two_series_windows()
+    y, d = val.y_true, np.random.default_rng(4).normal(size=(5, 2, 1))
+    forecasts = {"model": y + d, "auto_ets": y - d * 0.4 / 0.6,
+                 "auto_arima": y + 3.0, "auto_theta": None}  # fmt: skip
+    entry = fit_weights(val, forecasts, "all", 4, method="stacked")
+    assert entry["method"] == "stacked"
+    assert entry["forecasters"] == ["model", *baselines.STATISTICAL, "seasonal_naive"]
+    weights = {"model": 0.4, "auto_ets": 0.6, "auto_arima": 0.0, "seasonal_naive": 0.0}
+    assert entry["weights"] == pytest.approx(weights, abs=1e-7)
+    for name in ("a", "b"):
+        own = entry["per_series"][name]
+        assert own["pooled"] is True and own["weights"] == entry["weights"]
+    assert entry["per_series"]["a"]["val_mae"]["auto_arima"] == pytest.approx(3.0)
+    # the combination from other origins: the weighted mean with those weights
+    points = {"model": np.full((5, 2, 1), 1.0), "auto_ets": np.full((5, 2, 1), 6.0),
+              "auto_arima": np.full((5, 2, 1), 100.0),
+              "seasonal_naive": np.full((5, 2, 1), 100.0)}  # fmt: skip
+    np.testing.assert_allclose(combined(val, points, entry), 0.4 + 0.6 * 6.0, rtol=1e-6)
+    # no exact mix: the weights are the lowest mean MASE's, each window scaled by its
+    # series' rows up to its origin, the seasonal naive forecast among the forecasters
+    forecasts["auto_ets"] = y + np.random.default_rng(5).normal(size=(5, 2, 1))
+    entry = fit_weights(val, forecasts, "all", 4, method="stacked")
+    naive = val.seasonal_naive(4)
+    hand = combine.stacked_weights(
+        {**forecasts, "seasonal_naive": naive}, y, origin_scales(val, 4)[:, None, :]
+    )
+    assert entry["weights"] == pytest.approx(hand, abs=1e-9)
+    assert hand != pytest.approx(
+        combine.stacked_weights({**forecasts, "seasonal_naive": naive}, y, 1.0), abs=1e-3
+    )
+    # the naive baselines: the model and the seasonal naive forecast alone
+    entry = fit_weights(val, {"model": y + d}, "naive", 4, method="stacked")
+    assert set(entry["weights"]) == {"model", "seasonal_naive"}
+
+
 def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run, tmp_path):
     """``combination="median"``: the report's and predict's combination is the median of the
     model and the baselines (with the naive baselines, the mean of the model and the
@@ -444,6 +503,34 @@ def test_combination_median_is_the_median_of_the_weighed_forecasters(trained_run
     origins = pd.Index(series.times).get_indexer(frame["origin"])
     hand = 0.5 * (frame["co2_h1"].to_numpy() + _seasonal_naive(values, origins, 52))
     np.testing.assert_allclose(frame["co2_h1_combination"], hand, rtol=1e-12)
+
+
+def test_combination_stacked_runs_from_the_estimator_to_predict(tmp_path):
+    """``combination="stacked"`` through a fit of a panel: the report saves one set of
+    weights that every series takes, its test combination is their weighted mean of the
+    model's and the seasonal naive forecasts, and ``predict(combine=True)`` forecasts the
+    future with them."""
+    from helpers import TINY
+    from helpers import _panel as panel
+    from stacklstm.estimator import LSTMForecaster
+    from stacklstm.report import evaluate_run
+
+    model = LSTMForecaster(**TINY, combination="stacked", run_dir=tmp_path / "fit").fit(panel())
+    entry = evaluate_run(model.run_dir).data["combination"]
+    assert entry["method"] == "stacked" and set(entry["weights"]) == {"model", "seasonal_naive"}
+    assert sum(entry["weights"].values()) == pytest.approx(1.0)
+    assert all(s["weights"] == entry["weights"] for s in entry["per_series"].values())
+    report = evaluate_run(model.run_dir)
+    forecasts, w = report.test_forecasts, entry["weights"]
+    mix = w["model"] * forecasts["model"] + w["seasonal_naive"] * forecasts["seasonal_naive"]
+    np.testing.assert_allclose(forecasts["combination"], mix, rtol=1e-9)
+    # the future: the model's forecast and each series' last season repeated (season 7)
+    future = model.predict(combine=True)
+    for name, rows in panel().groupby("unique_id"):
+        mine = future[future["unique_id"] == name]
+        naive = rows["y"].to_numpy()[-7:][:3]
+        hand = w["model"] * mine["stacklstm"].to_numpy() + w["seasonal_naive"] * naive
+        np.testing.assert_allclose(mine["stacklstm-combination"], hand, rtol=1e-9)
 
 
 @pytest.mark.slow  # a training run and the statistical baselines' fits: about 25 s

@@ -10,6 +10,9 @@ that did well counts most. Forecasters without a finite error or forecast are le
 forecasts, value by value, with no weights to fit. :func:`median_and_weighted` is the mean of
 the two: the weighted mean shrunk halfway to the median, robust to a forecaster that did well
 on the validation windows by chance and still led by the one that did best.
+:func:`stacked_weights` fits one set of weights instead (stacking, or "optimal" combination
+weights): those whose weighted mean has the lowest mean scaled absolute error on the
+validation windows, of every series of a panel at once.
 
 Example:
     >>> import numpy as np
@@ -32,7 +35,15 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["NAME", "combine", "median", "median_and_weighted", "weighted_mean", "weights"]
+__all__ = [
+    "NAME",
+    "combine",
+    "median",
+    "median_and_weighted",
+    "stacked_weights",
+    "weighted_mean",
+    "weights",
+]
 
 #: The report key and forecast column of the combination.
 NAME = "combination"
@@ -171,6 +182,84 @@ def median_and_weighted(
     """
     named = {name: forecasts.get(name) for name in weights}
     return 0.5 * (median(named) + weighted_mean(forecasts, weights))
+
+
+#: :func:`stacked_weights` fits on at most this many values (evenly spaced among them beyond)
+MAX_STACKED_VALUES = 50_000
+
+
+def stacked_weights(
+    forecasts: Mapping[str, np.ndarray | None], y_true: np.ndarray, scales: np.ndarray
+) -> dict[str, float]:
+    """``{name: weight}``: the weights, each >= 0 and summing to 1, whose weighted mean of
+    ``forecasts`` has the lowest mean absolute error over ``scales`` (MASE's, where
+    ``scales`` are each series' in-sample seasonal naive MAE). One set of weights for every
+    value given: fitted on the validation windows of a panel's every series, it is the
+    stacked combination (``combination="stacked"``). A linear program (each error split
+    into its positive and negative parts), solved by scipy's HiGHS (interior point, then
+    crossover to a vertex: about 3 s for 50,000 values on one core); a value where
+    ``y_true``, its scale or a forecast is not finite, or the scale not positive, is left
+    out (beyond :data:`MAX_STACKED_VALUES` values, that many are fitted, evenly spaced among
+    them), and so is a forecaster without forecasts (None).
+
+    Args:
+        forecasts: ``{name: array or None}``, the arrays of ``y_true``'s shape (e.g.
+            ``(n, horizon, n_targets)``).
+        y_true: The values forecast.
+        scales: Each value's scale, broadcastable to ``y_true``'s shape (e.g. ``(n, 1,
+            n_targets)``).
+
+    Returns:
+        The weights of the forecasters given, those left at 0 included.
+
+    Raises:
+        ValueError: arrays of different shapes, or no forecaster or no value to fit on.
+
+    Example:
+        >>> w = stacked_weights(
+        ...     {"a": np.array([1.0, 1.0]), "b": np.array([3.0, 3.0])},
+        ...     np.array([2.5, 2.5]), np.ones(2))
+        >>> {name: round(v, 6) for name, v in w.items()}
+        {'a': 0.25, 'b': 0.75}
+    """
+    arrays = {n: np.asarray(f, dtype=np.float64) for n, f in forecasts.items() if f is not None}
+    if not arrays:
+        raise ValueError("stacked_weights needs at least one forecast, got none")
+    y = np.asarray(y_true, dtype=np.float64)
+    _check_one_shape([y, *arrays.values()])
+    scale = np.broadcast_to(np.asarray(scales, dtype=np.float64), y.shape)
+    stack = np.stack([a.ravel() for a in arrays.values()], axis=1)  # (values, forecasters)
+    with np.errstate(invalid="ignore"):
+        keep = np.isfinite(y.ravel()) & np.isfinite(scale.ravel()) & (scale.ravel() > 0)
+    keep &= np.isfinite(stack).all(axis=1)
+    if not keep.any():
+        raise ValueError(
+            "stacked_weights found no value with a finite target, a positive finite scale and "
+            f"every forecast finite (of {y.size} values, forecasters {sorted(arrays)})"
+        )
+    at = np.flatnonzero(keep)
+    if at.size > MAX_STACKED_VALUES:
+        at = at[np.linspace(0, at.size - 1, MAX_STACKED_VALUES).round().astype(np.int64)]
+    f, target, cost = stack[at], y.ravel()[at], 1.0 / (at.size * scale.ravel()[at])
+    if len(arrays) == 1:
+        return {next(iter(arrays)): 1.0}
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    m, k = f.shape
+    eye = sparse.identity(m, format="csr")
+    ones = sparse.csr_matrix(np.concatenate([np.ones(k), np.zeros(2 * m)])[None])
+    result = linprog(  # min cost . (u + v)  with  f w + u - v = y,  sum w = 1,  w, u, v >= 0
+        np.concatenate([np.zeros(k), cost, cost]),
+        A_eq=sparse.vstack([sparse.hstack([sparse.csr_matrix(f), eye, -eye]), ones]),
+        b_eq=np.concatenate([target, [1.0]]),
+        bounds=(0, None),
+        method="highs-ipm",  # with crossover: a vertex, as exact as the simplex, far faster
+    )
+    if not result.success:  # pragma: no cover - a feasible, bounded program
+        raise ValueError(f"the stacked weights' linear program failed: {result.message}")
+    w = np.clip(result.x[:k], 0.0, None)
+    return {name: float(v) for name, v in zip(arrays, w / w.sum(), strict=True)}
 
 
 def _check_one_shape(arrays: Iterable[np.ndarray]) -> None:

@@ -208,7 +208,8 @@ def _add_predict(commands: Any, formatter: type) -> None:
         action="store_true",
         help="also the combination's forecasts: the model and the baselines from the same "
         "origins weighed by the run's report.json weights (inverse validation MAE), their "
-        "median (--combination median) or the mean of the two (--preset accurate); columns "
+        "median (--combination median), the mean of the two (--preset accurate) or one set "
+        "of weights for every series (--combination stacked); columns "
         "<target>_h<k>_combination (long: combination), and its split-conformal intervals "
         "at the run's interval levels (long: combination-lo-80, combination-hi-80, ...)",
     )

@@ -31,7 +31,7 @@ GapPolicy = Literal["interpolate", "reject"]
 #: The names of :data:`stacklstm.losses.LOSSES` (a test keeps the two equal).
 LossKind = Literal["mse", "mae", "huber", "quantile", "normal", "student_t"]
 BaselineKind = Literal["naive", "all"]
-CombinationKind = Literal["weighted", "median", "median_and_weighted"]
+CombinationKind = Literal["weighted", "median", "median_and_weighted", "stacked"]
 RetrainKind = Literal["auto", "all", "on", "off"]
 InitKind = Literal["auto", "random", "pretrained"]
 LossWeightKind = Literal["auto", "mase", "none"]

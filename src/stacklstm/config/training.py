@@ -198,7 +198,9 @@ class TrainConfig(_Section):
         help="the report's combination of the model and the baselines (predict --combine): "
         "'weighted' (each weighed by the inverse of its validation MAE), 'median' (their "
         "median, value by value; with baselines=naive, the mean of the model and the "
-        "seasonal naive) or 'median_and_weighted' (the mean of the two; --preset accurate)",
+        "seasonal naive), 'median_and_weighted' (the mean of the two; --preset accurate) or "
+        "'stacked' (one set of weights for every series, of the lowest validation MASE, "
+        "the seasonal naive weighed too)",
         legacy="weighted",
     )
 

@@ -7,12 +7,15 @@ each weighed by the inverse of its mean absolute error on the validation windows
 units, every validation origin, horizon step and target), normalised to sum to 1 (with
 ``combination="median"``: their median, value by value, :func:`stacklstm.combine.median`,
 the weights still fitted and saved, naming the forecasters it takes; with
-``"median_and_weighted"``: the mean of the two, :func:`stacklstm.combine.median_and_weighted`).
-For a panel the weights are fitted series by series, on that series' validation windows; a
-series without validation windows (or without any usable error) takes the weights of all the
-validation windows together (``pooled``). A forecaster without forecasts or without a finite
-validation error is left out, and where a forecaster has no finite forecasts from some
-origins of a series, the others' weights are renormalised there.
+``"median_and_weighted"``: the mean of the two, :func:`stacklstm.combine.median_and_weighted`;
+with ``"stacked"``: the weighted mean with one set of weights for every series,
+:func:`stacklstm.combine.stacked_weights`, those of the lowest mean MASE on the validation
+windows, with the seasonal naive forecast among the forecasters, where a weight of 0 leaves
+it out). For a panel the other weights are fitted series by series, on that series'
+validation windows; a series without validation windows (or without any usable error) takes
+the weights of all the validation windows together (``pooled``). A forecaster without
+forecasts or without a finite validation error is left out, and where a forecaster has no
+finite forecasts from some origins of a series, the others' weights are renormalised there.
 
 Its intervals are split-conformal, fitted on the same validation windows
 (:func:`fit_halfwidths`): each window's absolute error of the combination at each horizon
@@ -96,8 +99,10 @@ def fit_weights(
             the seasonal naive ones come from ``val``.
         kind: The run's ``baselines``: which forecasters are weighed (:func:`members`).
         season: The data's season (of the seasonal naive forecast).
-        method: The run's ``combination``: ``"weighted"``, ``"median"`` or
-            ``"median_and_weighted"``.
+        method: The run's ``combination``: ``"weighted"``, ``"median"``,
+            ``"median_and_weighted"`` or ``"stacked"`` (the weights of
+            :func:`stacklstm.combine.stacked_weights` on every window, the seasonal naive
+            forecast weighed too, and a panel's every series given them).
         levels: The intervals' nominal coverages in (0, 1) (``interval_levels``): their
             half-widths are fitted on the combination's validation errors
             (:func:`fit_halfwidths`).
@@ -107,11 +112,13 @@ def fit_weights(
         forecaster has a finite validation error), for a panel also ``per_series``, and with
         ``levels`` (and a finite scaled error at every step) ``halfwidths`` (see the module).
     """
-    naive = {"seasonal_naive": val.seasonal_naive(season)} if kind == "naive" else {}
-    forecasts = {name: {**forecasts, **naive}.get(name) for name in members(kind)}
+    stacked = method == "stacked"
+    naive = {"seasonal_naive": val.seasonal_naive(season)} if kind == "naive" or stacked else {}
+    weighed = (*members(kind), "seasonal_naive") if stacked and kind == "all" else members(kind)
+    forecasts = {name: {**forecasts, **naive}.get(name) for name in weighed}
     y_true = val.y_true
     errors = {name: _mae(y_true, f) for name, f in forecasts.items()}
-    pooled = _weights_of(errors)
+    pooled = _stacked_of(val, forecasts, season) if stacked else _weights_of(errors)
     entry: dict[str, Any] = {
         "method": method,
         "forecasters": list(forecasts),
@@ -129,7 +136,7 @@ def fit_weights(
             name: _mae(y_true[rows], None if f is None else f[rows])
             for name, f in forecasts.items()
         }
-        own = _weights_of(mine)
+        own = None if stacked else _weights_of(mine)
         per_series[val.ids[i]] = {
             "val_mae": mine,
             "weights": pooled if own is None else own,
@@ -137,6 +144,19 @@ def fit_weights(
         }
     entry["per_series"] = per_series
     return _with_halfwidths(entry, val, forecasts, season, levels)
+
+
+def _stacked_of(val: WindowSet, forecasts: Forecasts, season: int) -> dict[str, float] | None:
+    """:func:`stacklstm.combine.stacked_weights` of ``forecasts`` on the windows of ``val``
+    (each scaled by :func:`origin_scales`), or None when nothing is left to fit on."""
+    if not len(val):
+        return None
+    try:
+        return combine.stacked_weights(
+            forecasts, val.y_true, origin_scales(val, season)[:, None, :]
+        )
+    except ValueError:
+        return None
 
 
 def _with_halfwidths(
