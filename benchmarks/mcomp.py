@@ -610,43 +610,6 @@ def combine_preset(
 STACKED = ("lstm", *STATISTICAL, "seasonal_naive")
 
 
-def stacked_weights(forecasts: np.ndarray, targets: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """``(k,)`` weights of ``k`` forecasters, each >= 0 and summing to 1, whose weighted mean
-    has the lowest mean MASE over ``n`` series: a linear program (the absolute errors as
-    slack variables) solved by scipy's HiGHS.
-
-    Args:
-        forecasts: ``(n, k, h)`` each series' forecasts by each forecaster.
-        targets: ``(n, h)`` the values they forecast.
-        scales: ``(n,)`` each series' MASE scale (:func:`mase_scale`).
-
-    Example:
-        >>> f = np.array([[[1.0, 1.0], [3.0, 3.0]]])  # one series, two forecasters
-        >>> stacked_weights(f, np.array([[2.5, 2.5]]), np.ones(1)).round(6).tolist()
-        [0.25, 0.75]
-    """
-    from scipy import sparse
-    from scipy.optimize import linprog
-
-    n, k, h = forecasts.shape
-    f = sparse.csr_matrix(np.transpose(forecasts, (0, 2, 1)).reshape(n * h, k))
-    y = np.asarray(targets, float).reshape(n * h)
-    cost = np.repeat(1.0 / (n * h * np.asarray(scales, float)), h)  # of each |error|
-    slack = -sparse.identity(n * h, format="csr")
-    result = linprog(  # min cost . e  with  e >= y - f w,  e >= f w - y,  sum w = 1,  w >= 0
-        np.concatenate([np.zeros(k), cost]),
-        A_ub=sparse.vstack([sparse.hstack([-f, slack]), sparse.hstack([f, slack])]),
-        b_ub=np.concatenate([-y, y]),
-        A_eq=np.concatenate([np.ones(k), np.zeros(n * h)])[None],
-        b_eq=[1.0],
-        bounds=(0, None),
-        method="highs",
-    )
-    if not result.success:
-        raise RuntimeError(f"the stacked weights' linear program failed: {result.message}")
-    return np.clip(result.x[:k], 0.0, None) / np.clip(result.x[:k], 0.0, None).sum()
-
-
 def _stacked_members(s: MSeries, lstm: Sequence[float], stats: Mapping[str, Any]) -> np.ndarray:
     """``(len(STACKED), h)``: :data:`STACKED`'s forecasts of ``s`` (the statistical ones from
     ``stats``, the seasonal naive one from ``s.x``)."""
@@ -664,7 +627,8 @@ def combine_stacked(
     on_test: bool = False,
 ) -> tuple[np.ndarray, dict[str, list[float]]] | None:
     """The stacked combination of one table: the weighted mean of :data:`STACKED`'s
-    forecasts with one set of weights for every series (:func:`stacked_weights`), fitted on
+    forecasts with one set of weights for every series (the library's
+    :func:`stacklstm.combine.stacked_weights`, ``combination="stacked"``), fitted on
     the last ``h`` values of each ``x``: the model's validation forecast and the statistical
     models fitted without them (``held``; series without both are left out of the fit).
     With ``on_test``, fitted on ``xx`` itself instead: a bound on what one set of weights
@@ -682,8 +646,13 @@ def combine_stacked(
         ]  # fmt: skip
     if not windows:
         return None
+    from stacklstm.combine import stacked_weights
+
     forecasts, targets, scales = (np.stack(part) for part in zip(*windows, strict=True))
-    weights = stacked_weights(forecasts, targets, scales)
+    fitted_weights = stacked_weights(
+        {name: forecasts[:, i] for i, name in enumerate(STACKED)}, targets, scales[:, None]
+    )
+    weights = np.array([fitted_weights[name] for name in STACKED])
     out = {s.id: (weights @ _stacked_members(s, lstm[s.id]["forecast"], stats[s.id])).tolist()
            for s in covered}  # fmt: skip
     return weights, out

@@ -197,37 +197,6 @@ def test_the_presets_quantiles_are_the_mean_of_the_median_and_the_weighted_by_ha
     assert cells[4] == f"{median_wql:.3f} ± 0.000" != cells[5]
 
 
-def test_stacked_weights_find_the_mix_that_forecasts_exactly():
-    """Two series whose values are 0.3 x the first forecaster + 0.7 x the third: the linear
-    program finds those weights; with a forecaster that is exact, all of it."""
-    rng = np.random.default_rng(0)
-    forecasts = rng.normal(size=(2, 3, 5))
-    targets = 0.3 * forecasts[:, 0] + 0.7 * forecasts[:, 2]
-    weights = mc.stacked_weights(forecasts, targets, np.array([1.0, 4.0]))
-    np.testing.assert_allclose(weights, [0.3, 0.0, 0.7], atol=1e-7)
-    np.testing.assert_allclose(
-        mc.stacked_weights(forecasts, forecasts[:, 1], np.ones(2)), [0, 1, 0], atol=1e-7
-    )
-    # each series forecast exactly by one forecaster, missed by the other (by 1 on the
-    # first, by 2 on the second): the series whose misses count more by its scale wins
-    y = rng.normal(size=(2, 5))
-    pair = np.stack([np.stack([y[0], y[0] + 1]), np.stack([y[1] + 2, y[1]])])
-    np.testing.assert_allclose(mc.stacked_weights(pair, y, np.ones(2)), [0, 1], atol=1e-7)
-    np.testing.assert_allclose(mc.stacked_weights(pair, y, np.array([1, 100.0])), [1, 0], atol=1e-7)
-    # no mix is exact: the weights' mean MASE is the lowest of a grid over the simplex
-    targets = rng.normal(size=(2, 5))
-    scales = np.array([1.0, 3.0])
-
-    def mase(w):
-        return np.mean(np.abs(targets - np.einsum("k,nkh->nh", w, forecasts)).mean(1) / scales)
-
-    grid = [np.array([a, b, 1 - a - b]) for a in np.linspace(0, 1, 41)
-            for b in np.linspace(0, 1, 41) if a + b <= 1 + 1e-12]  # fmt: skip
-    weights = mc.stacked_weights(forecasts, targets, scales)
-    assert weights.min() >= 0 and abs(weights.sum() - 1) < 1e-9
-    assert mase(weights) <= min(mase(w) for w in grid) + 1e-9
-
-
 def test_the_stacked_combination_fits_one_set_of_weights_on_the_last_h_values():
     """Series a and b: the statistical models' held-out fits and the model's validation
     forecast miss the last h values of x, AutoTheta's by nothing; the stacked weights are
