@@ -634,9 +634,9 @@ def combine_stacked(
     With ``on_test``, fitted on ``xx`` itself instead: a bound on what one set of weights
     can reach, not a forecast. ``(weights, {id: (h,) forecast})``; None where no series has
     the validation forecasts."""
+    members = {s.id: _stacked_members(s, lstm[s.id]["forecast"], stats[s.id]) for s in covered}
     if on_test:
-        fitted = [(s, _stacked_members(s, lstm[s.id]["forecast"], stats[s.id])) for s in covered]
-        windows = [(f, s.xx, mase_scale(s.x, s.season)) for s, f in fitted]
+        windows = [(members[s.id], s.xx, mase_scale(s.x, s.season)) for s in covered]
     else:
         windows = [
             (_stacked_members(_holdout(s), lstm[s.id]["val_forecast"], held[s.id]), s.x[-s.h :],
@@ -653,9 +653,7 @@ def combine_stacked(
         {name: forecasts[:, i] for i, name in enumerate(STACKED)}, targets, scales[:, None]
     )
     weights = np.array([fitted_weights[name] for name in STACKED])
-    out = {s.id: (weights @ _stacked_members(s, lstm[s.id]["forecast"], stats[s.id])).tolist()
-           for s in covered}  # fmt: skip
-    return weights, out
+    return weights, {s.id: (weights @ members[s.id]).tolist() for s in covered}
 
 
 def _own_rows(

@@ -237,12 +237,12 @@ def stacked_weights(
             "stacked_weights found no value with a finite target, a positive finite scale and "
             f"every forecast finite (of {y.size} values, forecasters {sorted(arrays)})"
         )
+    if len(arrays) == 1:
+        return {next(iter(arrays)): 1.0}
     at = np.flatnonzero(keep)
     if at.size > MAX_STACKED_VALUES:
         at = at[np.linspace(0, at.size - 1, MAX_STACKED_VALUES).round().astype(np.int64)]
     f, target, cost = stack[at], y.ravel()[at], 1.0 / (at.size * scale.ravel()[at])
-    if len(arrays) == 1:
-        return {next(iter(arrays)): 1.0}
     from scipy import sparse
     from scipy.optimize import linprog
 

@@ -59,10 +59,15 @@ from .baseline_forecasts import series_slices, statistical_of
 Forecasts = dict[str, np.ndarray | None]
 
 
-def members(kind: str) -> tuple[str, ...]:
+def members(kind: str, method: str = "weighted") -> tuple[str, ...]:
     """The forecasters the combination weighs for ``baselines=kind``: the model and the
-    statistical baselines (``"all"``), or the model and the seasonal naive (``"naive"``)."""
-    return ("model", *baselines.STATISTICAL) if kind == "all" else ("model", "seasonal_naive")
+    statistical baselines (``"all"``), or the model and the seasonal naive (``"naive"``);
+    the ``"stacked"`` method weighs the seasonal naive forecast with ``"all"`` too (a fitted
+    weight of 0 leaves it out)."""
+    if kind != "all":
+        return ("model", "seasonal_naive")
+    naive = ("seasonal_naive",) if method == "stacked" else ()
+    return ("model", *baselines.STATISTICAL, *naive)
 
 
 def _mae(y_true: np.ndarray, forecast: np.ndarray | None) -> float | None:
@@ -113,12 +118,12 @@ def fit_weights(
         ``levels`` (and a finite scaled error at every step) ``halfwidths`` (see the module).
     """
     stacked = method == "stacked"
-    naive = {"seasonal_naive": val.seasonal_naive(season)} if kind == "naive" or stacked else {}
-    weighed = (*members(kind), "seasonal_naive") if stacked and kind == "all" else members(kind)
+    weighed = members(kind, method)
+    naive = {"seasonal_naive": val.seasonal_naive(season)} if "seasonal_naive" in weighed else {}
     forecasts = {name: {**forecasts, **naive}.get(name) for name in weighed}
     y_true = val.y_true
     errors = {name: _mae(y_true, f) for name, f in forecasts.items()}
-    pooled = _stacked_of(val, forecasts, season) if stacked else _weights_of(errors)
+    pooled = _stacked_of(val, y_true, forecasts, season) if stacked else _weights_of(errors)
     entry: dict[str, Any] = {
         "method": method,
         "forecasters": list(forecasts),
@@ -146,15 +151,16 @@ def fit_weights(
     return _with_halfwidths(entry, val, forecasts, season, levels)
 
 
-def _stacked_of(val: WindowSet, forecasts: Forecasts, season: int) -> dict[str, float] | None:
-    """:func:`stacklstm.combine.stacked_weights` of ``forecasts`` on the windows of ``val``
-    (each scaled by :func:`origin_scales`), or None when nothing is left to fit on."""
+def _stacked_of(
+    val: WindowSet, y_true: np.ndarray, forecasts: Forecasts, season: int
+) -> dict[str, float] | None:
+    """:func:`stacklstm.combine.stacked_weights` of ``forecasts`` of ``val``'s targets
+    ``y_true`` (each window scaled by :func:`origin_scales`), or None when nothing is left
+    to fit on."""
     if not len(val):
         return None
     try:
-        return combine.stacked_weights(
-            forecasts, val.y_true, origin_scales(val, season)[:, None, :]
-        )
+        return combine.stacked_weights(forecasts, y_true, origin_scales(val, season)[:, None, :])
     except ValueError:
         return None
 
